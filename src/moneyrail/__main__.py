@@ -1,0 +1,3 @@
+from moneyrail.cli import main
+
+main()

@@ -1,0 +1,98 @@
+"""Every error leaves in one envelope: {"error": {type, code, message, param, request_id}}."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from moneyrail.api.context import request_id
+from moneyrail.errors import (
+    InvalidRequest,
+    MethodNotAllowed,
+    MoneyrailError,
+    ParameterInvalid,
+    ParameterMissing,
+    ParameterUnknown,
+    ResourceMissing,
+)
+
+
+def error_body(error: MoneyrailError, request_id_value: str) -> dict[str, Any]:
+    body: dict[str, Any] = {
+        "type": error.type,
+        "code": error.code,
+        "message": error.message,
+        "param": error.param,
+        "request_id": request_id_value,
+    }
+    body.update(error.extra)
+    return {"error": body}
+
+
+def error_response(error: MoneyrailError, request_id_value: str) -> JSONResponse:
+    return JSONResponse(error_body(error, request_id_value), status_code=error.status)
+
+
+def _param_name(location: Sequence[str | int]) -> str | None:
+    """("body", "metadata", "k") -> "metadata[k]", the way form-style APIs name nested fields."""
+    parts = (
+        [str(part) for part in location[1:]]
+        if location and location[0] in {"body", "query", "path", "header"}
+        else [str(part) for part in location]
+    )
+    if not parts:
+        return None
+    return parts[0] + "".join(f"[{part}]" for part in parts[1:])
+
+
+def validation_error(exc: RequestValidationError) -> InvalidRequest:
+    """Map pydantic's first complaint to one documented code; FastAPI's 422 never leaves."""
+    first: dict[str, Any] = exc.errors()[0] if exc.errors() else {}
+    kind = first.get("type", "")
+    param = _param_name(first.get("loc", ()))
+    message = str(first.get("msg", "Invalid request"))
+    if kind == "missing":
+        if param is None:
+            return ParameterMissing("The request needs a JSON body.")
+        return ParameterMissing(f"Missing required parameter: {param}.", param=param)
+    if kind == "extra_forbidden":
+        return ParameterUnknown(f"Received unknown parameter: {param}.", param=param)
+    if kind == "json_invalid":
+        return ParameterInvalid("The request body is not valid JSON.")
+    if param is None and kind in {"model_attributes_type", "dict_type", "model_type"}:
+        return ParameterInvalid(
+            "The request body must be a JSON object sent as `Content-Type: application/json`."
+        )
+    if param is None:
+        return ParameterInvalid(f"Invalid request body: {message}.")
+    return ParameterInvalid(f"Invalid {param}: {message}.", param=param)
+
+
+def install_error_handlers(app: FastAPI) -> None:
+    async def on_moneyrail_error(request: Request, exc: Exception) -> JSONResponse:
+        assert isinstance(exc, MoneyrailError)
+        return error_response(exc, request_id(request))
+
+    async def on_validation_error(request: Request, exc: Exception) -> JSONResponse:
+        assert isinstance(exc, RequestValidationError)
+        return error_response(validation_error(exc), request_id(request))
+
+    async def on_http_error(request: Request, exc: Exception) -> JSONResponse:
+        assert isinstance(exc, StarletteHTTPException)
+        error: MoneyrailError
+        if exc.status_code == 404:
+            error = ResourceMissing(f"Unrecognized request URL ({request.method} {request.url.path}).")
+        elif exc.status_code == 405:
+            error = MethodNotAllowed(f"{request.method} is not allowed on {request.url.path}.")
+        else:
+            error = InvalidRequest(str(exc.detail))
+        return error_response(error, request_id(request))
+
+    app.add_exception_handler(MoneyrailError, on_moneyrail_error)
+    app.add_exception_handler(RequestValidationError, on_validation_error)
+    app.add_exception_handler(StarletteHTTPException, on_http_error)

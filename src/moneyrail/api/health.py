@@ -1,0 +1,44 @@
+"""Liveness and readiness (CONVENTIONS.md §1)."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from fastapi import APIRouter, Request
+from fastapi.responses import JSONResponse
+from redis.asyncio import Redis
+from sqlalchemy import text
+
+router = APIRouter(tags=["health"])
+READINESS_TIMEOUT_SECONDS = 2.0
+
+
+@router.get("/healthz")
+async def healthz() -> dict[str, str]:
+    return {"status": "ok"}
+
+
+async def _database_ready(request: Request) -> bool:
+    async with request.app.state.engine.connect() as connection:
+        await connection.execute(text("SELECT 1"))
+    return True
+
+
+async def _broker_ready(request: Request) -> bool:
+    redis: Redis = request.app.state.redis
+    return bool(await redis.ping())
+
+
+@router.get("/readyz")
+async def readyz(request: Request) -> JSONResponse:
+    checks: dict[str, Any] = {}
+    for name, check in (("database", _database_ready), ("broker", _broker_ready)):
+        try:
+            checks[name] = (
+                "ok" if await asyncio.wait_for(check(request), READINESS_TIMEOUT_SECONDS) else "down"
+            )
+        except Exception as exc:  # any failure means not ready; say which and why, without secrets
+            checks[name] = f"down: {type(exc).__name__}"
+    ready = all(value == "ok" for value in checks.values())
+    return JSONResponse({"status": "ok" if ready else "unavailable", "checks": checks}, 200 if ready else 503)

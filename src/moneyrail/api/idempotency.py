@@ -1,0 +1,142 @@
+"""The idempotency store (CONVENTIONS.md §4, after the IETF Idempotency-Key draft).
+
+A key is claimed inside the request's own transaction: a transaction-scoped advisory lock marks it
+in flight, the stored record (if any) is replayed or refused, and the new record is written by
+`routing.py` in the same transaction as the effect, so a response is stored exactly when its
+effect commits.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from datetime import timedelta
+
+import orjson
+from fastapi import Request
+from sqlalchemy import delete, func, select
+from sqlalchemy.ext.asyncio import AsyncSession, AsyncSessionTransaction
+
+from moneyrail.api.context import Principal, request_session
+from moneyrail.errors import (
+    IdempotencyKeyInUse,
+    IdempotencyKeyInvalid,
+    IdempotencyKeyRequired,
+    IdempotencyKeyReused,
+)
+from moneyrail.kit.clock import utcnow
+from moneyrail.models import IdempotencyRecord
+
+HEADER = "Idempotency-Key"
+MAX_KEY_LENGTH = 255
+# POSTs under these prefixes must carry a key (spec 4: "required on every POST of the products group").
+KEY_REQUIRED_PREFIXES = ("/v1/products", "/v1/prices", "/v1/subscriptions")
+IDEMPOTENT_METHODS = frozenset({"POST", "DELETE"})
+
+
+@dataclass
+class ClaimedKey:
+    key: str
+    fingerprint: str
+    principal: Principal
+    effect: AsyncSessionTransaction  # savepoint of the effect, so a refusal can be undone and stored
+
+
+class IdempotentReplay(Exception):
+    def __init__(self, status_code: int, body: bytes) -> None:
+        super().__init__(status_code)
+        self.status_code = status_code
+        self.body = body
+
+
+def _is_valid_key(key: str) -> bool:
+    return 1 <= len(key) <= MAX_KEY_LENGTH and all(" " <= char <= "~" for char in key)
+
+
+def _canonical_body(raw: bytes) -> bytes:
+    try:
+        return orjson.dumps(orjson.loads(raw), option=orjson.OPT_SORT_KEYS) if raw.strip() else b""
+    except orjson.JSONDecodeError:
+        return raw
+
+
+async def fingerprint(request: Request) -> str:
+    digest = hashlib.sha256()
+    digest.update(request.method.encode())
+    digest.update(b"\0" + request.url.path.encode() + b"\0")
+    digest.update(_canonical_body(await request.body()))
+    return digest.hexdigest()
+
+
+def _advisory_lock_id(principal: Principal, key: str) -> int:
+    scope = f"{principal.tenant.installation_id}|{principal.tenant.livemode}|{key}".encode()
+    return int.from_bytes(hashlib.sha256(scope).digest()[:8], "big", signed=True)
+
+
+async def claim(request: Request, principal: Principal, retention: timedelta) -> None:
+    """Claim the request's Idempotency-Key, or raise the replay / refusal it calls for."""
+    if request.method not in IDEMPOTENT_METHODS:
+        return
+    key = request.headers.get(HEADER)
+    if key is None:
+        if request.method == "POST" and request.url.path.startswith(KEY_REQUIRED_PREFIXES):
+            raise IdempotencyKeyRequired(f"This request needs an {HEADER} header.")
+        return
+    if not _is_valid_key(key):
+        raise IdempotencyKeyInvalid(f"{HEADER} must be 1 to {MAX_KEY_LENGTH} printable ASCII characters.")
+
+    session = request_session(request)
+    tenant = principal.tenant
+    locked = await session.scalar(select(func.pg_try_advisory_xact_lock(_advisory_lock_id(principal, key))))
+    if not locked:
+        raise IdempotencyKeyInUse(
+            "A request with this Idempotency-Key is still being processed; retry later."
+        )
+
+    request_fingerprint = await fingerprint(request)
+    record = await session.get(IdempotencyRecord, (tenant.installation_id, tenant.livemode, key))
+    if record is not None and record.created_at < utcnow() - retention:
+        await session.delete(record)  # past its retention window the key is free again
+        await session.flush()
+        record = None
+    if record is not None:
+        if record.fingerprint != request_fingerprint:
+            raise IdempotencyKeyReused(
+                "This Idempotency-Key was used with another request (method, path or body differ)."
+            )
+        raise IdempotentReplay(record.status_code, record.response_body)
+    request.state.idempotency = ClaimedKey(
+        key=key, fingerprint=request_fingerprint, principal=principal, effect=await session.begin_nested()
+    )
+
+
+def claimed_key(request: Request) -> ClaimedKey | None:
+    claimed: ClaimedKey | None = getattr(request.state, "idempotency", None)
+    return claimed
+
+
+async def store(session: AsyncSession, claimed: ClaimedKey, status_code: int, body: bytes) -> None:
+    tenant = claimed.principal.tenant
+    session.add(
+        IdempotencyRecord(
+            installation_id=tenant.installation_id,
+            livemode=tenant.livemode,
+            key=claimed.key,
+            fingerprint=claimed.fingerprint,
+            status_code=status_code,
+            response_body=body,
+        )
+    )
+    await session.flush()
+
+
+def is_storable(status_code: int) -> bool:
+    """Stored: 2xx and business 4xx. Not stored: 401, 403, 429 and 5xx (the key stays free)."""
+    return status_code < 500 and status_code not in {401, 403, 429}
+
+
+async def purge_expired(session: AsyncSession, retention: timedelta) -> int:
+    result = await session.execute(
+        delete(IdempotencyRecord).where(IdempotencyRecord.created_at < utcnow() - retention)
+    )
+    return int(getattr(result, "rowcount", 0) or 0)

@@ -1,0 +1,134 @@
+"""The outermost layer: request id, API version, one log line per request, last-resort 500.
+
+A pure ASGI middleware (not BaseHTTPMiddleware) so it adds no task hop to every request.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import orjson
+import structlog
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from moneyrail.api.errors import error_body
+from moneyrail.config import API_VERSIONS
+from moneyrail.errors import MoneyrailError, UnsupportedVersion
+from moneyrail.kit.ids import new_id
+
+logger = structlog.get_logger("moneyrail.http")
+
+# Path prefix -> API name (CONVENTIONS.md §1); longest prefixes first.
+API_PREFIXES = (("/commerce/v1", "commerce"), ("/fiscal/v1", "fiscal"), ("/v1", "payments"))
+
+
+def api_of(path: str) -> str | None:
+    for prefix, api in API_PREFIXES:
+        if path == prefix or path.startswith(prefix + "/"):
+            return api
+    return None
+
+
+def route_template(scope: Scope) -> str:
+    """The matched route's template, never the raw path: a path may carry a credential (checkout tokens)."""
+    route = scope.get("route")
+    template = getattr(route, "path_format", None) or getattr(route, "path", None)
+    if not isinstance(template, str):
+        return "unmatched"
+    for prefix, _api in API_PREFIXES:
+        # Newer FastAPI keeps an included router's prefix off the route itself.
+        if scope["path"].startswith(prefix + "/") and not template.startswith(prefix + "/"):
+            return prefix + template
+    return template
+
+
+def _header(scope: Scope, name: bytes) -> str | None:
+    for key, value in scope["headers"]:
+        if key == name:
+            return str(value.decode("latin-1"))
+    return None
+
+
+class RequestContextMiddleware:
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = time.perf_counter()
+        request_id = new_id("req")
+        scope.setdefault("state", {})["request_id"] = request_id
+        api = api_of(scope["path"])
+        version: str | None = None
+        if api is not None:
+            asked = _header(scope, b"service-version")
+            version = asked if asked is not None else API_VERSIONS[api][0]
+        extra_headers = [(b"request-id", request_id.encode())]
+        if version is not None:
+            extra_headers.append((b"service-version", version.encode("latin-1")))
+        status_holder: dict[str, Any] = {"status": 500, "started": False}
+
+        async def send_with_headers(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                status_holder["status"] = message["status"]
+                status_holder["started"] = True
+                message["headers"] = [*message.get("headers", []), *extra_headers]
+            await send(message)
+
+        structlog.contextvars.bind_contextvars(request_id=request_id)
+        try:
+            if api is not None and version not in API_VERSIONS[api]:
+                # Answer with the version that will serve a retry, not the unknown one asked for.
+                extra_headers[-1] = (b"service-version", API_VERSIONS[api][0].encode())
+                await self._send_error(
+                    send_with_headers,
+                    UnsupportedVersion(
+                        f"Service-Version {version!r} is not supported by the {api} API; "
+                        f"supported: {', '.join(API_VERSIONS[api])}.",
+                        param="Service-Version",
+                    ),
+                    request_id,
+                )
+                return
+            await self.app(scope, receive, send_with_headers)
+        except Exception:
+            logger.exception("request_failed")
+            if not status_holder["started"]:
+                await self._send_error(
+                    send_with_headers, MoneyrailError("An internal error occurred."), request_id
+                )
+        finally:
+            self._log(scope, status_holder["status"], started)
+            structlog.contextvars.unbind_contextvars("request_id")
+
+    @staticmethod
+    async def _send_error(send: Send, error: MoneyrailError, request_id: str) -> None:
+        body = orjson.dumps(error_body(error, request_id))
+        await send(
+            {
+                "type": "http.response.start",
+                "status": error.status,
+                "headers": [
+                    (b"content-type", b"application/json"),
+                    (b"content-length", str(len(body)).encode()),
+                ],
+            }
+        )
+        await send({"type": "http.response.body", "body": body})
+
+    @staticmethod
+    def _log(scope: Scope, status: int, started: float) -> None:
+        state = scope.get("state", {})
+        principal = state.get("principal")
+        logger.info(
+            "request",
+            method=scope["method"],
+            route=route_template(scope),
+            status=status,
+            latency_ms=round((time.perf_counter() - started) * 1000, 2),
+            installation=principal.tenant.installation_id if principal else None,
+            livemode=principal.tenant.livemode if principal else None,
+        )

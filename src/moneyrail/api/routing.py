@@ -1,0 +1,101 @@
+"""The request's edge: the gate every route declares, and the route class that commits.
+
+`scoped(scope)` is the one gate a route declares: it authenticates the key, checks the
+route's scope and claims the Idempotency-Key. `MoneyrailRoute` opens the request's unit of work
+around the endpoint and commits it together with the stored idempotent response.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Coroutine
+from datetime import timedelta
+from typing import Any
+
+from fastapi import Request, Response, Security
+from fastapi.exceptions import RequestValidationError
+from fastapi.openapi.models import HTTPBearer as HTTPBearerModel
+from fastapi.responses import JSONResponse
+from fastapi.routing import APIRoute
+from fastapi.security import SecurityScopes
+from fastapi.security.base import SecurityBase
+
+from moneyrail.api import idempotency
+from moneyrail.api.auth import authenticate
+from moneyrail.api.context import Principal, request_id
+from moneyrail.api.errors import error_body
+from moneyrail.db.uow import UnitOfWork
+from moneyrail.errors import InsufficientScope, MoneyrailError
+from moneyrail.kit.scopes import grants, is_known_scope
+
+
+class ApiKeyGate(SecurityBase):
+    """Authentication, then the route's scope, then the Idempotency-Key claim.
+
+    A security scheme, so each route's scope is part of /openapi.json (`security: [{"ApiKey": [scope]}]`).
+    """
+
+    def __init__(self, *, allow_publishable: bool = False) -> None:
+        self.model = HTTPBearerModel(
+            description="`Authorization: Bearer sk_test_…` (a publishable key only on client-side routes)"
+        )
+        self.scheme_name = "ApiKey"
+        self.allow_publishable = allow_publishable
+
+    async def __call__(self, request: Request, security_scopes: SecurityScopes) -> Principal:
+        if len(security_scopes.scopes) != 1 or not is_known_scope(security_scopes.scopes[0]):
+            raise RuntimeError(f"a route must declare exactly one known scope, not {security_scopes.scopes}")
+        scope = security_scopes.scopes[0]
+        principal = await authenticate(request, allow_publishable=self.allow_publishable)
+        request.state.principal = principal
+        if principal.key_kind == "secret" and not grants(principal.scopes, scope):
+            raise InsufficientScope(f"This API key lacks the `{scope}` scope needed here.")
+        retention = timedelta(hours=request.app.state.settings.idempotency_retention_hours)
+        await idempotency.claim(request, principal, retention)
+        return principal
+
+
+secret_key_gate = ApiKeyGate()
+
+
+def scoped(scope: str) -> Any:
+    """`principal: Annotated[Principal, scoped("customers:write")]` in an endpoint's signature."""
+    if not is_known_scope(scope):
+        raise ValueError(f"unknown scope {scope!r}")
+    return Security(secret_key_gate, scopes=[scope])
+
+
+class MoneyrailRoute(APIRoute):
+    def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
+        endpoint_handler = super().get_route_handler()
+
+        async def handle(request: Request) -> Response:
+            async with UnitOfWork(request.app.state.sessionmaker) as uow:
+                request.state.uow = uow
+                try:
+                    response = await endpoint_handler(request)
+                except idempotency.IdempotentReplay as replay:
+                    return Response(
+                        replay.body,
+                        status_code=replay.status_code,
+                        media_type="application/json",
+                        headers={"Idempotent-Replayed": "true"},
+                    )
+                except RequestValidationError:
+                    raise  # a request that never ran: nothing stored, the key stays free
+                except MoneyrailError as error:
+                    claimed = idempotency.claimed_key(request)
+                    if claimed is None or not idempotency.is_storable(error.status):
+                        raise
+                    # A business refusal: undo its partial effect, keep the key, store the refusal.
+                    await claimed.effect.rollback()
+                    refusal = JSONResponse(error_body(error, request_id(request)), status_code=error.status)
+                    await idempotency.store(uow.session, claimed, error.status, bytes(refusal.body))
+                    await uow.commit()
+                    return refusal
+                claimed = idempotency.claimed_key(request)
+                if claimed is not None and idempotency.is_storable(response.status_code):
+                    await idempotency.store(uow.session, claimed, response.status_code, bytes(response.body))
+                await uow.commit()
+                return response
+
+        return handle

@@ -1,0 +1,56 @@
+"""The web process: intake API and (later) the hosted pages."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from fastapi import APIRouter, FastAPI
+from redis.asyncio import Redis
+
+from moneyrail import __version__
+from moneyrail.api import health
+from moneyrail.api.errors import install_error_handlers
+from moneyrail.api.middleware import RequestContextMiddleware
+from moneyrail.config import Settings, get_settings
+from moneyrail.customers.endpoints import router as customers_router
+from moneyrail.db.engine import create_engine, create_sessionmaker
+from moneyrail.installations.endpoints import router as account_router
+from moneyrail.logging import configure_logging
+
+
+def payments_api() -> APIRouter:
+    v1 = APIRouter(prefix="/v1")
+    v1.include_router(account_router)
+    v1.include_router(customers_router)
+    return v1
+
+
+def create_app(settings: Settings | None = None) -> FastAPI:
+    settings = settings or get_settings()
+    configure_logging(settings.log_level, json=settings.log_json)
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        engine = create_engine(settings)
+        app.state.engine = engine
+        app.state.sessionmaker = create_sessionmaker(engine)
+        app.state.redis = Redis.from_url(settings.redis_url or "redis://127.0.0.1:6379/0")
+        try:
+            yield
+        finally:
+            await app.state.redis.aclose()
+            await engine.dispose()
+
+    app = FastAPI(
+        title="moneyrail",
+        version=__version__,
+        summary="Payments, marketplace distribution and recurring billing",
+        lifespan=lifespan,
+    )
+    app.state.settings = settings
+    install_error_handlers(app)
+    app.include_router(health.router)
+    app.include_router(payments_api())
+    app.add_middleware(RequestContextMiddleware)
+    return app

@@ -1,0 +1,292 @@
+"""`moneyrail`: the processes of the Procfile, `dev`, migrations and the operator commands."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sys
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Annotated, Any, TypeVar
+
+import typer
+
+from moneyrail.config import get_settings
+from moneyrail.db.engine import DatabaseNotConfigured, create_engine, create_sessionmaker
+from moneyrail.db.uow import UnitOfWork
+from moneyrail.errors import MoneyrailError
+from moneyrail.installations import service as installations
+from moneyrail.kit.clock import to_unix
+from moneyrail.kit.tenant import Tenant
+from moneyrail.models import ApiKey, EnvironmentSettings, Installation
+
+app = typer.Typer(
+    help="moneyrail: payments, marketplace distribution and recurring billing.", no_args_is_help=True
+)
+installations_app = typer.Typer(help="Create and list installations.", no_args_is_help=True)
+keys_app = typer.Typer(help="Create, list and revoke API keys.", no_args_is_help=True)
+settings_app = typer.Typer(help="Per-environment settings of an installation.", no_args_is_help=True)
+app.add_typer(installations_app, name="installations")
+app.add_typer(keys_app, name="keys")
+app.add_typer(settings_app, name="settings")
+
+JsonOption = Annotated[bool, typer.Option("--json", help="Machine-readable output.")]
+InstallationOption = Annotated[str, typer.Option("--installation", "-i", help="Installation id (inst_…).")]
+EnvironmentOption = Annotated[str, typer.Option("--env", help="sandbox or live.")]
+
+T = TypeVar("T")
+
+
+def _livemode(environment: str) -> bool:
+    if environment not in {"sandbox", "live"}:
+        raise typer.BadParameter("--env must be sandbox or live")
+    return environment == "live"
+
+
+def _in_unit_of_work(work: Callable[[UnitOfWork], Awaitable[T]]) -> T:
+    async def run() -> T:
+        engine = create_engine(get_settings())
+        try:
+            async with UnitOfWork(create_sessionmaker(engine)) as uow:
+                result = await work(uow)
+                await uow.commit()
+                return result
+        finally:
+            await engine.dispose()
+
+    try:
+        return asyncio.run(run())
+    except MoneyrailError as error:
+        typer.echo(f"error: {error.message}", err=True)
+        raise typer.Exit(1) from error
+    except DatabaseNotConfigured as error:
+        typer.echo(f"error: {error}", err=True)
+        raise typer.Exit(2) from error
+
+
+def _emit(as_json: bool, data: Any, human: str) -> None:
+    typer.echo(json.dumps(data, indent=2) if as_json else human)
+
+
+def installation_view(installation: Installation) -> dict[str, Any]:
+    return {
+        "id": installation.id,
+        "name": installation.name,
+        "kind": installation.kind,
+        "created": to_unix(installation.created_at),
+    }
+
+
+def key_view(key: ApiKey) -> dict[str, Any]:
+    return {
+        "id": key.id,
+        "installation": key.installation_id,
+        "environment": "live" if key.livemode else "sandbox",
+        "name": key.name,
+        "scopes": key.scopes,
+        "last4": key.secret_last4,
+        "revoked": key.revoked_at is not None,
+        "created": to_unix(key.created_at),
+    }
+
+
+def settings_view(settings: EnvironmentSettings) -> dict[str, Any]:
+    return {
+        "installation": settings.installation_id,
+        "environment": "live" if settings.livemode else "sandbox",
+        "checkout_enabled": settings.checkout_enabled,
+        "recurring_enabled": settings.recurring_enabled,
+        "return_urls": settings.return_urls,
+        "commission_basis_points": settings.commission_basis_points,
+        "commission_fixed_amount": settings.commission_fixed_amount,
+    }
+
+
+# --- processes -------------------------------------------------------------------------------
+@app.command()
+def web(
+    host: Annotated[str | None, typer.Option(help="Bind address (MONEYRAIL_HOST).")] = None,
+    port: Annotated[int | None, typer.Option(help="Port (MONEYRAIL_PORT).")] = None,
+    workers: Annotated[int, typer.Option(help="uvicorn worker processes.")] = 1,
+) -> None:
+    """The intake API and hosted pages (uvicorn)."""
+    import uvicorn
+
+    settings = get_settings()
+    uvicorn.run(
+        "moneyrail.app:create_app",
+        factory=True,
+        host=host or settings.host,
+        port=port or settings.port,
+        workers=workers,
+        access_log=False,  # our own request log omits credentials that a raw path may carry
+        log_level=settings.log_level.lower(),
+        proxy_headers=True,
+    )
+
+
+@app.command()
+def worker(
+    processes: Annotated[
+        int | None, typer.Option(help="Worker processes (MONEYRAIL_WORKER_PROCESSES).")
+    ] = None,
+    threads: Annotated[
+        int | None, typer.Option(help="Threads per process (MONEYRAIL_WORKER_THREADS).")
+    ] = None,
+) -> None:
+    """dramatiq workers for every queue."""
+    settings = get_settings()
+    arguments = [
+        sys.executable,
+        "-m",
+        "dramatiq",
+        "workers.main",
+        "--processes",
+        str(processes or settings.worker_processes),
+        "--threads",
+        str(threads or settings.worker_threads),
+    ]
+    os.execv(sys.executable, arguments)
+
+
+@app.command()
+def scheduler() -> None:
+    """The periodic jobs (APScheduler)."""
+    os.execv(sys.executable, [sys.executable, "-m", "workers.scheduler"])
+
+
+@app.command()
+def migrate() -> None:
+    """Apply the database migrations (safe to run from several processes at once)."""
+    from moneyrail.db.migrate import upgrade
+
+    settings = get_settings()
+    if not settings.database_url:
+        typer.echo("error: DATABASE_URL is not set", err=True)
+        raise typer.Exit(2)
+    upgrade(settings.database_url)
+    typer.echo("database is at the latest migration")
+
+
+@app.command()
+def dev() -> None:
+    """Web, worker and scheduler in one command; embedded PostgreSQL/Redis when the URLs are unset."""
+    from moneyrail.devserver import run_dev
+
+    raise typer.Exit(run_dev(get_settings()))
+
+
+# --- installations ---------------------------------------------------------------------------
+@installations_app.command("create")
+def installations_create(
+    name: Annotated[str, typer.Option(help="Display name.")],
+    kind: Annotated[str, typer.Option(help="direct or platform.")] = "direct",
+    as_json: JsonOption = False,
+) -> None:
+    installation = _in_unit_of_work(
+        lambda uow: installations.create_installation(uow.session, name=name, kind=kind)
+    )
+    view = installation_view(installation)
+    _emit(as_json, view, f"created installation {view['id']} ({view['kind']}): {view['name']}")
+
+
+@installations_app.command("list")
+def installations_list(as_json: JsonOption = False) -> None:
+    rows = _in_unit_of_work(lambda uow: installations.list_installations(uow.session))
+    views = [installation_view(row) for row in rows]
+    _emit(
+        as_json,
+        views,
+        "\n".join(f"{v['id']}  {v['kind']:<8}  {v['name']}" for v in views) or "no installations",
+    )
+
+
+# --- keys ------------------------------------------------------------------------------------
+@keys_app.command("create")
+def keys_create(
+    installation: InstallationOption,
+    scope: Annotated[list[str], typer.Option("--scope", "-s", help="Repeatable; `*` grants every scope.")],
+    environment: EnvironmentOption = "sandbox",
+    name: Annotated[str, typer.Option(help="What the key is for.")] = "",
+    as_json: JsonOption = False,
+) -> None:
+    tenant = Tenant(installation, _livemode(environment))
+    issued = _in_unit_of_work(
+        lambda uow: installations.create_api_key(uow.session, tenant, scopes=scope, name=name)
+    )
+    view = {**key_view(issued.key), "secret": issued.secret}
+    _emit(
+        as_json,
+        view,
+        f"created key {view['id']} with scopes {' '.join(view['scopes'])}\n"
+        f"secret (shown once, store it now): {issued.secret}",
+    )
+
+
+@keys_app.command("list")
+def keys_list(installation: InstallationOption, as_json: JsonOption = False) -> None:
+    rows = _in_unit_of_work(lambda uow: installations.list_api_keys(uow.session, installation))
+    views = [key_view(row) for row in rows]
+    lines = [
+        f"{v['id']}  {v['environment']:<7}  …{v['last4']}  {'revoked' if v['revoked'] else 'active ':<7}  "
+        f"{' '.join(v['scopes'])}  {v['name']}"
+        for v in views
+    ]
+    _emit(as_json, views, "\n".join(lines) or "no keys")
+
+
+@keys_app.command("revoke")
+def keys_revoke(
+    key: Annotated[str, typer.Argument(help="Key id (key_…).")], as_json: JsonOption = False
+) -> None:
+    revoked = _in_unit_of_work(lambda uow: installations.revoke_api_key(uow.session, key))
+    _emit(as_json, key_view(revoked), f"revoked key {revoked.id}")
+
+
+# --- settings --------------------------------------------------------------------------------
+@settings_app.command("show")
+def settings_show(
+    installation: InstallationOption, environment: EnvironmentOption = "sandbox", as_json: JsonOption = False
+) -> None:
+    tenant = Tenant(installation, _livemode(environment))
+    view = settings_view(
+        _in_unit_of_work(lambda uow: installations.get_environment_settings(uow.session, tenant))
+    )
+    _emit(as_json, view, "\n".join(f"{key}: {value}" for key, value in view.items()))
+
+
+@settings_app.command("set")
+def settings_set(
+    installation: InstallationOption,
+    environment: EnvironmentOption = "sandbox",
+    checkout: Annotated[
+        bool | None, typer.Option("--checkout/--no-checkout", help="Hosted checkout.")
+    ] = None,
+    recurring: Annotated[
+        bool | None, typer.Option("--recurring/--no-recurring", help="Subscriptions.")
+    ] = None,
+    return_url: Annotated[
+        list[str] | None, typer.Option("--return-url", help="Repeatable; replaces the registered list.")
+    ] = None,
+    commission_bps: Annotated[int | None, typer.Option(help="Commission in basis points.")] = None,
+    commission_fixed: Annotated[int | None, typer.Option(help="Fixed commission in minor units.")] = None,
+    as_json: JsonOption = False,
+) -> None:
+    tenant = Tenant(installation, _livemode(environment))
+    updated = _in_unit_of_work(
+        lambda uow: installations.update_environment_settings(
+            uow.session,
+            tenant,
+            checkout_enabled=checkout,
+            recurring_enabled=recurring,
+            return_urls=return_url,
+            commission_basis_points=commission_bps,
+            commission_fixed_amount=commission_fixed,
+        )
+    )
+    view = settings_view(updated)
+    _emit(as_json, view, "\n".join(f"{key}: {value}" for key, value in view.items()))
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    app(args=list(argv) if argv is not None else None)

@@ -1,0 +1,56 @@
+"""Customers: created or reused by the caller's external reference."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from moneyrail.errors import ResourceMissing
+from moneyrail.kit.ids import new_id
+from moneyrail.kit.pagination import Position
+from moneyrail.kit.tenant import Tenant
+from moneyrail.models import Customer
+
+from . import repository
+from .schemas import CustomerCreate
+
+
+async def create_or_reuse_customer(
+    session: AsyncSession, tenant: Tenant, command: CustomerCreate
+) -> Customer:
+    """A second create with the same external_reference returns the first customer unchanged.
+
+    Safe under concurrent identical requests: the unique index decides, so one customer, never two.
+    """
+    inserted = await repository.insert_unless_referenced(
+        session,
+        {
+            "id": new_id("cus"),
+            "installation_id": tenant.installation_id,
+            "livemode": tenant.livemode,
+            "external_reference": command.external_reference,
+            "email": command.email,
+            "name": command.name,
+            "metadata_": command.metadata,
+        },
+    )
+    if inserted is not None:
+        return inserted
+    assert command.external_reference is not None  # only a reference can conflict
+    existing = await repository.get_by_reference(session, tenant, command.external_reference)
+    assert existing is not None  # the conflicting row committed before our insert gave up
+    return existing
+
+
+async def get_customer(session: AsyncSession, tenant: Tenant, customer_id: str) -> Customer:
+    customer = await repository.get(session, tenant, customer_id)
+    if customer is None:
+        raise ResourceMissing(f"No such customer: {customer_id!r}", param="customer")
+    return customer
+
+
+async def list_customers(
+    session: AsyncSession, tenant: Tenant, *, limit: int, after: Position | None
+) -> Sequence[Customer]:
+    return await repository.list_page(session, tenant, limit=limit, after=after)

@@ -1,0 +1,1 @@
+"""Engine, unit of work and migrations."""

@@ -1,0 +1,125 @@
+"""One tree of errors. Each leaf carries its HTTP status, type and code (CONVENTIONS.md §3).
+
+Services raise these; `api/errors.py` renders them in the documented envelope. An expected
+business outcome is never a 500.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+
+class MoneyrailError(Exception):
+    status: ClassVar[int] = 500
+    type: ClassVar[str] = "api_error"
+    code: ClassVar[str] = "internal_error"
+
+    def __init__(self, message: str, *, param: str | None = None, **extra: Any) -> None:
+        super().__init__(message)
+        self.message = message
+        self.param = param
+        self.extra = extra
+
+
+# 400 ------------------------------------------------------------------------------------------
+class InvalidRequest(MoneyrailError):
+    status = 400
+    type = "invalid_request_error"
+    code = "parameter_invalid"
+
+
+class ParameterMissing(InvalidRequest):
+    code = "parameter_missing"
+
+
+class ParameterInvalid(InvalidRequest):
+    code = "parameter_invalid"
+
+
+class ParameterUnknown(InvalidRequest):
+    code = "parameter_unknown"
+
+
+class ParametersExclusive(InvalidRequest):
+    code = "parameters_exclusive"
+
+
+class AmountInvalid(InvalidRequest):
+    code = "amount_invalid"
+
+
+class CurrencyInvalid(InvalidRequest):
+    code = "currency_invalid"
+
+
+class ReferencedResourceMissing(InvalidRequest):
+    """An id in the body names nothing this tenant can see."""
+
+    code = "resource_missing"
+
+
+class UnsupportedVersion(InvalidRequest):
+    code = "unsupported_version"
+
+
+class IdempotencyKeyRequired(InvalidRequest):
+    code = "idempotency_key_required"
+
+
+class IdempotencyKeyInvalid(InvalidRequest):
+    code = "idempotency_key_invalid"
+
+
+# 401 / 403 ------------------------------------------------------------------------------------
+class AuthenticationRequired(MoneyrailError):
+    status = 401
+    type = "authentication_error"
+    code = "authentication_required"
+
+
+class InvalidApiKey(AuthenticationRequired):
+    code = "invalid_api_key"
+
+
+class InsufficientScope(MoneyrailError):
+    status = 403
+    type = "permission_error"
+    code = "insufficient_scope"
+
+
+# 404 / 405 ------------------------------------------------------------------------------------
+class ResourceMissing(MoneyrailError):
+    """An id in the path names nothing this tenant can see (foreign ids look exactly the same)."""
+
+    status = 404
+    type = "invalid_request_error"
+    code = "resource_missing"
+
+
+class MethodNotAllowed(MoneyrailError):
+    status = 405
+    type = "invalid_request_error"
+    code = "method_not_allowed"
+
+
+# 409 / 422 / 429 ------------------------------------------------------------------------------
+class Conflict(MoneyrailError):
+    status = 409
+    type = "invalid_request_error"
+    code = "resource_state_invalid"
+
+
+class IdempotencyKeyInUse(Conflict):
+    code = "idempotency_key_in_use"
+
+
+class IdempotencyKeyReused(MoneyrailError):
+    status = 422
+    type = "idempotency_error"
+    code = "idempotency_key_reused"
+
+
+class RateLimited(MoneyrailError):
+    status = 429
+    type = "rate_limit_error"
+    code = "rate_limited"

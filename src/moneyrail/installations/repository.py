@@ -1,0 +1,69 @@
+"""Queries over installations, their settings and keys."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+
+from sqlalchemy import select, update
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from moneyrail.models import ApiKey, EnvironmentSettings, Installation, PublishableKey
+
+
+async def find_active_secret_key(session: AsyncSession, secret_hash: str) -> ApiKey | None:
+    return await session.scalar(
+        select(ApiKey).where(ApiKey.secret_hash == secret_hash, ApiKey.revoked_at.is_(None))
+    )
+
+
+async def find_active_publishable_key(session: AsyncSession, key_id: str) -> PublishableKey | None:
+    return await session.scalar(
+        select(PublishableKey).where(PublishableKey.id == key_id, PublishableKey.revoked_at.is_(None))
+    )
+
+
+async def get_installation(session: AsyncSession, installation_id: str) -> Installation | None:
+    return await session.get(Installation, installation_id)
+
+
+async def list_installations(session: AsyncSession) -> Sequence[Installation]:
+    return (await session.scalars(select(Installation).order_by(Installation.created_at))).all()
+
+
+async def get_settings(session: AsyncSession, installation_id: str, livemode: bool) -> EnvironmentSettings:
+    settings = await session.get(EnvironmentSettings, (installation_id, livemode))
+    if settings is None:  # every installation is created with both rows
+        raise LookupError(f"no settings for {installation_id} livemode={livemode}")
+    return settings
+
+
+async def get_publishable_key(session: AsyncSession, installation_id: str, livemode: bool) -> str | None:
+    return await session.scalar(
+        select(PublishableKey.id)
+        .where(
+            PublishableKey.installation_id == installation_id,
+            PublishableKey.livemode == livemode,
+            PublishableKey.revoked_at.is_(None),
+        )
+        .order_by(PublishableKey.created_at.desc())
+        .limit(1)
+    )
+
+
+async def list_keys(session: AsyncSession, installation_id: str) -> Sequence[ApiKey]:
+    return (
+        await session.scalars(
+            select(ApiKey).where(ApiKey.installation_id == installation_id).order_by(ApiKey.created_at)
+        )
+    ).all()
+
+
+async def revoke_key(session: AsyncSession, key_id: str, revoked_at: datetime) -> ApiKey | None:
+    key = await session.get(ApiKey, key_id, with_for_update=True)
+    if key is None:
+        return None
+    if key.revoked_at is None:
+        await session.execute(update(ApiKey).where(ApiKey.id == key_id).values(revoked_at=revoked_at))
+        key.revoked_at = revoked_at
+    return key

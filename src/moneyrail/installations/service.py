@@ -1,0 +1,156 @@
+"""Installations, keys and per-environment settings: what the operator CLI and `moneyrail dev` call."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from moneyrail.errors import ParameterInvalid, ResourceMissing
+from moneyrail.kit.clock import utcnow
+from moneyrail.kit.ids import new_id, random_base62
+from moneyrail.kit.scopes import unknown_scopes
+from moneyrail.kit.tenant import Tenant
+from moneyrail.models import ApiKey, EnvironmentSettings, Installation, PublishableKey
+from moneyrail.models.installation import INSTALLATION_KINDS
+
+from . import repository
+
+SECRET_KEY_RANDOM_LENGTH = 32
+
+
+def hash_secret(secret: str) -> str:
+    """API secrets are 190 random bits, so a fast hash is enough to make a stolen table useless."""
+    return hashlib.sha256(secret.encode()).hexdigest()
+
+
+def environment_prefix(livemode: bool) -> str:
+    return "live" if livemode else "test"
+
+
+@dataclass(frozen=True)
+class IssuedKey:
+    key: ApiKey
+    secret: str  # shown once, never stored
+
+
+async def create_installation(session: AsyncSession, *, name: str, kind: str = "direct") -> Installation:
+    if kind not in INSTALLATION_KINDS:
+        raise ParameterInvalid(f"kind must be one of {', '.join(INSTALLATION_KINDS)}", param="kind")
+    if not name.strip():
+        raise ParameterInvalid("name must not be empty", param="name")
+    installation = Installation(id=new_id("inst"), name=name.strip(), kind=kind)
+    session.add(installation)
+    await session.flush()
+    for livemode in (False, True):
+        session.add(EnvironmentSettings(installation_id=installation.id, livemode=livemode))
+        session.add(
+            PublishableKey(
+                id=new_id(f"pk_{environment_prefix(livemode)}"),
+                installation_id=installation.id,
+                livemode=livemode,
+            )
+        )
+    await session.flush()
+    return installation
+
+
+async def require_installation(session: AsyncSession, installation_id: str) -> Installation:
+    installation = await repository.get_installation(session, installation_id)
+    if installation is None:
+        raise ResourceMissing(f"No installation {installation_id!r}", param="installation")
+    return installation
+
+
+async def list_installations(session: AsyncSession) -> Sequence[Installation]:
+    return await repository.list_installations(session)
+
+
+async def create_api_key(
+    session: AsyncSession, tenant: Tenant, *, scopes: Sequence[str], name: str = ""
+) -> IssuedKey:
+    await require_installation(session, tenant.installation_id)
+    if not scopes:
+        raise ParameterInvalid("a key needs at least one scope", param="scopes")
+    unknown = unknown_scopes(scopes)
+    if unknown:
+        raise ParameterInvalid(f"unknown scopes: {', '.join(unknown)}", param="scopes")
+    secret = f"sk_{environment_prefix(tenant.livemode)}_{random_base62(SECRET_KEY_RANDOM_LENGTH)}"
+    key = ApiKey(
+        id=new_id("key"),
+        installation_id=tenant.installation_id,
+        livemode=tenant.livemode,
+        secret_hash=hash_secret(secret),
+        secret_last4=secret[-4:],
+        name=name,
+        scopes=sorted(set(scopes)),
+    )
+    session.add(key)
+    await session.flush()
+    return IssuedKey(key=key, secret=secret)
+
+
+async def list_api_keys(session: AsyncSession, installation_id: str) -> Sequence[ApiKey]:
+    await require_installation(session, installation_id)
+    return await repository.list_keys(session, installation_id)
+
+
+async def revoke_api_key(session: AsyncSession, key_id: str) -> ApiKey:
+    key = await repository.revoke_key(session, key_id, utcnow())
+    if key is None:
+        raise ResourceMissing(f"No API key {key_id!r}", param="key")
+    return key
+
+
+async def get_environment_settings(session: AsyncSession, tenant: Tenant) -> EnvironmentSettings:
+    await require_installation(session, tenant.installation_id)
+    return await repository.get_settings(session, tenant.installation_id, tenant.livemode)
+
+
+async def update_environment_settings(
+    session: AsyncSession,
+    tenant: Tenant,
+    *,
+    checkout_enabled: bool | None = None,
+    recurring_enabled: bool | None = None,
+    return_urls: Sequence[str] | None = None,
+    commission_basis_points: int | None = None,
+    commission_fixed_amount: int | None = None,
+) -> EnvironmentSettings:
+    settings = await get_environment_settings(session, tenant)
+    if commission_basis_points is not None and not 0 <= commission_basis_points <= 10_000:
+        raise ParameterInvalid("commission basis points must be 0 to 10000", param="commission_basis_points")
+    if commission_fixed_amount is not None and commission_fixed_amount < 0:
+        raise ParameterInvalid("the fixed commission must not be negative", param="commission_fixed_amount")
+    for url in return_urls or ():
+        if not url.startswith(("https://", "http://")):
+            raise ParameterInvalid(f"return URL {url!r} is not an http(s) URL", param="return_urls")
+    if checkout_enabled is not None:
+        settings.checkout_enabled = checkout_enabled
+    if recurring_enabled is not None:
+        settings.recurring_enabled = recurring_enabled
+    if return_urls is not None:
+        settings.return_urls = list(dict.fromkeys(return_urls))
+    if commission_basis_points is not None:
+        settings.commission_basis_points = commission_basis_points
+    if commission_fixed_amount is not None:
+        settings.commission_fixed_amount = commission_fixed_amount
+    settings.updated_at = utcnow()
+    await session.flush()
+    return settings
+
+
+@dataclass(frozen=True)
+class AccountView:
+    installation: Installation
+    settings: EnvironmentSettings
+    publishable_key: str | None
+
+
+async def get_account(session: AsyncSession, tenant: Tenant) -> AccountView:
+    installation = await require_installation(session, tenant.installation_id)
+    settings = await repository.get_settings(session, tenant.installation_id, tenant.livemode)
+    publishable_key = await repository.get_publishable_key(session, tenant.installation_id, tenant.livemode)
+    return AccountView(installation=installation, settings=settings, publishable_key=publishable_key)

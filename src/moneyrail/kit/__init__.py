@@ -1,0 +1,1 @@
+"""Small value types shared by every domain: ids, money, time, cursors."""

@@ -1,0 +1,16 @@
+"""Every table of moneyrail, one module per aggregate. Import this package to register them all."""
+
+from moneyrail.models.base import Base
+from moneyrail.models.customer import Customer
+from moneyrail.models.idempotency import IdempotencyRecord
+from moneyrail.models.installation import ApiKey, EnvironmentSettings, Installation, PublishableKey
+
+__all__ = [
+    "ApiKey",
+    "Base",
+    "Customer",
+    "EnvironmentSettings",
+    "IdempotencyRecord",
+    "Installation",
+    "PublishableKey",
+]

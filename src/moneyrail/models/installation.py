@@ -1,0 +1,66 @@
+"""Installations, their per-environment settings, and the keys that authenticate them."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from sqlalchemy import CheckConstraint, ForeignKey, Index, func, text
+from sqlalchemy.dialects.postgresql import ARRAY, TEXT
+from sqlalchemy.orm import Mapped, mapped_column
+
+from moneyrail.models.base import Base, TenantOwned
+
+INSTALLATION_KINDS = ("direct", "platform")
+
+
+class Installation(Base):
+    __tablename__ = "installations"
+    __table_args__ = (CheckConstraint("kind IN ('direct', 'platform')", name="kind"),)
+
+    id: Mapped[str] = mapped_column(primary_key=True)
+    name: Mapped[str]
+    kind: Mapped[str]
+    created_at: Mapped[datetime] = mapped_column(server_default=func.now())
+
+
+class EnvironmentSettings(Base):
+    """What an installation may do in one environment, set by the operator."""
+
+    __tablename__ = "environment_settings"
+    __table_args__ = (
+        CheckConstraint("commission_basis_points BETWEEN 0 AND 10000", name="commission_basis_points"),
+        CheckConstraint("commission_fixed_amount >= 0", name="commission_fixed_amount"),
+    )
+
+    installation_id: Mapped[str] = mapped_column(ForeignKey("installations.id"), primary_key=True)
+    livemode: Mapped[bool] = mapped_column(primary_key=True)
+    checkout_enabled: Mapped[bool] = mapped_column(server_default=text("false"))
+    recurring_enabled: Mapped[bool] = mapped_column(server_default=text("false"))
+    return_urls: Mapped[list[str]] = mapped_column(ARRAY(TEXT), server_default=text("'{}'"))
+    commission_basis_points: Mapped[int] = mapped_column(server_default=text("0"))
+    commission_fixed_amount: Mapped[int] = mapped_column(server_default=text("0"))
+    updated_at: Mapped[datetime] = mapped_column(server_default=func.now())
+
+
+class ApiKey(TenantOwned, Base):
+    """A secret key. Only its SHA-256 is stored; the secret is shown once, at creation."""
+
+    __tablename__ = "api_keys"
+    __table_args__ = (Index("ix_api_keys_installation", "installation_id", "livemode"),)
+
+    id: Mapped[str] = mapped_column(primary_key=True)
+    secret_hash: Mapped[str] = mapped_column(unique=True)
+    secret_last4: Mapped[str]
+    name: Mapped[str] = mapped_column(server_default="")
+    scopes: Mapped[list[str]] = mapped_column(ARRAY(TEXT))
+    revoked_at: Mapped[datetime | None]
+
+
+class PublishableKey(TenantOwned, Base):
+    """A client-side key (`pk_test_…`); it is not secret, so it is stored as it is."""
+
+    __tablename__ = "publishable_keys"
+    __table_args__ = (Index("ix_publishable_keys_installation", "installation_id", "livemode"),)
+
+    id: Mapped[str] = mapped_column(primary_key=True)
+    revoked_at: Mapped[datetime | None]
