@@ -45,6 +45,8 @@ def _param_name(location: Sequence[str | int]) -> str | None:
         if location and location[0] in {"body", "query", "path", "header"}
         else [str(part) for part in location]
     )
+    if "[key]" in parts:  # a bad dict key: name the dict, not the key
+        parts = parts[: parts.index("[key]") - 1]
     if not parts:
         return None
     return parts[0] + "".join(f"[{part}]" for part in parts[1:])

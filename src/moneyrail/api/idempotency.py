@@ -25,6 +25,7 @@ from moneyrail.errors import (
     IdempotencyKeyReused,
 )
 from moneyrail.kit.clock import utcnow
+from moneyrail.kit.tenant import Tenant
 from moneyrail.models import IdempotencyRecord
 
 HEADER = "Idempotency-Key"
@@ -68,8 +69,9 @@ async def fingerprint(request: Request) -> str:
     return digest.hexdigest()
 
 
-def _advisory_lock_id(principal: Principal, key: str) -> int:
-    scope = f"{principal.tenant.installation_id}|{principal.tenant.livemode}|{key}".encode()
+def advisory_lock_id(tenant: Tenant, key: str) -> int:
+    """The 64-bit lock that marks (tenant, key) in flight."""
+    scope = f"{tenant.installation_id}|{tenant.livemode}|{key}".encode()
     return int.from_bytes(hashlib.sha256(scope).digest()[:8], "big", signed=True)
 
 
@@ -87,7 +89,7 @@ async def claim(request: Request, principal: Principal, retention: timedelta) ->
 
     session = request_session(request)
     tenant = principal.tenant
-    locked = await session.scalar(select(func.pg_try_advisory_xact_lock(_advisory_lock_id(principal, key))))
+    locked = await session.scalar(select(func.pg_try_advisory_xact_lock(advisory_lock_id(principal.tenant, key))))
     if not locked:
         raise IdempotencyKeyInUse(
             "A request with this Idempotency-Key is still being processed; retry later."

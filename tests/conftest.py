@@ -1,0 +1,101 @@
+"""Session-wide real servers and a fresh installation per test (tenants isolate the tests)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+import psycopg
+import pytest
+
+from moneyrail.db.migrate import upgrade
+from tests.harness import (
+    OUTPUT_DIR,
+    AsyncBridge,
+    Process,
+    Servers,
+    TenantKeys,
+    create_tenant,
+    free_port,
+    libpq_url,
+    wait_until_ready,
+)
+
+
+@pytest.fixture(scope="session")
+def servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Servers]:
+    started = Servers.start(tmp_path_factory.mktemp("servers"))
+    try:
+        upgrade(started.database_url)  # the schema comes from the migrations, never create_all
+        yield started
+    finally:
+        started.stop()
+
+
+@dataclass
+class WebServer:
+    base_url: str
+    process: Process
+
+
+@pytest.fixture(scope="session")
+def web(servers: Servers) -> Iterator[WebServer]:
+    port = free_port()
+    log_path = OUTPUT_DIR / "web.log"
+    log_path.unlink(missing_ok=True)
+    process = Process.start("web", servers, log_path, MONEYRAIL_PORT=str(port))
+    base_url = f"http://127.0.0.1:{port}"
+    try:
+        wait_until_ready(base_url, process)
+        yield WebServer(base_url, process)
+    finally:
+        process.stop()
+
+
+@pytest.fixture(scope="session")
+def bridge(servers: Servers) -> Iterator[AsyncBridge]:
+    running = AsyncBridge(servers.database_url)
+    yield running
+    running.close()
+
+
+@pytest.fixture
+def db(servers: Servers) -> Iterator[psycopg.Connection[Any]]:
+    """A direct connection to check what a request did (or did not) write."""
+    with psycopg.connect(libpq_url(servers.database_url), autocommit=True) as connection:
+        yield connection
+
+
+class Api(httpx.Client):
+    """An HTTP client for one installation's sandbox, authenticated with an all-scopes key."""
+
+    def __init__(self, base_url: str, keys: TenantKeys) -> None:
+        super().__init__(base_url=base_url, headers={"Authorization": f"Bearer {keys.secret}"}, timeout=30)
+        self.keys = keys
+
+
+@pytest.fixture
+def tenant(bridge: AsyncBridge) -> TenantKeys:
+    return create_tenant(bridge)
+
+
+@pytest.fixture
+def api(web: WebServer, tenant: TenantKeys) -> Iterator[Api]:
+    with Api(web.base_url, tenant) as client:
+        yield client
+
+
+@pytest.fixture
+def make_api(web: WebServer, bridge: AsyncBridge) -> Iterator[Any]:
+    clients: list[Api] = []
+
+    def make(**options: Any) -> Api:
+        client = Api(web.base_url, create_tenant(bridge, **options))
+        clients.append(client)
+        return client
+
+    yield make
+    for client in clients:
+        client.close()

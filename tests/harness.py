@@ -1,0 +1,211 @@
+"""Real servers for the tests: PostgreSQL and Redis (the machine's, or embedded), and moneyrail processes.
+
+`MONEYRAIL_TEST_DATABASE_URL` / `MONEYRAIL_TEST_REDIS_URL` point the suite at running servers (CI does);
+unset, the suite starts the embedded ones the project ships, exactly as `moneyrail dev` does.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import secrets
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Coroutine
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+
+import httpx
+import psycopg
+from sqlalchemy.engine import make_url
+
+from moneyrail.config import Settings
+from moneyrail.db.engine import create_engine, create_sessionmaker
+from moneyrail.db.uow import UnitOfWork
+from moneyrail.embedded import EmbeddedPostgres, EmbeddedRedis
+from moneyrail.installations import service as installations
+from moneyrail.kit.tenant import Tenant
+
+ROOT = Path(__file__).resolve().parent.parent
+OUTPUT_DIR = ROOT / "test-output"
+T = TypeVar("T")
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def libpq_url(url: str) -> str:
+    """psycopg wants plain `postgresql://`, without SQLAlchemy's driver suffix."""
+    return make_url(url).set(drivername="postgresql").render_as_string(hide_password=False)
+
+
+def with_database(url: str, database: str) -> str:
+    return make_url(url).set(database=database).render_as_string(hide_password=False)
+
+
+@dataclass
+class Servers:
+    database_url: str
+    redis_url: str
+    admin_url: str
+    database: str
+    _embedded: list[Any] = field(default_factory=list)
+
+    @classmethod
+    def start(cls, work_dir: Path) -> Servers:
+        embedded: list[Any] = []
+        admin_url = os.environ.get("MONEYRAIL_TEST_DATABASE_URL")
+        if not admin_url:
+            postgres = EmbeddedPostgres(work_dir / "postgres")
+            admin_url = postgres.start(database="postgres")
+            embedded.append(postgres)
+        redis_url = os.environ.get("MONEYRAIL_TEST_REDIS_URL")
+        if not redis_url:
+            redis = EmbeddedRedis(work_dir / "redis")
+            redis_url = redis.start()
+            embedded.append(redis)
+        database = f"moneyrail_test_{secrets.token_hex(4)}"
+        with psycopg.connect(libpq_url(admin_url), autocommit=True) as connection:
+            connection.execute(f'CREATE DATABASE "{database}"')
+        return cls(
+            database_url=with_database(admin_url, database),
+            redis_url=redis_url,
+            admin_url=admin_url,
+            database=database,
+            _embedded=embedded,
+        )
+
+    def stop(self) -> None:
+        try:
+            with psycopg.connect(libpq_url(self.admin_url), autocommit=True) as connection:
+                connection.execute(f'DROP DATABASE IF EXISTS "{self.database}" WITH (FORCE)')
+        finally:
+            for server in reversed(self._embedded):
+                server.stop()
+
+    def environment(self, **extra: str) -> dict[str, str]:
+        env = {
+            key: value
+            for key, value in os.environ.items()
+            if not key.startswith("MONEYRAIL_") and key not in {"DATABASE_URL", "REDIS_URL"}
+        }
+        env.update({"DATABASE_URL": self.database_url, "REDIS_URL": self.redis_url, **extra})
+        return env
+
+
+@dataclass
+class Process:
+    """A moneyrail process started with `python -m moneyrail <role>`, its output in a file."""
+
+    role: str
+    popen: subprocess.Popen[bytes]
+    log_path: Path
+
+    @classmethod
+    def start(cls, role: str, servers: Servers, log_path: Path, *args: str, **env: str) -> Process:
+        log_path.parent.mkdir(parents=True, exist_ok=True)
+        with log_path.open("ab") as log:
+            popen = subprocess.Popen(
+                [sys.executable, "-m", "moneyrail", role, *args],
+                env=servers.environment(**env),
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                cwd=ROOT,
+                start_new_session=True,
+            )
+        return cls(role=role, popen=popen, log_path=log_path)
+
+    def log_text(self) -> str:
+        return self.log_path.read_text(errors="replace")
+
+    def stop(self, timeout: float = 15) -> None:
+        if self.popen.poll() is None:
+            self.popen.terminate()
+            try:
+                self.popen.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.popen.kill()
+                self.popen.wait()
+
+
+def wait_until_ready(base_url: str, process: Process, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.popen.poll() is not None:
+            raise RuntimeError(f"{process.role} exited early:\n{process.log_text()[-4000:]}")
+        try:
+            if httpx.get(f"{base_url}/readyz", timeout=2).status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.1)
+    raise TimeoutError(f"{base_url} not ready:\n{process.log_text()[-4000:]}")
+
+
+class AsyncBridge:
+    """Runs the project's own async service functions from synchronous tests, on one loop."""
+
+    def __init__(self, database_url: str) -> None:
+        self._runner = asyncio.Runner()
+        self._settings = Settings(DATABASE_URL=database_url, db_pool_size=2, db_max_overflow=2)
+        self._engine = create_engine(self._settings)
+        self._sessionmaker = create_sessionmaker(self._engine)
+
+    def run(self, coroutine: Coroutine[Any, Any, T]) -> T:
+        return self._runner.run(coroutine)
+
+    def in_unit_of_work(self, work: Any) -> Any:
+        async def go() -> Any:
+            async with UnitOfWork(self._sessionmaker) as uow:
+                result = await work(uow.session)
+                await uow.commit()
+                return result
+
+        return self.run(go())
+
+    def close(self) -> None:
+        self._runner.run(self._engine.dispose())
+        self._runner.close()
+
+
+@dataclass
+class TenantKeys:
+    installation_id: str
+    livemode: bool
+    secret: str
+    key_id: str
+    publishable_key: str
+
+    @property
+    def tenant(self) -> Tenant:
+        return Tenant(self.installation_id, self.livemode)
+
+
+def create_tenant(
+    bridge: AsyncBridge, *, scopes: tuple[str, ...] = ("*",), livemode: bool = False, kind: str = "direct"
+) -> TenantKeys:
+    async def work(session: Any) -> TenantKeys:
+        installation = await installations.create_installation(session, name="test installation", kind=kind)
+        tenant = Tenant(installation.id, livemode)
+        issued = await installations.create_api_key(session, tenant, scopes=list(scopes), name="test")
+        account = await installations.get_account(session, tenant)
+        assert account.publishable_key is not None
+        return TenantKeys(installation.id, livemode, issued.secret, issued.key.id, account.publishable_key)
+
+    result: TenantKeys = bridge.in_unit_of_work(work)
+    return result
+
+
+def add_key(bridge: AsyncBridge, tenant: Tenant, scopes: tuple[str, ...]) -> str:
+    async def work(session: Any) -> str:
+        issued = await installations.create_api_key(session, tenant, scopes=list(scopes))
+        return issued.secret
+
+    secret: str = bridge.in_unit_of_work(work)
+    return secret

@@ -1,0 +1,31 @@
+"""Assertions every HTTP test uses."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx
+
+
+def assert_error(
+    response: httpx.Response, status: int, code: str, param: str | None = None
+) -> dict[str, Any]:
+    """The response is the documented error envelope with this status, code and param."""
+    assert response.status_code == status, response.text
+    body = response.json()
+    assert set(body) == {"error"}, body
+    error: dict[str, Any] = body["error"]
+    assert {"type", "code", "message", "param", "request_id"} <= set(error), error
+    assert error["code"] == code, error
+    assert error["param"] == param, error
+    assert error["request_id"] == response.headers["Request-Id"]
+    assert error["message"]
+    return error
+
+
+def count_rows(db: Any, table: str, installation_id: str) -> int:
+    row = db.execute(
+        f"SELECT count(*) FROM {table} WHERE installation_id = %s", (installation_id,)
+    ).fetchone()
+    assert row is not None
+    return int(row[0])

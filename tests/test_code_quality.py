@@ -1,0 +1,29 @@
+"""ruff and mypy --strict stay clean: part of the suite, so the README's test command checks them too."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+from tests.harness import ROOT
+
+
+def _run(*command: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", *command], cwd=ROOT, capture_output=True, text=True, timeout=600
+    )
+
+
+def test_ruff_finds_nothing():
+    result = _run("ruff", "check", "src", "workers", "tests", "bench")
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_ruff_format_is_applied():
+    result = _run("ruff", "format", "--check", "src", "workers", "tests", "bench")
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_mypy_strict_finds_nothing_in_src():
+    result = _run("mypy")
+    assert result.returncode == 0, result.stdout + result.stderr
