@@ -89,7 +89,7 @@ async def claim(request: Request, principal: Principal, retention: timedelta) ->
 
     session = request_session(request)
     tenant = principal.tenant
-    locked = await session.scalar(select(func.pg_try_advisory_xact_lock(advisory_lock_id(principal.tenant, key))))
+    locked = await session.scalar(select(func.pg_try_advisory_xact_lock(advisory_lock_id(tenant, key))))
     if not locked:
         raise IdempotencyKeyInUse(
             "A request with this Idempotency-Key is still being processed; retry later."
