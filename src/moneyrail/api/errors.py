@@ -12,6 +12,8 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from moneyrail.api.context import request_id
 from moneyrail.errors import (
+    AmountInvalid,
+    CurrencyInvalid,
     InvalidRequest,
     MethodNotAllowed,
     MoneyrailError,
@@ -20,6 +22,12 @@ from moneyrail.errors import (
     ParameterUnknown,
     ResourceMissing,
 )
+
+# pydantic error types raised by kit/schemas.py validators -> the documented error they stand for
+DOMAIN_CODES: dict[str, type[InvalidRequest]] = {
+    "amount_invalid": AmountInvalid,
+    "currency_invalid": CurrencyInvalid,
+}
 
 
 def error_body(error: MoneyrailError, request_id_value: str) -> dict[str, Any]:
@@ -64,6 +72,8 @@ def validation_error(exc: RequestValidationError) -> InvalidRequest:
         return ParameterMissing(f"Missing required parameter: {param}.", param=param)
     if kind == "extra_forbidden":
         return ParameterUnknown(f"Received unknown parameter: {param}.", param=param)
+    if kind in DOMAIN_CODES:
+        return DOMAIN_CODES[kind](f"Invalid {param}: {message}.", param=param)
     if kind == "json_invalid":
         return ParameterInvalid("The request body is not valid JSON.")
     if param is None and kind in {"model_attributes_type", "dict_type", "model_type"}:

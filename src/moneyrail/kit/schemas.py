@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StringConstraints, WithJsonSchema
+from pydantic_core import PydanticCustomError
+
+from moneyrail.kit.money import MAX_AMOUNT, is_valid_currency
 
 # Stripe's limits, which callers already design around.
 MetadataKey = Annotated[str, StringConstraints(min_length=1, max_length=40)]
@@ -23,3 +26,31 @@ class ResourceOut(BaseModel):
     object: str
     livemode: bool
     created: int
+
+
+def _amount(value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_AMOUNT:
+        raise PydanticCustomError(
+            "amount_invalid",
+            "must be a positive integer of minor units, at most {maximum}",
+            {"maximum": MAX_AMOUNT},
+        )
+    return value
+
+
+def _currency(value: object) -> str:
+    if not isinstance(value, str) or not is_valid_currency(value):
+        raise PydanticCustomError(
+            "currency_invalid", "must be a lowercase ISO 4217 currency code, such as eur"
+        )
+    return value
+
+
+# Request fields whose errors carry their own codes (amount_invalid, currency_invalid) rather than
+# parameter_invalid; see api/errors.py.
+Amount = Annotated[
+    int, BeforeValidator(_amount), WithJsonSchema({"type": "integer", "minimum": 1, "maximum": MAX_AMOUNT})
+]
+Currency = Annotated[
+    str, BeforeValidator(_currency), WithJsonSchema({"type": "string", "pattern": "^[a-z]{3}$"})
+]
