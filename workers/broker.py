@@ -1,15 +1,11 @@
-"""The dramatiq broker, from REDIS_URL. Imported first by every worker and by the scheduler."""
+"""The dramatiq broker, from REDIS_URL (Redis, or RabbitMQ for amqp://). Imported first by every worker."""
 
 from __future__ import annotations
 
 import dramatiq
-from dramatiq.brokers.redis import RedisBroker
 
 from moneyrail.config import get_settings
-
-
-def build_broker(url: str) -> dramatiq.Broker:
-    return RedisBroker(url=url)
+from moneyrail.engine.broker import build_broker
 
 
 def configure_broker() -> dramatiq.Broker:

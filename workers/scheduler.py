@@ -1,50 +1,134 @@
-"""The scheduler process: APScheduler 3 running the periodic jobs of every domain."""
+"""The scheduler process: one leader runs the periodic jobs and the outbox relay.
+
+Several may run; the one holding a PostgreSQL advisory lock leads, the others wait and poll. The
+lock lives on the leader's own connection, so when the leader dies its connection closes, the lock
+is released, and a waiting scheduler takes over within `leader_poll_seconds`.
+"""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import signal
 from datetime import timedelta
 
+import asyncpg
 import structlog
-from apscheduler.schedulers.blocking import BlockingScheduler
+from apscheduler.schedulers.asyncio import AsyncIOScheduler
+from sqlalchemy.engine import make_url
 
 from moneyrail.api.idempotency import purge_expired
-from moneyrail.config import get_settings
+from moneyrail.config import Settings, get_settings
 from moneyrail.db.engine import create_engine, create_sessionmaker
 from moneyrail.db.uow import UnitOfWork
+from moneyrail.engine.broker import build_broker
+from moneyrail.engine.outbox import relay_once
+from moneyrail.engine.repository import NOTIFY_CHANNEL
 from moneyrail.logging import configure_logging
 
 logger = structlog.get_logger("moneyrail.scheduler")
+LEADER_LOCK_ID = 0x6D725F6C656164  # "mr_lead"
 
 
-async def purge_idempotency_records() -> None:
-    settings = get_settings()
-    engine = create_engine(settings)
-    try:
-        async with UnitOfWork(create_sessionmaker(engine)) as uow:
-            purged = await purge_expired(uow.session, timedelta(hours=settings.idempotency_retention_hours))
+def _libpq_url(url: str) -> str:
+    return make_url(url).set(drivername="postgresql").render_as_string(hide_password=False)
+
+
+class Scheduler:
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self.engine = create_engine(settings)
+        self.sessionmaker = create_sessionmaker(self.engine)
+        assert settings.redis_url is not None
+        self.broker = build_broker(settings.redis_url)
+        self.stopping = asyncio.Event()
+        self.wake_relay = asyncio.Event()
+
+    async def purge_idempotency_records(self) -> None:
+        async with UnitOfWork(self.sessionmaker) as uow:
+            purged = await purge_expired(
+                uow.session, timedelta(hours=self.settings.idempotency_retention_hours)
+            )
             await uow.commit()
         logger.info("idempotency_records_purged", count=purged)
-    finally:
-        await engine.dispose()
+
+    async def relay_forever(self) -> None:
+        interval = self.settings.relay_interval_seconds
+        while not self.stopping.is_set():
+            try:
+                await relay_once(
+                    self.sessionmaker,
+                    self.broker,
+                    redrive_after=timedelta(seconds=self.settings.relay_redrive_seconds),
+                    batch_size=self.settings.relay_batch_size,
+                )
+            except Exception:  # broker or database down: log, wait, try again; nothing is lost
+                logger.exception("relay_pass_failed")
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self.wake_relay.wait(), timeout=interval)
+            self.wake_relay.clear()
+
+    async def lead(self, connection: asyncpg.Connection) -> None:
+        """Run the jobs while this process holds the leader lock and its connection lives."""
+        logger.info("scheduler_leading")
+        await connection.add_listener(NOTIFY_CHANNEL, lambda *_: self.wake_relay.set())
+        # coalesce: after downtime a missed job runs once, not once per missed slot;
+        # misfire_grace_time: a late job still runs (APScheduler 3 skips one >1 s late by default).
+        jobs = AsyncIOScheduler(
+            timezone="UTC", job_defaults={"coalesce": True, "misfire_grace_time": 300, "max_instances": 1}
+        )
+        jobs.add_job(self.purge_idempotency_records, "interval", minutes=10, id="idempotency.purge")
+        jobs.start()
+        relay = asyncio.create_task(self.relay_forever())
+        try:
+            while not self.stopping.is_set():
+                # step down at once if the lock's connection is gone: another may lead by now
+                await asyncio.wait_for(connection.fetchval("SELECT 1"), timeout=5)
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self.stopping.wait(), timeout=1)
+        finally:
+            relay.cancel()
+            jobs.shutdown(wait=False)
+            with contextlib.suppress(asyncio.CancelledError):
+                await relay
+            logger.info("scheduler_stepped_down")
+
+    async def run(self) -> None:
+        url = _libpq_url(self.settings.database_url or "")
+        while not self.stopping.is_set():
+            connection: asyncpg.Connection | None = None
+            try:
+                connection = await asyncpg.connect(url)
+                if await connection.fetchval("SELECT pg_try_advisory_lock($1)", LEADER_LOCK_ID):
+                    await self.lead(connection)
+                else:
+                    logger.debug("scheduler_waiting_for_leadership")
+            except (OSError, asyncpg.PostgresError, TimeoutError) as error:
+                logger.warning("scheduler_connection_lost", error=type(error).__name__)
+            finally:
+                if connection is not None:
+                    with contextlib.suppress(Exception):
+                        await connection.close(timeout=2)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self.stopping.wait(), timeout=self.settings.leader_poll_seconds)
+        await self.engine.dispose()
+
+
+async def main_async() -> None:
+    settings = get_settings()
+    scheduler = Scheduler(settings)
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(signum, scheduler.stopping.set)
+    logger.info("scheduler_started")
+    await scheduler.run()
+    logger.info("scheduler_stopped")
 
 
 def main() -> None:
     settings = get_settings()
     configure_logging(settings.log_level, json=settings.log_json)
-    # coalesce: after downtime run a missed job once, not once per missed slot;
-    # misfire_grace_time: still run a job that is late (APScheduler 3 skips one >1 s late by default).
-    scheduler = BlockingScheduler(
-        timezone="UTC", job_defaults={"coalesce": True, "misfire_grace_time": 300, "max_instances": 1}
-    )
-    scheduler.add_job(
-        lambda: asyncio.run(purge_idempotency_records()), "interval", minutes=10, id="idempotency.purge"
-    )
-    logger.info("scheduler_started", jobs=[job.id for job in scheduler.get_jobs()])
-    try:
-        scheduler.start()
-    except (KeyboardInterrupt, SystemExit):
-        logger.info("scheduler_stopped")
+    asyncio.run(main_async())
 
 
 if __name__ == "__main__":

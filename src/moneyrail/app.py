@@ -15,14 +15,18 @@ from moneyrail.api.middleware import RequestContextMiddleware
 from moneyrail.config import Settings, get_settings
 from moneyrail.customers.endpoints import router as customers_router
 from moneyrail.db.engine import create_engine, create_sessionmaker
+from moneyrail.engine.endpoints import router as operations_router
 from moneyrail.installations.endpoints import router as account_router
 from moneyrail.logging import configure_logging
+from moneyrail.sandbox.endpoints import router as sandbox_router
 
 
 def payments_api() -> APIRouter:
     v1 = APIRouter(prefix="/v1")
     v1.include_router(account_router)
     v1.include_router(customers_router)
+    v1.include_router(operations_router)
+    v1.include_router(sandbox_router)
     return v1
 
 

@@ -2,19 +2,17 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import sys
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Sequence
 from typing import Annotated, Any, TypeVar
 
 import typer
 
+from moneyrail.clihelpers import in_unit_of_work
 from moneyrail.config import get_settings
-from moneyrail.db.engine import DatabaseNotConfigured, create_engine, create_sessionmaker
-from moneyrail.db.uow import UnitOfWork
-from moneyrail.errors import MoneyrailError
+from moneyrail.engine.cli import dead_letters_app
 from moneyrail.installations import service as installations
 from moneyrail.kit.clock import to_unix
 from moneyrail.kit.tenant import Tenant
@@ -29,6 +27,7 @@ settings_app = typer.Typer(help="Per-environment settings of an installation.", 
 app.add_typer(installations_app, name="installations")
 app.add_typer(keys_app, name="keys")
 app.add_typer(settings_app, name="settings")
+app.add_typer(dead_letters_app, name="dead-letters")
 
 JsonOption = Annotated[bool, typer.Option("--json", help="Machine-readable output.")]
 InstallationOption = Annotated[str, typer.Option("--installation", "-i", help="Installation id (inst_…).")]
@@ -41,27 +40,6 @@ def _livemode(environment: str) -> bool:
     if environment not in {"sandbox", "live"}:
         raise typer.BadParameter("--env must be sandbox or live")
     return environment == "live"
-
-
-def _in_unit_of_work(work: Callable[[UnitOfWork], Awaitable[T]]) -> T:
-    async def run() -> T:
-        engine = create_engine(get_settings())
-        try:
-            async with UnitOfWork(create_sessionmaker(engine)) as uow:
-                result = await work(uow)
-                await uow.commit()
-                return result
-        finally:
-            await engine.dispose()
-
-    try:
-        return asyncio.run(run())
-    except MoneyrailError as error:
-        typer.echo(f"error: {error.message}", err=True)
-        raise typer.Exit(1) from error
-    except DatabaseNotConfigured as error:
-        typer.echo(f"error: {error}", err=True)
-        raise typer.Exit(2) from error
 
 
 def _emit(as_json: bool, data: Any, human: str) -> None:
@@ -183,7 +161,7 @@ def installations_create(
     kind: Annotated[str, typer.Option(help="direct or platform.")] = "direct",
     as_json: JsonOption = False,
 ) -> None:
-    installation = _in_unit_of_work(
+    installation = in_unit_of_work(
         lambda uow: installations.create_installation(uow.session, name=name, kind=kind)
     )
     view = installation_view(installation)
@@ -192,7 +170,7 @@ def installations_create(
 
 @installations_app.command("list")
 def installations_list(as_json: JsonOption = False) -> None:
-    rows = _in_unit_of_work(lambda uow: installations.list_installations(uow.session))
+    rows = in_unit_of_work(lambda uow: installations.list_installations(uow.session))
     views = [installation_view(row) for row in rows]
     _emit(
         as_json,
@@ -211,7 +189,7 @@ def keys_create(
     as_json: JsonOption = False,
 ) -> None:
     tenant = Tenant(installation, _livemode(environment))
-    issued = _in_unit_of_work(
+    issued = in_unit_of_work(
         lambda uow: installations.create_api_key(uow.session, tenant, scopes=scope, name=name)
     )
     view = {**key_view(issued.key), "secret": issued.secret}
@@ -225,7 +203,7 @@ def keys_create(
 
 @keys_app.command("list")
 def keys_list(installation: InstallationOption, as_json: JsonOption = False) -> None:
-    rows = _in_unit_of_work(lambda uow: installations.list_api_keys(uow.session, installation))
+    rows = in_unit_of_work(lambda uow: installations.list_api_keys(uow.session, installation))
     views = [key_view(row) for row in rows]
     lines = [
         f"{v['id']}  {v['environment']:<7}  …{v['last4']}  {'revoked' if v['revoked'] else 'active ':<7}  "
@@ -239,7 +217,7 @@ def keys_list(installation: InstallationOption, as_json: JsonOption = False) -> 
 def keys_revoke(
     key: Annotated[str, typer.Argument(help="Key id (key_…).")], as_json: JsonOption = False
 ) -> None:
-    revoked = _in_unit_of_work(lambda uow: installations.revoke_api_key(uow.session, key))
+    revoked = in_unit_of_work(lambda uow: installations.revoke_api_key(uow.session, key))
     _emit(as_json, key_view(revoked), f"revoked key {revoked.id}")
 
 
@@ -250,7 +228,7 @@ def settings_show(
 ) -> None:
     tenant = Tenant(installation, _livemode(environment))
     view = settings_view(
-        _in_unit_of_work(lambda uow: installations.get_environment_settings(uow.session, tenant))
+        in_unit_of_work(lambda uow: installations.get_environment_settings(uow.session, tenant))
     )
     _emit(as_json, view, "\n".join(f"{key}: {value}" for key, value in view.items()))
 
@@ -273,7 +251,7 @@ def settings_set(
     as_json: JsonOption = False,
 ) -> None:
     tenant = Tenant(installation, _livemode(environment))
-    updated = _in_unit_of_work(
+    updated = in_unit_of_work(
         lambda uow: installations.update_environment_settings(
             uow.session,
             tenant,

@@ -38,6 +38,14 @@ class Settings(BaseSettings):
 
     worker_processes: int = 1
     worker_threads: int = 8
+    # extra actor modules for `moneyrail worker`, comma-separated (plug-ins, test probes)
+    worker_modules: str = ""
+
+    operation_lease_seconds: float = 60.0  # a claimed attempt not finished by then is re-driven
+    relay_interval_seconds: float = 1.0  # the relay's timer between NOTIFY wake-ups
+    relay_redrive_seconds: float = 30.0  # re-send a published operation no worker took by then
+    relay_batch_size: int = 500
+    leader_poll_seconds: float = 5.0  # how often a waiting scheduler tries to become the leader
 
     @property
     def base_url(self) -> str:

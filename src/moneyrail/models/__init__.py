@@ -4,6 +4,8 @@ from moneyrail.models.base import Base
 from moneyrail.models.customer import Customer
 from moneyrail.models.idempotency import IdempotencyRecord
 from moneyrail.models.installation import ApiKey, EnvironmentSettings, Installation, PublishableKey
+from moneyrail.models.operation import Operation, OperationAttempt
+from moneyrail.models.sandbox import SandboxClock, SandboxProcessorCall, SandboxProcessorFault
 
 __all__ = [
     "ApiKey",
@@ -12,5 +14,10 @@ __all__ = [
     "EnvironmentSettings",
     "IdempotencyRecord",
     "Installation",
+    "Operation",
+    "OperationAttempt",
     "PublishableKey",
+    "SandboxClock",
+    "SandboxProcessorCall",
+    "SandboxProcessorFault",
 ]

@@ -1,0 +1,65 @@
+"""The relay: publishes committed operations to the broker, in batches, off the request path.
+
+Woken by PostgreSQL NOTIFY the moment a transaction commits an operation, and by a timer for
+retries that fell due, for messages no worker took (re-sent after `redrive_after`) and for leases
+that ran out. If the broker is down, nothing is marked published and the next pass tries again:
+a lost or unsent message delays work, never loses it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Protocol
+
+import structlog
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from moneyrail.db.uow import UnitOfWork
+from moneyrail.engine import repository
+from moneyrail.engine.broker import message_for
+from moneyrail.engine.service import expire_leases
+
+logger = structlog.get_logger("moneyrail.relay")
+
+
+class Broker(Protocol):
+    def enqueue(self, message: object, *, delay: int | None = None) -> object: ...
+
+
+@dataclass(frozen=True)
+class RelayPass:
+    published: int
+    leases_expired: int
+
+
+async def relay_once(
+    sessionmaker: async_sessionmaker[AsyncSession],
+    broker: Broker,
+    *,
+    redrive_after: timedelta,
+    batch_size: int = 500,
+) -> RelayPass:
+    async with UnitOfWork(sessionmaker) as uow:
+        expired = await expire_leases(uow.session, batch_size)
+        await uow.commit()
+
+    published = 0
+    while True:
+        async with UnitOfWork(sessionmaker) as uow:
+            due = await repository.due_for_publishing(uow.session, redrive_after, batch_size)
+            if not due:
+                break
+            # Rows stay locked (SKIP LOCKED) while we send, so two relays never send the same batch.
+            # A crash between sending and committing re-sends later: duplicates are harmless,
+            # the worker's claim lets one delivery act.
+            for operation in due:
+                broker.enqueue(message_for(operation.actor_name, operation.queue_name, operation.id))
+            await repository.mark_published(uow.session, [operation.id for operation in due])
+            await uow.commit()
+        published += len(due)
+        if len(due) < batch_size:
+            break
+    if published or expired:
+        logger.info("relay_pass", published=published, leases_expired=expired)
+    return RelayPass(published=published, leases_expired=expired)

@@ -1,0 +1,154 @@
+"""Queries over operations and their attempts. Timestamps come from PostgreSQL's clock, one clock for all."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime, timedelta
+from typing import Any
+
+from sqlalchemy import and_, or_, select, text, update
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from moneyrail.kit.tenant import Tenant
+from moneyrail.models import Operation, OperationAttempt
+
+NOTIFY_CHANNEL = "moneyrail_outbox"
+
+
+async def notify_relay(session: AsyncSession, operation_id: str) -> None:
+    """Delivered at commit, never before: the relay wakes the moment the operation is visible."""
+    await session.execute(
+        text("SELECT pg_notify(:channel, :id)"), {"channel": NOTIFY_CHANNEL, "id": operation_id}
+    )
+
+
+async def get_for_tenant(session: AsyncSession, tenant: Tenant, operation_id: str) -> Operation | None:
+    return await session.scalar(
+        select(Operation).where(
+            Operation.id == operation_id,
+            Operation.installation_id == tenant.installation_id,
+            Operation.livemode == tenant.livemode,
+        )
+    )
+
+
+async def get(session: AsyncSession, operation_id: str, *, for_update: bool = False) -> Operation | None:
+    statement = select(Operation).where(Operation.id == operation_id)
+    if for_update:
+        statement = statement.with_for_update()
+    return await session.scalar(statement)
+
+
+async def claim(session: AsyncSession, operation_id: str, lease: timedelta) -> int | None:
+    """Take a due, pending operation for one attempt; None when someone else has it or it is not due.
+
+    One UPDATE decides, so duplicate or concurrent deliveries of one message act once.
+    """
+    claimed = await session.scalar(
+        update(Operation)
+        .where(
+            Operation.id == operation_id,
+            Operation.status == "pending",
+            Operation.next_attempt_at <= text("now()"),
+        )
+        .values(
+            status="running",
+            attempts=Operation.attempts + 1,
+            lease_expires_at=text("now() + make_interval(secs => :lease)"),
+            updated_at=text("now()"),
+        )
+        .returning(Operation.attempts),
+        {"lease": lease.total_seconds()},
+    )
+    return int(claimed) if claimed is not None else None
+
+
+async def start_attempt(session: AsyncSession, operation_id: str, number: int, worker: str) -> None:
+    session.add(OperationAttempt(operation_id=operation_id, number=number, worker=worker))
+    await session.flush()
+
+
+async def finish_attempt(
+    session: AsyncSession, operation_id: str, number: int, outcome: str, error: str | None
+) -> None:
+    await session.execute(
+        update(OperationAttempt)
+        .where(OperationAttempt.operation_id == operation_id, OperationAttempt.number == number)
+        .values(outcome=outcome, error=error, finished_at=text("now()"))
+    )
+
+
+async def attempts_of(session: AsyncSession, operation_id: str) -> Sequence[OperationAttempt]:
+    return (
+        await session.scalars(
+            select(OperationAttempt)
+            .where(OperationAttempt.operation_id == operation_id)
+            .order_by(OperationAttempt.number, OperationAttempt.id)
+        )
+    ).all()
+
+
+async def expired_leases(session: AsyncSession, limit: int) -> Sequence[Operation]:
+    return (
+        await session.scalars(
+            select(Operation)
+            .where(Operation.status == "running", Operation.lease_expires_at < text("now()"))
+            .order_by(Operation.lease_expires_at)
+            .limit(limit)
+            .with_for_update(skip_locked=True)
+        )
+    ).all()
+
+
+async def due_for_publishing(
+    session: AsyncSession, redrive_after: timedelta, limit: int
+) -> Sequence[Operation]:
+    """Pending and due, and either never published or published long ago without a worker taking it."""
+    return (
+        await session.scalars(
+            select(Operation)
+            .where(
+                Operation.status == "pending",
+                Operation.next_attempt_at <= text("now()"),
+                or_(
+                    Operation.published_at.is_(None),
+                    Operation.published_at < text("now() - make_interval(secs => :redrive)"),
+                ),
+            )
+            .order_by(Operation.next_attempt_at)
+            .limit(limit)
+            .with_for_update(skip_locked=True),
+            {"redrive": redrive_after.total_seconds()},
+        )
+    ).all()
+
+
+async def mark_published(session: AsyncSession, operation_ids: Sequence[str]) -> None:
+    await session.execute(
+        update(Operation).where(Operation.id.in_(operation_ids)).values(published_at=text("now()"))
+    )
+
+
+async def dead_letters(
+    session: AsyncSession,
+    *,
+    operation_type: str | None,
+    installation_id: str | None,
+    since: datetime | None,
+    limit: int,
+) -> Sequence[Operation]:
+    conditions: list[Any] = [Operation.status == "dead_letter"]
+    if operation_type:
+        conditions.append(Operation.type == operation_type)
+    if installation_id:
+        conditions.append(Operation.installation_id == installation_id)
+    if since:
+        conditions.append(Operation.dead_lettered_at >= since)
+    return (
+        await session.scalars(
+            select(Operation)
+            .where(and_(*conditions))
+            .order_by(Operation.dead_lettered_at.desc())
+            .limit(limit)
+        )
+    ).all()

@@ -1,0 +1,289 @@
+"""Operations: created with the request's effect, run once by a worker, retried or dead-lettered.
+
+The lifecycle (STYLE.md habit 7: state machines are data):
+    pending -> running                   a worker claims it (lease)
+    running -> succeeded | failed        the handler finished, or refused for a business reason
+    running -> pending                   a transient failure with attempts left, or an expired lease
+    running -> dead_letter               attempts exhausted
+    dead_letter -> pending               an operator retries with a fresh attempt budget
+    dead_letter -> canceled              an operator discards it, with a reason
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+import structlog
+from sqlalchemy import text
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from moneyrail.db.uow import UnitOfWork
+from moneyrail.engine import repository
+from moneyrail.engine.outcomes import PermanentFailure
+from moneyrail.engine.policy import policy_for
+from moneyrail.errors import Conflict, ResourceMissing
+from moneyrail.kit.clock import utcnow
+from moneyrail.kit.ids import new_id
+from moneyrail.kit.tenant import Tenant
+from moneyrail.models import Operation, OperationAttempt
+
+logger = structlog.get_logger("moneyrail.engine")
+
+TRANSITIONS: dict[str, frozenset[str]] = {
+    "pending": frozenset({"running", "canceled"}),
+    "running": frozenset({"succeeded", "failed", "pending", "dead_letter"}),
+    "dead_letter": frozenset({"pending", "canceled"}),
+    "succeeded": frozenset(),
+    "failed": frozenset(),
+    "canceled": frozenset(),
+}
+
+Handler = Callable[[AsyncSession, Operation], Awaitable[None]]
+
+
+def _move(operation: Operation, status: str) -> None:
+    if status not in TRANSITIONS[operation.status]:
+        raise Conflict(f"An operation cannot go from {operation.status} to {status}.", param="operation")
+    operation.status = status
+
+
+async def create_operation(
+    session: AsyncSession,
+    tenant: Tenant,
+    *,
+    operation_type: str,
+    actor_name: str,
+    resource: str | None = None,
+    payload: dict[str, Any] | None = None,
+) -> Operation:
+    """Write the operation beside the request's effect; the relay publishes it after commit."""
+    policy = policy_for(operation_type)
+    operation = Operation(
+        id=new_id("op"),
+        installation_id=tenant.installation_id,
+        livemode=tenant.livemode,
+        type=operation_type,
+        resource=resource,
+        payload=payload or {},
+        actor_name=actor_name,
+        queue_name=policy.queue_name,
+        max_attempts=policy.max_attempts,
+    )
+    session.add(operation)
+    await session.flush()
+    await repository.notify_relay(session, operation.id)
+    return operation
+
+
+async def get_operation(session: AsyncSession, tenant: Tenant, operation_id: str) -> Operation:
+    operation = await repository.get_for_tenant(session, tenant, operation_id)
+    if operation is None:
+        raise ResourceMissing(f"No such operation: {operation_id!r}", param="operation")
+    return operation
+
+
+@dataclass(frozen=True)
+class RunResult:
+    outcome: str  # skipped | superseded | succeeded | retry | failed | dead_letter
+    attempt: int | None = None
+
+
+async def run_operation(
+    sessionmaker: async_sessionmaker[AsyncSession],
+    operation_id: str,
+    handler: Handler,
+    *,
+    worker: str,
+    lease: timedelta,
+) -> RunResult:
+    """Claim, act, record. Safe to call for any delivery of the operation's message, any number of times.
+
+    Two units of work: the claim commits first (it is the lease that lets the relay re-drive an
+    attempt whose worker died), then the handler's effect commits with the outcome.
+    """
+    async with UnitOfWork(sessionmaker) as uow:
+        attempt = await repository.claim(uow.session, operation_id, lease)
+        if attempt is None:
+            return RunResult("skipped")  # a duplicate message, or already done, or not due yet
+        await repository.start_attempt(uow.session, operation_id, attempt, worker)
+        await uow.commit()
+
+    log = logger.bind(operation_id=operation_id, attempt=attempt)
+    failure: BaseException
+    try:
+        async with UnitOfWork(sessionmaker) as uow:
+            operation = await _still_ours(uow.session, operation_id, attempt)
+            if operation is None:
+                return RunResult("superseded", attempt)
+            await handler(uow.session, operation)
+            _move(operation, "succeeded")
+            operation.finished_at = utcnow()
+            operation.lease_expires_at = None
+            operation.last_error = None
+            operation.updated_at = utcnow()
+            await repository.finish_attempt(uow.session, operation_id, attempt, "succeeded", None)
+            await uow.commit()
+            log.info("operation_succeeded", type=operation.type, resource=operation.resource)
+            return RunResult("succeeded", attempt)
+    except Exception as error:  # any failure is recorded; the worker itself must not die of it
+        failure = error
+    return await _record_failure(sessionmaker, operation_id, attempt, failure, log)
+
+
+async def _still_ours(session: AsyncSession, operation_id: str, attempt: int) -> Operation | None:
+    """Lock the row; None if the lease ran out and the relay handed the work to another attempt."""
+    operation = await repository.get(session, operation_id, for_update=True)
+    if operation is None or operation.status != "running" or operation.attempts != attempt:
+        return None
+    return operation
+
+
+def _describe(error: BaseException) -> str:
+    if isinstance(error, PermanentFailure):
+        return str(error)
+    return f"{type(error).__name__}: {error}"[:2000]
+
+
+async def _record_failure(
+    sessionmaker: async_sessionmaker[AsyncSession],
+    operation_id: str,
+    attempt: int,
+    error: BaseException,
+    log: Any,
+) -> RunResult:
+    async with UnitOfWork(sessionmaker) as uow:
+        operation = await _still_ours(uow.session, operation_id, attempt)
+        if operation is None:
+            return RunResult("superseded", attempt)
+        description = _describe(error)
+        operation.last_error = description
+        operation.lease_expires_at = None
+        operation.updated_at = utcnow()
+        if isinstance(error, PermanentFailure):
+            outcome = "failed"
+            _move(operation, "failed")
+            operation.finished_at = utcnow()
+            log.info("operation_failed", type=operation.type, error=description)
+        elif operation.attempts >= operation.max_attempts:
+            outcome = "dead_letter"
+            _move(operation, "dead_letter")
+            operation.dead_lettered_at = utcnow()
+            log.error("operation_dead_lettered", type=operation.type, attempts=attempt, error=description)
+        else:
+            outcome = "retry"
+            _move(operation, "pending")
+            operation.next_attempt_at = utcnow() + policy_for(operation.type).delay_after(attempt)
+            operation.published_at = None
+            log.warning(
+                "operation_retry",
+                type=operation.type,
+                error=description,
+                next_attempt_at=str(operation.next_attempt_at),
+            )
+        await repository.finish_attempt(uow.session, operation_id, attempt, outcome, description)
+        await uow.commit()
+        return RunResult(outcome, attempt)
+
+
+async def expire_leases(session: AsyncSession, limit: int = 500) -> int:
+    """Hand back work whose worker died: its lease ran out, so another attempt may take it."""
+    expired = await repository.expired_leases(session, limit)
+    for operation in expired:
+        error = "lease expired: the worker stopped before finishing"
+        await repository.finish_attempt(session, operation.id, operation.attempts, "lease_expired", error)
+        operation.last_error = error
+        operation.lease_expires_at = None
+        operation.updated_at = utcnow()
+        if operation.attempts >= operation.max_attempts:
+            _move(operation, "dead_letter")
+            operation.dead_lettered_at = utcnow()
+            logger.error(
+                "operation_dead_lettered", operation_id=operation.id, type=operation.type, error=error
+            )
+        else:
+            _move(operation, "pending")
+            operation.next_attempt_at = utcnow()
+            operation.published_at = None
+            logger.warning("operation_lease_expired", operation_id=operation.id, type=operation.type)
+    await session.flush()
+    return len(expired)
+
+
+# --- operators ----------------------------------------------------------------------------------
+async def list_dead_letters(
+    session: AsyncSession,
+    *,
+    operation_type: str | None = None,
+    installation_id: str | None = None,
+    since: datetime | None = None,
+    limit: int = 100,
+) -> Sequence[Operation]:
+    return await repository.dead_letters(
+        session, operation_type=operation_type, installation_id=installation_id, since=since, limit=limit
+    )
+
+
+@dataclass(frozen=True)
+class OperationHistory:
+    operation: Operation
+    attempts: Sequence[OperationAttempt]
+
+
+async def show_operation(session: AsyncSession, operation_id: str) -> OperationHistory:
+    operation = await repository.get(session, operation_id)
+    if operation is None:
+        raise ResourceMissing(f"No such operation: {operation_id!r}", param="operation")
+    return OperationHistory(operation, await repository.attempts_of(session, operation_id))
+
+
+async def _dead_letter_for_decision(session: AsyncSession, operation_id: str) -> Operation:
+    operation = await repository.get(session, operation_id, for_update=True)
+    if operation is None:
+        raise ResourceMissing(f"No such operation: {operation_id!r}", param="operation")
+    if operation.status != "dead_letter":
+        raise Conflict(
+            f"Operation {operation_id} is {operation.status}, not dead_letter: only dead letters can be "
+            "retried or discarded by an operator.",
+            param="operation",
+        )
+    return operation
+
+
+async def retry_dead_letter(session: AsyncSession, operation_id: str, *, operator: str) -> Operation:
+    """Run again with a fresh attempt budget (the history keeps every earlier attempt)."""
+    operation = await _dead_letter_for_decision(session, operation_id)
+    _move(operation, "pending")
+    operation.max_attempts = operation.attempts + policy_for(operation.type).max_attempts
+    operation.next_attempt_at = utcnow()
+    operation.published_at = None
+    operation.dead_lettered_at = None
+    operation.updated_at = utcnow()
+    await session.flush()
+    await repository.notify_relay(session, operation.id)
+    logger.info("dead_letter_retried", operation_id=operation_id, operator=operator)
+    return operation
+
+
+async def discard_dead_letter(
+    session: AsyncSession, operation_id: str, *, operator: str, reason: str
+) -> Operation:
+    if not reason.strip():
+        raise Conflict("A discard needs a reason.", param="reason")
+    operation = await _dead_letter_for_decision(session, operation_id)
+    _move(operation, "canceled")
+    operation.discarded_at = utcnow()
+    operation.discarded_by = operator
+    operation.discard_reason = reason.strip()
+    operation.finished_at = utcnow()
+    operation.updated_at = utcnow()
+    await session.flush()
+    logger.info("dead_letter_discarded", operation_id=operation_id, operator=operator, reason=reason)
+    return operation
+
+
+async def database_now(session: AsyncSession) -> datetime:
+    now: datetime = await session.scalar(text("SELECT now()"))
+    return now

@@ -1,0 +1,56 @@
+"""The sandbox's own state: clocks, injected faults, and the simulated processor's record of calls."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import CheckConstraint, ForeignKey, PrimaryKeyConstraint, func, text
+from sqlalchemy.orm import Mapped, mapped_column
+
+from moneyrail.models.base import Base
+
+
+class SandboxClock(Base):
+    """How far an installation's sandbox has been advanced past real time."""
+
+    __tablename__ = "sandbox_clocks"
+    __table_args__ = (CheckConstraint("offset_seconds >= 0", name="offset_seconds"),)
+
+    installation_id: Mapped[str] = mapped_column(ForeignKey("installations.id"), primary_key=True)
+    offset_seconds: Mapped[int] = mapped_column(server_default=text("0"))
+    updated_at: Mapped[datetime] = mapped_column(server_default=func.now())
+
+
+class SandboxProcessorFault(Base):
+    """The next `remaining` processor calls of `operation_type` fail in `mode`."""
+
+    __tablename__ = "sandbox_processor_faults"
+    __table_args__ = (
+        PrimaryKeyConstraint("installation_id", "livemode", "operation_type"),
+        CheckConstraint("mode IN ('transient', 'permanent')", name="mode"),
+        CheckConstraint("remaining >= 0", name="remaining"),
+    )
+
+    installation_id: Mapped[str] = mapped_column(ForeignKey("installations.id"))
+    livemode: Mapped[bool]
+    operation_type: Mapped[str]
+    mode: Mapped[str]
+    remaining: Mapped[int]
+    updated_at: Mapped[datetime] = mapped_column(server_default=func.now())
+
+
+class SandboxProcessorCall(Base):
+    """Every call the simulated processor answered, by idempotency key: a repeated key, the same answer."""
+
+    __tablename__ = "sandbox_processor_calls"
+    __table_args__ = (PrimaryKeyConstraint("installation_id", "livemode", "idempotency_key"),)
+
+    installation_id: Mapped[str] = mapped_column(ForeignKey("installations.id"))
+    livemode: Mapped[bool]
+    idempotency_key: Mapped[str]
+    operation_type: Mapped[str]
+    request: Mapped[dict[str, Any]]
+    response: Mapped[dict[str, Any]]
+    succeeded: Mapped[bool]
+    created_at: Mapped[datetime] = mapped_column(server_default=func.now())

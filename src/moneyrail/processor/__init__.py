@@ -1,0 +1,1 @@
+"""The seam between moneyrail and the card network and banks; the sandbox simulator lives behind it."""

@@ -1,0 +1,48 @@
+from __future__ import annotations
+
+from typing import Annotated, Literal, cast
+
+from fastapi import APIRouter, Request
+
+from moneyrail.api.context import Principal, request_session
+from moneyrail.api.routing import MoneyrailRoute, scoped
+from moneyrail.kit.clock import to_unix
+
+from . import service
+from .schemas import ClockAdvance, ClockOut, FaultCreate, FaultOut
+
+router = APIRouter(route_class=MoneyrailRoute, prefix="/test-helpers", tags=["sandbox test helpers"])
+
+
+def render_clock(clock: service.ClockView) -> ClockOut:
+    return ClockOut(now=to_unix(clock.now), offset_seconds=clock.offset_seconds, work_done=clock.work_done)
+
+
+@router.get("/clock", response_model=ClockOut)
+async def read_clock(request: Request, principal: Annotated[Principal, scoped("account:read")]) -> ClockOut:
+    return render_clock(await service.read_clock(request_session(request), principal.tenant))
+
+
+@router.post("/clock/advance", response_model=ClockOut)
+async def advance_clock(
+    request: Request, body: ClockAdvance, principal: Annotated[Principal, scoped("account:write")]
+) -> ClockOut:
+    return render_clock(await service.advance_clock(request_session(request), principal.tenant, body.seconds))
+
+
+@router.post("/processor-faults", response_model=FaultOut)
+async def inject_processor_faults(
+    request: Request, body: FaultCreate, principal: Annotated[Principal, scoped("account:write")]
+) -> FaultOut:
+    fault = await service.inject_processor_faults(
+        request_session(request),
+        principal.tenant,
+        operation_type=body.operation_type,
+        mode=body.mode,
+        count=body.count,
+    )
+    return FaultOut(
+        operation_type=fault.operation_type,
+        mode=cast(Literal["transient", "permanent"], fault.mode),
+        count=fault.count,
+    )

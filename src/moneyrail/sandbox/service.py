@@ -1,0 +1,88 @@
+"""The sandbox clock and fault injection. Sandbox keys only: to a live key these do not exist."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+import structlog
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from moneyrail.errors import ParameterInvalid, ResourceMissing
+from moneyrail.kit.clock import utcnow
+from moneyrail.kit.tenant import Tenant
+from moneyrail.processor.interface import PROCESSOR_OPERATION_TYPES
+
+from . import repository
+
+logger = structlog.get_logger("moneyrail.sandbox")
+
+# Work that falls due with time (renewals, expiries, fee reports, payout arrival) registers here, so that
+# advancing a sandbox clock runs it at once: fn(session, tenant, now) -> how many things it did.
+DueWork = Callable[[AsyncSession, Tenant, datetime], Awaitable[int]]
+_due_work: dict[str, DueWork] = {}
+
+
+def register_due_work(name: str, work: DueWork) -> None:
+    _due_work[name] = work
+
+
+def require_sandbox(tenant: Tenant) -> None:
+    if tenant.livemode:
+        raise ResourceMissing("Unrecognized request URL: test helpers exist only in the sandbox.")
+
+
+async def tenant_now(session: AsyncSession, tenant: Tenant) -> datetime:
+    """The time as this tenant lives it: real time in live, real time plus the offset in the sandbox."""
+    if tenant.livemode:
+        return utcnow()
+    return utcnow() + timedelta(seconds=await repository.clock_offset(session, tenant.installation_id))
+
+
+@dataclass(frozen=True)
+class ClockView:
+    now: datetime
+    offset_seconds: int
+    work_done: dict[str, int]
+
+
+async def read_clock(session: AsyncSession, tenant: Tenant) -> ClockView:
+    require_sandbox(tenant)
+    offset = await repository.clock_offset(session, tenant.installation_id)
+    return ClockView(now=utcnow() + timedelta(seconds=offset), offset_seconds=offset, work_done={})
+
+
+MAX_ADVANCE_SECONDS = 5 * 366 * 24 * 3600
+
+
+async def advance_clock(session: AsyncSession, tenant: Tenant, seconds: int) -> ClockView:
+    require_sandbox(tenant)
+    if not 1 <= seconds <= MAX_ADVANCE_SECONDS:
+        raise ParameterInvalid(f"seconds must be 1 to {MAX_ADVANCE_SECONDS} (five years).", param="seconds")
+    offset = await repository.advance_clock(session, tenant.installation_id, seconds)
+    now = utcnow() + timedelta(seconds=offset)
+    work_done = {name: await work(session, tenant, now) for name, work in sorted(_due_work.items())}
+    logger.info(
+        "sandbox_clock_advanced", installation=tenant.installation_id, seconds=seconds, work_done=work_done
+    )
+    return ClockView(now=now, offset_seconds=offset, work_done=work_done)
+
+
+@dataclass(frozen=True)
+class FaultView:
+    operation_type: str
+    mode: str
+    count: int
+
+
+async def inject_processor_faults(
+    session: AsyncSession, tenant: Tenant, *, operation_type: str, mode: str, count: int
+) -> FaultView:
+    require_sandbox(tenant)
+    if operation_type not in PROCESSOR_OPERATION_TYPES:
+        raise ParameterInvalid(
+            f"operation_type must be one of {', '.join(PROCESSOR_OPERATION_TYPES)}.", param="operation_type"
+        )
+    await repository.set_fault(session, tenant, operation_type, mode, count)
+    return FaultView(operation_type=operation_type, mode=mode, count=count)

@@ -1,0 +1,88 @@
+"""Real worker and scheduler processes for the engine's tests."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+import pytest
+
+from moneyrail.engine.service import create_operation
+from tests.engine.probe_actors import PROBE_ACTOR, PROBE_TYPE
+from tests.harness import OUTPUT_DIR, AsyncBridge, Process, Servers
+
+ENGINE_ENV = {
+    "MONEYRAIL_WORKER_MODULES": "tests.engine.probe_actors",
+    "MONEYRAIL_OPERATION_LEASE_SECONDS": "2",
+    "MONEYRAIL_RELAY_INTERVAL_SECONDS": "0.2",
+    "MONEYRAIL_RELAY_REDRIVE_SECONDS": "3",
+    "MONEYRAIL_LEADER_POLL_SECONDS": "1",
+    "MONEYRAIL_LOG_LEVEL": "INFO",
+}
+
+
+def start_worker(servers: Servers, name: str = "worker", **env: str) -> Process:
+    return Process.start(
+        "worker", servers, OUTPUT_DIR / f"{name}.log", "--threads", "4", **{**ENGINE_ENV, **env}
+    )
+
+
+def start_scheduler(servers: Servers, name: str = "scheduler", **env: str) -> Process:
+    return Process.start("scheduler", servers, OUTPUT_DIR / f"{name}.log", **{**ENGINE_ENV, **env})
+
+
+@dataclass
+class EngineStack:
+    worker: Process
+    scheduler: Process
+
+
+@pytest.fixture(scope="module")
+def engine_stack(servers: Servers) -> Iterator[EngineStack]:
+    worker = start_worker(servers)
+    scheduler = start_scheduler(servers)
+    try:
+        yield EngineStack(worker, scheduler)
+    finally:
+        worker.stop()
+        scheduler.stop()
+
+
+def create_probe(bridge: AsyncBridge, tenant: Any, amount: int = 1250, **payload: Any) -> str:
+    async def work(session: Any) -> str:
+        operation = await create_operation(
+            session,
+            tenant,
+            operation_type=PROBE_TYPE,
+            actor_name=PROBE_ACTOR,
+            resource=None,
+            payload={"amount": amount, "currency": "eur", "destination": "acct_courier", **payload},
+        )
+        return operation.id
+
+    operation_id: str = bridge.in_unit_of_work(work)
+    return operation_id
+
+
+def wait_for_operation(api: httpx.Client, operation_id: str, statuses: set[str], timeout: float = 30) -> dict:
+    deadline = time.monotonic() + timeout
+    last: dict = {}
+    while time.monotonic() < deadline:
+        last = api.get(f"/v1/operations/{operation_id}").json()
+        if last.get("status") in statuses:
+            return last
+        time.sleep(0.1)
+    raise AssertionError(f"operation {operation_id} never reached {statuses}: {last}")
+
+
+def processor_calls(db: Any, installation_id: str) -> list[tuple[str, bool]]:
+    return [
+        (row[0], row[1])
+        for row in db.execute(
+            "SELECT idempotency_key, succeeded FROM sandbox_processor_calls WHERE installation_id = %s",
+            (installation_id,),
+        )
+    ]

@@ -1,0 +1,54 @@
+"""A probe operation for the engine's tests and benchmark, loaded by real workers through
+MONEYRAIL_WORKER_MODULES (the plug-in hook of `moneyrail worker`).
+
+It does what a money operation does: one processor call keyed by the operation, then one balanced
+journal transaction keyed by the operation, in the actor's unit of work.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import timedelta
+
+import dramatiq
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from moneyrail.engine.policy import RetryPolicy, register_policy
+from moneyrail.kit.tenant import Tenant
+from moneyrail.models import Operation
+from moneyrail.processor.interface import operation_key
+from workers import runtime
+
+PROBE_TYPE = "probe_transfer"
+PROBE_ACTOR = "probe.execute"
+
+register_policy(
+    PROBE_TYPE,
+    RetryPolicy(
+        max_attempts=3,
+        base_delay=timedelta(milliseconds=200),
+        max_delay=timedelta(seconds=1),
+        queue_name="money",
+    ),
+)
+
+
+async def execute_probe(session: AsyncSession, operation: Operation) -> None:
+    tenant = Tenant(operation.installation_id, operation.livemode)
+    payload = operation.payload
+    result = await runtime.processor().create_transfer(
+        tenant,
+        idempotency_key=operation_key(operation.id, "transfer"),
+        amount=payload["amount"],
+        currency=payload["currency"],
+        destination=payload["destination"],
+    )
+    if operation.attempts == 1 and payload.get("pause_after_processor_seconds"):
+        # the window in which a test kills the worker: the processor answered, nothing committed yet
+        await asyncio.sleep(payload["pause_after_processor_seconds"])
+    operation.payload = {**payload, "processor_transfer": result.processor_id}
+
+
+@dramatiq.actor(actor_name=PROBE_ACTOR, queue_name="money")
+async def execute(operation_id: str) -> None:
+    await runtime.run(operation_id, execute_probe)

@@ -1,0 +1,44 @@
+"""What every actor shares in a worker process: one async engine on dramatiq's event-loop thread."""
+
+from __future__ import annotations
+
+import os
+import socket
+from datetime import timedelta
+
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from moneyrail.config import get_settings
+from moneyrail.db.engine import create_engine, create_sessionmaker
+from moneyrail.engine.service import Handler, RunResult, run_operation
+from moneyrail.processor.interface import Processor
+from moneyrail.processor.sandbox import SandboxProcessor
+
+WORKER_ID = f"{socket.gethostname()}:{os.getpid()}"
+_sessionmaker: async_sessionmaker[AsyncSession] | None = None
+
+
+def sessionmaker() -> async_sessionmaker[AsyncSession]:
+    # Created lazily on the event-loop thread that runs async actors, so its connections belong to that loop.
+    global _sessionmaker
+    if _sessionmaker is None:
+        _sessionmaker = create_sessionmaker(create_engine(get_settings()))
+    return _sessionmaker
+
+
+async def run(operation_id: str, handler: Handler) -> RunResult:
+    """The body of every operation actor: claim, call the domain's service function, record."""
+    settings = get_settings()
+    return await run_operation(
+        sessionmaker(),
+        operation_id,
+        handler,
+        worker=WORKER_ID,
+        lease=timedelta(seconds=settings.operation_lease_seconds),
+    )
+
+
+def processor() -> Processor:
+    """The processor behind every actor. Only the sandbox simulator exists so far; a live adapter
+    would be chosen here by the operation's livemode."""
+    return SandboxProcessor(sessionmaker())
