@@ -39,11 +39,13 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         engine = create_engine(settings)
         app.state.engine = engine
         app.state.sessionmaker = create_sessionmaker(engine)
-        app.state.redis = Redis.from_url(settings.redis_url or "redis://127.0.0.1:6379/0")
+        broker_url = settings.redis_url or "redis://127.0.0.1:6379/0"
+        app.state.redis = Redis.from_url(broker_url) if broker_url.startswith(("redis", "unix")) else None
         try:
             yield
         finally:
-            await app.state.redis.aclose()
+            if app.state.redis is not None:
+                await app.state.redis.aclose()
             await engine.dispose()
 
     app = FastAPI(

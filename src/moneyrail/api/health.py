@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from typing import Any
+from urllib.parse import urlsplit
 
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
@@ -26,6 +27,14 @@ async def _database_ready(request: Request) -> bool:
 
 
 async def _broker_ready(request: Request) -> bool:
+    url = request.app.state.settings.redis_url or ""
+    if url.startswith(("amqp://", "amqps://")):
+        # RabbitMQ: a TCP connection to the broker is the check (no AMQP client on the request path)
+        parsed = urlsplit(url)
+        _reader, writer = await asyncio.open_connection(parsed.hostname, parsed.port or 5672)
+        writer.close()
+        await writer.wait_closed()
+        return True
     redis: Redis = request.app.state.redis
     return bool(await redis.ping())
 

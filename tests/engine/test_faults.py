@@ -1,0 +1,127 @@
+"""Faults the engine survives with real processes: a killed worker, a broker outage, a dead scheduler."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+
+import psutil
+import pytest
+
+from moneyrail.embedded import EmbeddedRedis
+from tests.engine.conftest import (
+    create_probe,
+    processor_calls,
+    start_scheduler,
+    start_worker,
+    wait_for_operation,
+)
+from tests.harness import Servers
+
+
+def wait_for(condition, timeout: float = 30, what: str = "condition") -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if condition():
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def test_a_worker_killed_between_the_processor_answer_and_its_commit_leaves_one_effect(
+    api, bridge, db, servers
+):
+    scheduler = start_scheduler(servers, name="scheduler-kill")
+    worker = start_worker(servers, name="worker-kill")
+    replacement = None
+    try:
+        operation_id = create_probe(bridge, api.keys.tenant, pause_after_processor_seconds=30)
+        wait_for(lambda: processor_calls(db, api.keys.installation_id), what="the processor call")
+        # kill -9 every process of that worker: the one in the middle of the operation included
+        parent = psutil.Process(worker.popen.pid)
+        for process in [*parent.children(recursive=True), parent]:
+            os.kill(process.pid, signal.SIGKILL)
+        worker.popen.wait(10)
+        replacement = start_worker(servers, name="worker-kill-replacement")
+        operation = wait_for_operation(api, operation_id, {"succeeded"}, timeout=60)
+        assert operation["attempts"] == 2
+        assert processor_calls(db, api.keys.installation_id) == [(f"{operation_id}:transfer", True)]
+        outcomes = [
+            row[0]
+            for row in db.execute(
+                "SELECT outcome FROM operation_attempts WHERE operation_id = %s ORDER BY number",
+                (operation_id,),
+            )
+        ]
+        assert outcomes == ["lease_expired", "succeeded"]
+    finally:
+        for process in (worker, replacement, scheduler):
+            if process is not None:
+                process.stop()
+
+
+def test_a_broker_outage_delays_operations_but_loses_none(api, bridge, servers, tmp_path):
+    redis = EmbeddedRedis(tmp_path / "redis")
+    redis_url = redis.start()
+    stack_env = {"REDIS_URL": redis_url}
+    scheduler = start_scheduler(servers, name="scheduler-outage", **stack_env)
+    worker = start_worker(servers, name="worker-outage", **stack_env)
+    try:
+        before = create_probe(bridge, api.keys.tenant)
+        wait_for_operation(api, before, {"succeeded"})
+        redis.stop()
+        accepted = [create_probe(bridge, api.keys.tenant, amount=100 + i) for i in range(5)]
+        time.sleep(2)  # the relay keeps trying against a dead broker meanwhile
+        assert {api.get(f"/v1/operations/{op}").json()["status"] for op in accepted} == {"pending"}
+        redis.start()
+        for operation_id in accepted:
+            wait_for_operation(api, operation_id, {"succeeded"}, timeout=60)
+        assert "relay_pass_failed" in scheduler.log_text()
+    finally:
+        worker.stop()
+        scheduler.stop()
+        redis.stop()
+
+
+def test_when_the_leading_scheduler_dies_another_takes_over(api, bridge, servers):
+    first = start_scheduler(servers, name="scheduler-a")
+    wait_for(lambda: "scheduler_leading" in first.log_text(), what="a leader")
+    second = start_scheduler(servers, name="scheduler-b")
+    worker = start_worker(servers, name="worker-failover")
+    try:
+        time.sleep(2)
+        assert "scheduler_leading" not in second.log_text()  # exactly one leads
+        os.killpg(first.popen.pid, signal.SIGKILL)
+        first.popen.wait(10)
+        killed_at = time.monotonic()
+        wait_for(lambda: "scheduler_leading" in second.log_text(), timeout=30, what="the takeover")
+        assert time.monotonic() - killed_at < 30
+        operation_id = create_probe(bridge, api.keys.tenant)
+        wait_for_operation(api, operation_id, {"succeeded"})
+    finally:
+        for process in (first, second, worker):
+            process.stop()
+
+
+def _rabbitmq_reachable() -> bool:
+    import socket
+
+    with socket.socket() as probe:
+        probe.settimeout(1)
+        return probe.connect_ex(("127.0.0.1", 5672)) == 0
+
+
+@pytest.mark.skipif(
+    not _rabbitmq_reachable() and os.environ.get("CI") != "true", reason="no RabbitMQ on 127.0.0.1:5672"
+)
+def test_operations_also_run_on_a_rabbitmq_broker(api, bridge, servers: Servers):
+    amqp = {"REDIS_URL": "amqp://guest:guest@127.0.0.1:5672/%2F"}
+    scheduler = start_scheduler(servers, name="scheduler-rabbitmq", **amqp)
+    worker = start_worker(servers, name="worker-rabbitmq", **amqp)
+    try:
+        operation_id = create_probe(bridge, api.keys.tenant)
+        assert wait_for_operation(api, operation_id, {"succeeded"}, timeout=60)["attempts"] == 1
+    finally:
+        worker.stop()
+        scheduler.stop()
