@@ -16,6 +16,7 @@ from moneyrail.engine.cli import dead_letters_app
 from moneyrail.installations import service as installations
 from moneyrail.kit.clock import to_unix
 from moneyrail.kit.tenant import Tenant
+from moneyrail.logging import configure_logging
 from moneyrail.models import ApiKey, EnvironmentSettings, Installation
 
 app = typer.Typer(
@@ -267,4 +268,7 @@ def settings_set(
 
 
 def main(argv: Sequence[str] | None = None) -> None:
+    # Operator commands print their results on stdout (`--json` for scripts); their logs go to stderr.
+    settings = get_settings()
+    configure_logging(settings.log_level, json=settings.log_json, stream=sys.stderr)
     app(args=list(argv) if argv is not None else None)

@@ -4,6 +4,14 @@ from moneyrail.models.base import Base
 from moneyrail.models.customer import Customer
 from moneyrail.models.idempotency import IdempotencyRecord
 from moneyrail.models.installation import ApiKey, EnvironmentSettings, Installation, PublishableKey
+from moneyrail.models.ledger import (
+    JournalTransaction,
+    LedgerAccount,
+    LedgerBalanceCheckpoint,
+    LedgerBlock,
+    LedgerBlockEntry,
+    LedgerPosting,
+)
 from moneyrail.models.operation import Operation, OperationAttempt
 from moneyrail.models.sandbox import SandboxClock, SandboxProcessorCall, SandboxProcessorFault
 
@@ -14,6 +22,12 @@ __all__ = [
     "EnvironmentSettings",
     "IdempotencyRecord",
     "Installation",
+    "JournalTransaction",
+    "LedgerAccount",
+    "LedgerBalanceCheckpoint",
+    "LedgerBlock",
+    "LedgerBlockEntry",
+    "LedgerPosting",
     "Operation",
     "OperationAttempt",
     "PublishableKey",

@@ -1,0 +1,1 @@
+"""The immutable double-entry ledger: journal, postings, balances, sealing and verification."""
