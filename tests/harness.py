@@ -110,7 +110,7 @@ class Process:
     @classmethod
     def start(cls, role: str, servers: Servers, log_path: Path, *args: str, **env: str) -> Process:
         log_path.parent.mkdir(parents=True, exist_ok=True)
-        with log_path.open("ab") as log:
+        with log_path.open("wb") as log:  # a fresh log per start: assertions read only this run
             popen = subprocess.Popen(
                 [sys.executable, "-m", "moneyrail", role, *args],
                 env=servers.environment(**env),

@@ -24,6 +24,7 @@ from moneyrail.db.uow import UnitOfWork
 from moneyrail.engine.broker import build_broker
 from moneyrail.engine.outbox import relay_once
 from moneyrail.engine.repository import NOTIFY_CHANNEL
+from moneyrail.events import service as events  # noqa: F401 - expiring a lease may dead-letter: its event
 from moneyrail.logging import configure_logging
 
 logger = structlog.get_logger("moneyrail.scheduler")

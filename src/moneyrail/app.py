@@ -16,6 +16,7 @@ from moneyrail.config import Settings, get_settings
 from moneyrail.customers.endpoints import router as customers_router
 from moneyrail.db.engine import create_engine, create_sessionmaker
 from moneyrail.engine.endpoints import router as operations_router
+from moneyrail.events.endpoints import router as events_router
 from moneyrail.installations.endpoints import router as account_router
 from moneyrail.logging import configure_logging
 from moneyrail.sandbox.endpoints import router as sandbox_router
@@ -26,6 +27,7 @@ def payments_api() -> APIRouter:
     v1.include_router(account_router)
     v1.include_router(customers_router)
     v1.include_router(operations_router)
+    v1.include_router(events_router)
     v1.include_router(sandbox_router)
     return v1
 

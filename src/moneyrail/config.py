@@ -46,6 +46,9 @@ class Settings(BaseSettings):
     relay_redrive_seconds: float = 30.0  # re-send a published operation no worker took by then
     relay_batch_size: int = 500
     leader_poll_seconds: float = 5.0  # how often a waiting scheduler tries to become the leader
+    # webhook deliveries back off from this delay, doubling to 6 h, over about 3 days in all
+    webhook_retry_base_seconds: float = 30.0
+    webhook_max_attempts: int = 20
 
     @property
     def base_url(self) -> str:

@@ -11,7 +11,7 @@ import httpx
 import pytest
 
 from moneyrail.engine.service import create_operation
-from tests.engine.probe_actors import PROBE_ACTOR, PROBE_TYPE
+from tests.engine.probe import PROBE_ACTOR, PROBE_TYPE
 from tests.harness import OUTPUT_DIR, AsyncBridge, Process, Servers
 
 ENGINE_ENV = {

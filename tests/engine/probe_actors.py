@@ -8,29 +8,16 @@ journal transaction keyed by the operation, in the actor's unit of work.
 from __future__ import annotations
 
 import asyncio
-from datetime import timedelta
 
 import dramatiq
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from moneyrail.engine.policy import RetryPolicy, register_policy
 from moneyrail.kit.tenant import Tenant
 from moneyrail.models import Operation
 from moneyrail.processor.interface import operation_key
+from tests.engine.probe import PROBE_ACTOR
 from workers import runtime
-
-PROBE_TYPE = "probe_transfer"
-PROBE_ACTOR = "probe.execute"
-
-register_policy(
-    PROBE_TYPE,
-    RetryPolicy(
-        max_attempts=3,
-        base_delay=timedelta(milliseconds=200),
-        max_delay=timedelta(seconds=1),
-        queue_name="money",
-    ),
-)
+from workers.broker import broker  # actors bind to the configured broker, not dramatiq's default
 
 
 async def execute_probe(session: AsyncSession, operation: Operation) -> None:
@@ -49,6 +36,6 @@ async def execute_probe(session: AsyncSession, operation: Operation) -> None:
     operation.payload = {**payload, "processor_transfer": result.processor_id}
 
 
-@dramatiq.actor(actor_name=PROBE_ACTOR, queue_name="money")
+@dramatiq.actor(actor_name=PROBE_ACTOR, queue_name="money", broker=broker)
 async def execute(operation_id: str) -> None:
     await runtime.run(operation_id, execute_probe)

@@ -6,7 +6,7 @@ import concurrent.futures
 
 from moneyrail.engine.broker import build_broker, message_for
 from tests.engine.conftest import create_probe, processor_calls, wait_for_operation
-from tests.engine.probe_actors import PROBE_ACTOR
+from tests.engine.probe import PROBE_ACTOR
 from tests.helpers import assert_error
 
 

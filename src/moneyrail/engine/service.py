@@ -42,6 +42,20 @@ TRANSITIONS: dict[str, frozenset[str]] = {
 }
 
 Handler = Callable[[AsyncSession, Operation], Awaitable[None]]
+# Called in the same transaction as an operation's final outcome (succeeded, failed, dead_letter):
+# the events domain registers one that writes the matching event.
+OutcomeListener = Callable[[AsyncSession, Operation], Awaitable[None]]
+_outcome_listeners: list[OutcomeListener] = []
+
+
+def register_outcome_listener(listener: OutcomeListener) -> None:
+    if listener not in _outcome_listeners:
+        _outcome_listeners.append(listener)
+
+
+async def _announce(session: AsyncSession, operation: Operation) -> None:
+    for listener in _outcome_listeners:
+        await listener(session, operation)
 
 
 def _move(operation: Operation, status: str) -> None:
@@ -125,6 +139,7 @@ async def run_operation(
             operation.last_error = None
             operation.updated_at = utcnow()
             await repository.finish_attempt(uow.session, operation_id, attempt, "succeeded", None)
+            await _announce(uow.session, operation)
             await uow.commit()
             log.info("operation_succeeded", type=operation.type, resource=operation.resource)
             return RunResult("succeeded", attempt)
@@ -184,6 +199,8 @@ async def _record_failure(
                 next_attempt_at=str(operation.next_attempt_at),
             )
         await repository.finish_attempt(uow.session, operation_id, attempt, outcome, description)
+        if outcome != "retry":
+            await _announce(uow.session, operation)
         await uow.commit()
         return RunResult(outcome, attempt)
 

@@ -1,7 +1,7 @@
 """operations and sandbox
 
 Revision ID: 0003
-Revises: 0001
+Revises: 0002
 Create Date: 2026-11-22 08:25:37.982485
 """
 
@@ -12,7 +12,7 @@ from alembic import op
 from sqlalchemy.dialects import postgresql
 
 revision: str = "0003"
-down_revision: str | None = "0001"
+down_revision: str | None = "0002"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 

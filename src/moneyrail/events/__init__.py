@@ -1,0 +1,1 @@
+"""Events, webhook endpoints and signed deliveries (CONVENTIONS.md §10)."""
