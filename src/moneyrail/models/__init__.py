@@ -2,6 +2,7 @@
 
 from moneyrail.models.base import Base
 from moneyrail.models.customer import Customer
+from moneyrail.models.event import Event, WebhookEndpoint
 from moneyrail.models.idempotency import IdempotencyRecord
 from moneyrail.models.installation import ApiKey, EnvironmentSettings, Installation, PublishableKey
 from moneyrail.models.ledger import (
@@ -20,6 +21,7 @@ __all__ = [
     "Base",
     "Customer",
     "EnvironmentSettings",
+    "Event",
     "IdempotencyRecord",
     "Installation",
     "JournalTransaction",
@@ -34,4 +36,5 @@ __all__ = [
     "SandboxClock",
     "SandboxProcessorCall",
     "SandboxProcessorFault",
+    "WebhookEndpoint",
 ]
