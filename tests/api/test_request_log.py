@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 
 import httpx
 
@@ -19,10 +20,20 @@ def _request_lines(log_text: str) -> list[dict]:
     return lines
 
 
+def log_after(web, request_ids: list[str], timeout: float = 5) -> str:
+    """The server writes its line just after the response leaves; wait for it."""
+    deadline = time.monotonic() + timeout
+    while True:
+        text = web.process.log_text()
+        if all(request_id in text for request_id in request_ids) or time.monotonic() > deadline:
+            return text
+        time.sleep(0.05)
+
+
 def test_each_request_logs_one_line_with_id_installation_route_status_latency(api, web):
     response = api.get("/v1/customers/cus_000000000000000000000000")
     request_id = response.headers["Request-Id"]
-    entries = [e for e in _request_lines(web.process.log_text()) if e.get("request_id") == request_id]
+    entries = [e for e in _request_lines(log_after(web, [request_id])) if e.get("request_id") == request_id]
     assert len(entries) == 1
     entry = entries[0]
     assert entry["installation"] == api.keys.installation_id
@@ -50,7 +61,7 @@ def test_secrets_never_reach_the_log(api, web, bridge):
         api.post("/v1/customers", json={"name": card_number}),
     ):
         marker_ids.append(response.headers["Request-Id"])
-    log_text = web.process.log_text()
+    log_text = log_after(web, marker_ids)
     for request_id in marker_ids:
         assert request_id in log_text  # the calls were logged ...
     for secret in (api.keys.secret, other_secret, "sk_test_leakedleakedleaked", "Bearer", card_number):
