@@ -12,7 +12,10 @@ def configure_broker() -> dramatiq.Broker:
     settings = get_settings()
     if not settings.redis_url:
         raise SystemExit("REDIS_URL is not set (use `moneyrail dev` for an embedded Redis)")
+    from dramatiq.middleware.prometheus import Prometheus
+
     broker = build_broker(settings.redis_url)
+    broker.add_middleware(Prometheus())  # dramatiq's message metrics, and the exposition of ours
     dramatiq.set_broker(broker)
     return broker
 

@@ -2,12 +2,23 @@
 
 from __future__ import annotations
 
-import importlib
+import os
+import tempfile
 
-from moneyrail.config import get_settings
-from moneyrail.logging import configure_logging
-from workers import webhooks  # noqa: F401 - registers the actor
-from workers.broker import broker
+# Before anything imports prometheus_client: every worker process writes its metrics to files in one
+# folder, which dramatiq's exposition server adds up. `moneyrail worker` sets these; the defaults serve
+# a bare `dramatiq workers.main`.
+_metrics_dir = os.environ.setdefault(
+    "dramatiq_prom_db", os.path.join(tempfile.gettempdir(), "dramatiq-prometheus")
+)
+os.environ.setdefault("PROMETHEUS_MULTIPROC_DIR", _metrics_dir)
+
+import importlib  # noqa: E402
+
+from moneyrail.config import get_settings  # noqa: E402
+from moneyrail.logging import configure_logging  # noqa: E402
+from workers import webhooks  # noqa: E402, F401 - registers the actor
+from workers.broker import broker  # noqa: E402
 
 settings = get_settings()
 configure_logging(settings.log_level, json=settings.log_json)

@@ -9,7 +9,7 @@ from fastapi import APIRouter, FastAPI
 from redis.asyncio import Redis
 
 from moneyrail import __version__
-from moneyrail.api import health
+from moneyrail.api import health, metrics
 from moneyrail.api.errors import install_error_handlers
 from moneyrail.api.middleware import RequestContextMiddleware
 from moneyrail.config import Settings, get_settings
@@ -59,6 +59,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.settings = settings
     install_error_handlers(app)
     app.include_router(health.router)
+    app.include_router(metrics.router)
     app.include_router(payments_api())
     app.add_middleware(RequestContextMiddleware)
     return app

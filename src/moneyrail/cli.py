@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import sys
+import tempfile
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
 import typer
@@ -115,6 +118,14 @@ def worker(
 ) -> None:
     """dramatiq workers for every queue."""
     settings = get_settings()
+    # dramatiq's metrics exposition runs in a process forked from dramatiq's main process, which reads
+    # these before any of our code runs; a folder per port keeps two fleets on one machine apart.
+    metrics_dir = Path(tempfile.gettempdir()) / f"moneyrail-worker-metrics-{settings.worker_metrics_port}"
+    shutil.rmtree(metrics_dir, ignore_errors=True)  # counters restart with the fleet
+    metrics_dir.mkdir(parents=True)
+    os.environ["dramatiq_prom_port"] = str(settings.worker_metrics_port)  # noqa: SIM112 - dramatiq's name
+    os.environ["dramatiq_prom_db"] = str(metrics_dir)  # noqa: SIM112
+    os.environ["PROMETHEUS_MULTIPROC_DIR"] = str(metrics_dir)
     arguments = [
         sys.executable,
         "-m",

@@ -40,6 +40,8 @@ class Settings(BaseSettings):
     worker_threads: int = 8
     # extra actor modules for `moneyrail worker`, comma-separated (plug-ins, test probes)
     worker_modules: str = ""
+    worker_metrics_port: int = 9191  # dramatiq's Prometheus exposition for the worker processes
+    metrics_token: str | None = None  # bearer token required on GET /metrics when set
 
     operation_lease_seconds: float = 60.0  # a claimed attempt not finished by then is re-driven
     relay_interval_seconds: float = 1.0  # the relay's timer between NOTIFY wake-ups

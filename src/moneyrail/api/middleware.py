@@ -13,6 +13,7 @@ import structlog
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from moneyrail.api.errors import error_body
+from moneyrail.api.metrics import http_latency
 from moneyrail.config import API_VERSIONS
 from moneyrail.errors import MoneyrailError, UnsupportedVersion
 from moneyrail.kit.ids import new_id
@@ -123,12 +124,15 @@ class RequestContextMiddleware:
     def _log(scope: Scope, status: int, started: float) -> None:
         state = scope.get("state", {})
         principal = state.get("principal")
+        route = route_template(scope)
+        latency = time.perf_counter() - started
+        http_latency.labels(scope["method"], route, str(status)).observe(latency)
         logger.info(
             "request",
             method=scope["method"],
-            route=route_template(scope),
+            route=route,
             status=status,
-            latency_ms=round((time.perf_counter() - started) * 1000, 2),
+            latency_ms=round(latency * 1000, 2),
             installation=principal.tenant.installation_id if principal else None,
             livemode=principal.tenant.livemode if principal else None,
         )

@@ -22,6 +22,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from moneyrail.db.uow import UnitOfWork
 from moneyrail.engine import repository
+from moneyrail.engine.metrics import record_attempt
 from moneyrail.engine.outcomes import PermanentFailure
 from moneyrail.engine.policy import policy_for
 from moneyrail.errors import Conflict, ResourceMissing
@@ -142,6 +143,7 @@ async def run_operation(
             await _announce(uow.session, operation)
             await uow.commit()
             log.info("operation_succeeded", type=operation.type, resource=operation.resource)
+            record_attempt(operation.type, "succeeded", _age(operation))
             return RunResult("succeeded", attempt)
     except Exception as error:  # any failure is recorded; the worker itself must not die of it
         failure = error
@@ -154,6 +156,10 @@ async def _still_ours(session: AsyncSession, operation_id: str, attempt: int) ->
     if operation is None or operation.status != "running" or operation.attempts != attempt:
         return None
     return operation
+
+
+def _age(operation: Operation) -> float:
+    return (utcnow() - operation.created_at).total_seconds()
 
 
 def _describe(error: BaseException) -> str:
@@ -202,6 +208,7 @@ async def _record_failure(
         if outcome != "retry":
             await _announce(uow.session, operation)
         await uow.commit()
+        record_attempt(operation.type, outcome, None if outcome == "retry" else _age(operation))
         return RunResult(outcome, attempt)
 
 

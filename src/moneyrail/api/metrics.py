@@ -1,0 +1,66 @@
+"""GET /metrics for Prometheus: the web process's request histogram and the engine's state.
+
+Outside the versioned APIs. When MONEYRAIL_METRICS_TOKEN is set, scrapers must send it as a bearer
+token (Prometheus' `authorization` setting); block the path at the ingress otherwise.
+"""
+
+from __future__ import annotations
+
+import hmac
+
+from fastapi import APIRouter, Request, Response
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Histogram, generate_latest
+from redis.asyncio import Redis
+from sqlalchemy import text
+
+from moneyrail.engine.broker import QUEUES
+from moneyrail.engine.metrics import EngineSnapshot
+from moneyrail.errors import AuthenticationRequired
+
+router = APIRouter(tags=["health"])
+
+http_latency = Histogram(
+    "moneyrail_http_request_duration_seconds",
+    "Request latency by route template and status.",
+    ["method", "route", "status"],
+    buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10),
+)
+
+OPERATION_STATE = text(
+    """
+    SELECT type, status, count(*) FROM operations
+    WHERE status IN ('pending', 'running', 'dead_letter')
+    GROUP BY type, status
+    """
+)
+OLDEST_DUE = text(
+    "SELECT coalesce(extract(epoch FROM now() - min(next_attempt_at)), 0) FROM operations "
+    "WHERE status = 'pending' AND next_attempt_at <= now()"
+)
+
+
+async def _queue_depths(redis: Redis | None) -> dict[str, int]:
+    if redis is None:
+        return {}
+    # dramatiq's Redis broker keeps each queue as a list named "dramatiq:<queue>"
+    return {queue: int(await redis.llen(f"dramatiq:{queue}")) for queue in QUEUES}
+
+
+@router.get("/metrics", include_in_schema=False)
+async def metrics(request: Request) -> Response:
+    token = request.app.state.settings.metrics_token
+    if token:
+        given = request.headers.get("authorization", "").removeprefix("Bearer ").strip()
+        if not hmac.compare_digest(given.encode(), token.encode()):
+            raise AuthenticationRequired("Metrics need the configured bearer token.")
+    async with request.app.state.engine.connect() as connection:
+        rows = [(str(r[0]), str(r[1]), int(r[2])) for r in await connection.execute(OPERATION_STATE)]
+        oldest_due = float(await connection.scalar(OLDEST_DUE) or 0)
+    try:
+        depths = await _queue_depths(request.app.state.redis)
+    except OSError:
+        depths = {}
+    registry = CollectorRegistry()
+    registry.register(EngineSnapshot(rows, oldest_due, depths))
+    body = generate_latest(registry) + generate_latest()  # engine state, then this process's own metrics
+    return Response(body, media_type=CONTENT_TYPE_LATEST)

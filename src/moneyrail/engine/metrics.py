@@ -1,0 +1,87 @@
+"""Prometheus metrics of the engine.
+
+Workers count attempts and time operations from acceptance to their final state; the web process
+reports what PostgreSQL and the broker hold right now (operations by type and status, dead letters,
+the oldest due operation, queue depth), so every number has one source of truth.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from functools import cache
+from typing import Any
+
+from prometheus_client import Counter, Histogram
+from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.registry import Collector
+
+from moneyrail.engine.broker import QUEUES
+
+LATENCY_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900, 3600, 21600, 86400, 259200)
+
+
+@cache
+def _worker_metrics() -> tuple[Counter, Histogram]:
+    # Created on first use, after dramatiq's Prometheus middleware has set PROMETHEUS_MULTIPROC_DIR
+    # in the worker process, so every worker process adds to the same exposition.
+    attempts = Counter(
+        "moneyrail_operation_attempts_total", "Operation attempts by type and outcome.", ["type", "outcome"]
+    )
+    latency = Histogram(
+        "moneyrail_operation_latency_seconds",
+        "From acceptance to the final state (succeeded, failed, dead_letter).",
+        ["type", "status"],
+        buckets=LATENCY_BUCKETS,
+    )
+    return attempts, latency
+
+
+def record_attempt(operation_type: str, outcome: str, accepted_to_final_seconds: float | None) -> None:
+    attempts, latency = _worker_metrics()
+    attempts.labels(operation_type, outcome).inc()
+    if accepted_to_final_seconds is not None:
+        latency.labels(operation_type, outcome).observe(accepted_to_final_seconds)
+
+
+class EngineSnapshot(Collector):
+    """Collected at scrape time from rows gathered by the caller (see api/metrics.py)."""
+
+    def __init__(
+        self,
+        by_type_and_status: list[tuple[str, str, int]],
+        oldest_due_seconds: float,
+        depths: dict[str, int],
+    ):
+        self.by_type_and_status = by_type_and_status
+        self.oldest_due_seconds = oldest_due_seconds
+        self.depths = depths
+
+    def collect(self) -> Iterator[Any]:
+        operations = GaugeMetricFamily(
+            "moneyrail_operations",
+            "Operations not yet final, and dead letters, by type and status.",
+            labels=["type", "status"],
+        )
+        dead_letters = GaugeMetricFamily(
+            "moneyrail_dead_letters", "Dead-lettered operations awaiting an operator."
+        )
+        dead_total = 0
+        for operation_type, status, count in self.by_type_and_status:
+            operations.add_metric([operation_type, status], count)
+            if status == "dead_letter":
+                dead_total += count
+        dead_letters.add_metric([], dead_total)
+        yield operations
+        yield dead_letters
+        yield GaugeMetricFamily(
+            "moneyrail_oldest_due_operation_seconds",
+            "Age of the oldest due pending operation: the relay or the workers fall behind when it grows.",
+            value=self.oldest_due_seconds,
+        )
+        depth = GaugeMetricFamily(
+            "moneyrail_queue_depth", "Messages waiting in the broker, by queue.", labels=["queue"]
+        )
+        for queue in QUEUES:
+            if queue in self.depths:
+                depth.add_metric([queue], self.depths[queue])
+        yield depth

@@ -1,0 +1,86 @@
+"""Prometheus metrics from web and workers: operations by type and status, attempts, queue depth,
+dead letters, latency histograms."""
+
+from __future__ import annotations
+
+import time
+
+import httpx
+
+from tests.engine.conftest import create_probe, start_worker, wait_for_operation
+from tests.harness import OUTPUT_DIR, Process, free_port, wait_until_ready
+
+
+def _sample(text: str, name: str, **labels: str) -> float | None:
+    for line in text.splitlines():
+        if line.startswith(name) and all(f'{k}="{v}"' in line for k, v in labels.items()):
+            return float(line.rsplit(" ", 1)[1])
+    return None
+
+
+def test_the_web_process_reports_engine_state_and_request_latency(api, bridge, web):
+    create_probe(bridge, api.keys.tenant)  # no worker runs in this module's stack: it stays pending
+    text = httpx.get(f"{web.base_url}/metrics").text
+    assert (_sample(text, "moneyrail_operations", type="probe_transfer", status="pending") or 0) >= 1
+    assert _sample(text, "moneyrail_dead_letters") is not None
+    assert _sample(text, "moneyrail_oldest_due_operation_seconds") is not None
+    assert _sample(text, "moneyrail_queue_depth", queue="money") is not None
+    api.get("/v1/account")
+    text = httpx.get(f"{web.base_url}/metrics").text
+    assert (
+        _sample(text, "moneyrail_http_request_duration_seconds_count", route="/v1/account", status="200") or 0
+    ) >= 1
+
+
+def test_metrics_can_require_a_token(servers):
+    port = free_port()
+    process = Process.start(
+        "web",
+        servers,
+        OUTPUT_DIR / "web-metrics-token.log",
+        MONEYRAIL_PORT=str(port),
+        MONEYRAIL_METRICS_TOKEN="s3cret",
+    )
+    base_url = f"http://127.0.0.1:{port}"
+    try:
+        wait_until_ready(base_url, process)
+        assert httpx.get(f"{base_url}/metrics").status_code == 401
+        assert httpx.get(f"{base_url}/metrics", headers={"Authorization": "Bearer wrong"}).status_code == 401
+        assert httpx.get(f"{base_url}/metrics", headers={"Authorization": "Bearer s3cret"}).status_code == 200
+    finally:
+        process.stop()
+
+
+def test_workers_export_attempts_and_latency(api, bridge, servers):
+    from tests.engine.conftest import start_scheduler
+
+    port = free_port()
+    worker = start_worker(servers, name="worker-metrics", MONEYRAIL_WORKER_METRICS_PORT=str(port))
+    scheduler = start_scheduler(servers, name="scheduler-metrics")
+    try:
+        operation_id = create_probe(bridge, api.keys.tenant)
+        wait_for_operation(api, operation_id, {"succeeded"})
+        deadline = time.monotonic() + 20
+        text = ""
+        while time.monotonic() < deadline:
+            try:
+                text = httpx.get(f"http://127.0.0.1:{port}/").text
+                if "moneyrail_operation_attempts_total" in text:
+                    break
+            except httpx.TransportError:
+                pass
+            time.sleep(0.2)
+        assert (
+            _sample(text, "moneyrail_operation_attempts_total", type="probe_transfer", outcome="succeeded")
+            or 0
+        ) >= 1
+        assert (
+            _sample(
+                text, "moneyrail_operation_latency_seconds_count", type="probe_transfer", status="succeeded"
+            )
+            or 0
+        ) >= 1
+        assert "dramatiq_messages_total" in text
+    finally:
+        worker.stop()
+        scheduler.stop()
