@@ -17,13 +17,14 @@ import structlog
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 from sqlalchemy.engine import make_url
 
-from moneyrail.api.idempotency import purge_expired
+import moneyrail.api.idempotency  # noqa: F401 - registers its sweep
 from moneyrail.config import Settings, get_settings
 from moneyrail.db.engine import create_engine, create_sessionmaker
 from moneyrail.db.uow import UnitOfWork
 from moneyrail.engine.broker import build_broker
 from moneyrail.engine.outbox import relay_once
 from moneyrail.engine.repository import NOTIFY_CHANNEL
+from moneyrail.engine.schedule import PeriodicJob, periodic_jobs
 from moneyrail.events import service as events  # noqa: F401 - expiring a lease may dead-letter: its event
 from moneyrail.logging import configure_logging
 
@@ -45,13 +46,16 @@ class Scheduler:
         self.stopping = asyncio.Event()
         self.wake_relay = asyncio.Event()
 
-    async def purge_idempotency_records(self) -> None:
-        async with UnitOfWork(self.sessionmaker) as uow:
-            purged = await purge_expired(
-                uow.session, timedelta(hours=self.settings.idempotency_retention_hours)
-            )
-            await uow.commit()
-        logger.info("idempotency_records_purged", count=purged)
+    async def run_job(self, job: PeriodicJob) -> None:
+        try:
+            async with UnitOfWork(self.sessionmaker) as uow:
+                done = await job.sweep(uow.session)
+                await uow.commit()
+        except Exception:  # one failing sweep must not stop the others; the next run tries again
+            logger.exception("job_failed", job=job.name)
+            return
+        if done:
+            logger.info("job_done", job=job.name, count=done)
 
     async def relay_forever(self) -> None:
         interval = self.settings.relay_interval_seconds
@@ -78,7 +82,8 @@ class Scheduler:
         jobs = AsyncIOScheduler(
             timezone="UTC", job_defaults={"coalesce": True, "misfire_grace_time": 300, "max_instances": 1}
         )
-        jobs.add_job(self.purge_idempotency_records, "interval", minutes=10, id="idempotency.purge")
+        for job in periodic_jobs():
+            jobs.add_job(self.run_job, "interval", args=[job], seconds=job.every.total_seconds(), id=job.name)
         jobs.start()
         relay = asyncio.create_task(self.relay_forever())
         try:

@@ -9,6 +9,7 @@ effect commits.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Awaitable
 from dataclasses import dataclass
 from datetime import timedelta
 
@@ -18,6 +19,8 @@ from sqlalchemy import delete, func, select
 from sqlalchemy.ext.asyncio import AsyncSession, AsyncSessionTransaction
 
 from moneyrail.api.context import Principal, request_session
+from moneyrail.config import get_settings
+from moneyrail.engine.schedule import register_periodic
 from moneyrail.errors import (
     IdempotencyKeyInUse,
     IdempotencyKeyInvalid,
@@ -142,3 +145,10 @@ async def purge_expired(session: AsyncSession, retention: timedelta) -> int:
         delete(IdempotencyRecord).where(IdempotencyRecord.created_at < utcnow() - retention)
     )
     return int(getattr(result, "rowcount", 0) or 0)
+
+
+def _purge_with_configured_retention(session: AsyncSession) -> Awaitable[int]:
+    return purge_expired(session, timedelta(hours=get_settings().idempotency_retention_hours))
+
+
+register_periodic("idempotency.purge", timedelta(minutes=10), _purge_with_configured_retention)

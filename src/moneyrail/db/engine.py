@@ -27,7 +27,7 @@ def create_engine(settings: Settings) -> AsyncEngine:
         async_database_url(settings.database_url),
         pool_size=settings.db_pool_size,
         max_overflow=settings.db_max_overflow,
-        pool_pre_ping=True,
+        pool_pre_ping=False,
     )
 
 

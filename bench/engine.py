@@ -1,0 +1,261 @@
+"""Engine benchmark (a): operations completed per second by 2 worker processes, against dramatiq
+draining no-op messages with the same 2 processes x 8 threads on the same Redis, in one run.
+
+    .venv/bin/python bench/engine.py [--operations 3000]
+
+Each operation is the probe of tests/engine/probe_actors.py: the worker claims its row, calls the
+sandbox processor with the operation's idempotency key, posts one balanced two-leg journal transaction
+and completes. Operations are committed in one transaction (as a burst of requests would leave them);
+the scheduler's relay publishes them, woken by NOTIFY. Recorded: operations/s, and p50/p99 from
+acceptance (the row's created_at) to done (finished_at). Target: at least 30% of the no-op rate.
+
+Servers: DATABASE_URL / REDIS_URL when set (a fresh `moneyrail_bench_engine` database is made on that
+server), else 127.0.0.1:5432 (user postgres) and redis://127.0.0.1:6379/0.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import platform
+import subprocess
+import sys
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import asyncpg
+from redis import Redis
+from sqlalchemy.engine import make_url
+
+BENCH_DIR = Path(__file__).resolve().parent
+REPO_DIR = BENCH_DIR.parent
+RESULTS_DIR = BENCH_DIR / "results"
+LOG_DIR = BENCH_DIR / ".work" / "logs"
+sys.path.insert(0, str(REPO_DIR))
+
+from moneyrail.config import Settings  # noqa: E402
+from moneyrail.db.engine import create_engine, create_sessionmaker  # noqa: E402
+from moneyrail.db.migrate import upgrade  # noqa: E402
+from moneyrail.db.uow import UnitOfWork  # noqa: E402
+from moneyrail.engine.service import create_operation  # noqa: E402
+from moneyrail.installations import service as installations  # noqa: E402
+from moneyrail.kit.tenant import Tenant  # noqa: E402
+from tests.engine.probe import PROBE_ACTOR, PROBE_TYPE  # noqa: E402
+
+PROCESSES, THREADS = 2, 8
+
+
+def _plain(url: str) -> str:
+    return make_url(url).set(drivername="postgresql").render_as_string(hide_password=False)
+
+
+def _start(command: list[str], env: dict[str, str], log_name: str) -> subprocess.Popen[bytes]:
+    LOG_DIR.mkdir(parents=True, exist_ok=True)
+    with (LOG_DIR / log_name).open("wb") as log:
+        return subprocess.Popen(command, env=env, cwd=REPO_DIR, stdout=log, stderr=subprocess.STDOUT)
+
+
+def _stop(processes: list[subprocess.Popen[bytes]]) -> None:
+    for process in processes:
+        if process.poll() is None:
+            process.terminate()
+    for process in processes:
+        try:
+            process.wait(20)
+        except subprocess.TimeoutExpired:
+            process.kill()
+
+
+def noop_rate(redis_url: str, messages: int) -> dict[str, float]:
+    """Enqueue `messages` no-ops, then time 2 x 8 dramatiq workers draining them."""
+    import dramatiq
+    from dramatiq.brokers.redis import RedisBroker
+
+    broker = RedisBroker(url=redis_url)
+    broker.declare_queue("bench_noop")
+    redis = Redis.from_url(redis_url)
+    redis.delete("dramatiq:bench_noop", "dramatiq:bench_noop.msgs")
+    for number in range(messages):
+        broker.enqueue(dramatiq.Message("bench_noop", "bench.noop", (number,), {}, {}))
+    env = {**os.environ, "REDIS_URL": redis_url}
+    started = time.perf_counter()
+    workers = _start(
+        [
+            sys.executable,
+            "-m",
+            "dramatiq",
+            "bench.noop_actors",
+            "--processes",
+            str(PROCESSES),
+            "--threads",
+            str(THREADS),
+        ],
+        env,
+        "noop-workers.log",
+    )
+    try:
+        while redis.hlen("dramatiq:bench_noop.msgs") > 0:
+            time.sleep(0.02)
+        elapsed = time.perf_counter() - started
+    finally:
+        _stop([workers])
+    # worker start-up is inside the timing of both runs alike
+    return {"messages": messages, "seconds": round(elapsed, 3), "per_second": round(messages / elapsed, 1)}
+
+
+async def _prepare(database_url: str) -> Tenant:
+    engine = create_engine(Settings(DATABASE_URL=database_url))
+    async with UnitOfWork(create_sessionmaker(engine)) as uow:
+        installation = await installations.create_installation(uow.session, name="bench engine")
+        await uow.commit()
+    await engine.dispose()
+    return Tenant(installation.id, False)
+
+
+async def _create_operations(database_url: str, tenant: Tenant, count: int) -> float:
+    engine = create_engine(Settings(DATABASE_URL=database_url))
+    async with UnitOfWork(create_sessionmaker(engine)) as uow:
+        for number in range(count):
+            await create_operation(
+                uow.session,
+                tenant,
+                operation_type=PROBE_TYPE,
+                actor_name=PROBE_ACTOR,
+                payload={
+                    "amount": 100 + number % 900,
+                    "currency": "eur",
+                    "destination": f"acct_{number % 50}",
+                },
+            )
+        committed_at = time.perf_counter()
+        await uow.commit()
+    await engine.dispose()
+    return committed_at
+
+
+async def _progress(database_url: str, installation_id: str) -> tuple[int, int]:
+    connection = await asyncpg.connect(_plain(database_url))
+    try:
+        row = await connection.fetchrow(
+            "SELECT count(*) FILTER (WHERE status = 'succeeded'), count(*) FROM operations "
+            "WHERE installation_id = $1 AND type = $2",
+            installation_id,
+            PROBE_TYPE,
+        )
+        return int(row[0]), int(row[1])
+    finally:
+        await connection.close()
+
+
+async def _latencies(database_url: str, installation_id: str) -> dict[str, float]:
+    connection = await asyncpg.connect(_plain(database_url))
+    try:
+        row = await connection.fetchrow(
+            """
+            SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM finished_at - created_at)),
+                   percentile_cont(0.99) WITHIN GROUP (ORDER BY extract(epoch FROM finished_at - created_at)),
+                   extract(epoch FROM max(finished_at) - min(created_at)),
+                   count(*) FILTER (WHERE attempts > 1)
+            FROM operations WHERE installation_id = $1 AND type = $2
+            """,
+            installation_id,
+            PROBE_TYPE,
+        )
+        postings = await connection.fetchval(
+            "SELECT count(*) FROM journal_transactions WHERE installation_id = $1", installation_id
+        )
+        return {
+            "p50_ms": round(float(row[0]) * 1000, 1),
+            "p99_ms": round(float(row[1]) * 1000, 1),
+            "first_accepted_to_last_done_s": round(float(row[2]), 3),
+            "retried_operations": int(row[3]),
+            "journal_transactions": int(postings or 0),
+        }
+    finally:
+        await connection.close()
+
+
+def engine_rate(database_url: str, redis_url: str, operations: int) -> dict[str, Any]:
+    tenant = asyncio.run(_prepare(database_url))
+    env = {
+        **os.environ,
+        "DATABASE_URL": database_url,
+        "REDIS_URL": redis_url,
+        "MONEYRAIL_WORKER_MODULES": "tests.engine.probe_actors",
+        "MONEYRAIL_LOG_LEVEL": "WARNING",
+        "MONEYRAIL_WORKER_METRICS_PORT": "19292",
+        "MONEYRAIL_DB_POOL_SIZE": str(THREADS),
+    }
+    moneyrail = [sys.executable, "-m", "moneyrail"]
+    scheduler = _start([*moneyrail, "scheduler"], env, "engine-scheduler.log")
+    workers = _start(
+        [*moneyrail, "worker", "--processes", str(PROCESSES), "--threads", str(THREADS)],
+        env,
+        "engine-workers.log",
+    )
+    try:
+        time.sleep(4)  # let the fleet boot: the measurement is of steady work, not of start-up
+        committed_at = asyncio.run(_create_operations(database_url, tenant, operations))
+        while True:
+            done, total = asyncio.run(_progress(database_url, tenant.installation_id))
+            if done >= total:
+                break
+            time.sleep(0.05)
+        elapsed = time.perf_counter() - committed_at
+    finally:
+        _stop([workers, scheduler])
+    latencies = asyncio.run(_latencies(database_url, tenant.installation_id))
+    return {
+        "operations": operations,
+        "seconds": round(elapsed, 3),
+        "per_second": round(operations / elapsed, 1),
+        **latencies,
+    }
+
+
+async def _fresh_database(admin_url: str, name: str) -> tuple[str, str]:
+    connection = await asyncpg.connect(_plain(admin_url))
+    try:
+        await connection.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        await connection.execute(f'CREATE DATABASE "{name}"')
+        version = await connection.fetchval("SHOW server_version")
+    finally:
+        await connection.close()
+    return make_url(admin_url).set(database=name).render_as_string(hide_password=False), str(version)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--operations", type=int, default=3000)
+    args = parser.parse_args()
+    admin_url = os.environ.get("DATABASE_URL", "postgresql://postgres@127.0.0.1:5432/postgres")
+    redis_url = os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/0")
+    database_url, pg_version = asyncio.run(_fresh_database(admin_url, "moneyrail_bench_engine"))
+    upgrade(database_url)
+
+    noop = noop_rate(redis_url, args.operations * 3)
+    engine = engine_rate(database_url, redis_url, args.operations)
+    ratio = engine["per_second"] / noop["per_second"]
+    result = {
+        "run": datetime.now(UTC).isoformat(timespec="seconds"),
+        "machine": {"cpus": os.cpu_count(), "python": platform.python_version(), "postgresql": pg_version},
+        "workers": f"{PROCESSES} processes x {THREADS} threads",
+        "noop": noop,
+        "moneyrail": engine,
+        "ratio": round(ratio, 3),
+        "target": 0.30,
+        "met": ratio >= 0.30,
+    }
+    RESULTS_DIR.mkdir(exist_ok=True)
+    out = RESULTS_DIR / f"engine-{datetime.now(UTC):%Y-%m-%d}.json"
+    out.write_text(json.dumps(result, indent=2) + "\n")
+    print(json.dumps(result, indent=2))
+    print(f"written to {out}")
+
+
+if __name__ == "__main__":
+    main()
