@@ -15,11 +15,12 @@ from datetime import timedelta
 
 import orjson
 from fastapi import Request
-from sqlalchemy import delete, func, select
+from sqlalchemy import delete
 from sqlalchemy.ext.asyncio import AsyncSession, AsyncSessionTransaction
 
 from moneyrail.api.context import Principal, request_session
 from moneyrail.config import get_settings
+from moneyrail.db.raw import driver_connection
 from moneyrail.engine.schedule import register_periodic
 from moneyrail.errors import (
     IdempotencyKeyInUse,
@@ -92,24 +93,28 @@ async def claim(request: Request, principal: Principal, retention: timedelta) ->
 
     session = request_session(request)
     tenant = principal.tenant
-    locked = await session.scalar(select(func.pg_try_advisory_xact_lock(advisory_lock_id(tenant, key))))
-    if not locked:
+    connection = await driver_connection(session)  # every POST passes here: straight on the driver
+    if not await connection.fetchval("SELECT pg_try_advisory_xact_lock($1)", advisory_lock_id(tenant, key)):
         raise IdempotencyKeyInUse(
             "A request with this Idempotency-Key is still being processed; retry later."
         )
 
     request_fingerprint = await fingerprint(request)
-    record = await session.get(IdempotencyRecord, (tenant.installation_id, tenant.livemode, key))
-    if record is not None and record.created_at < utcnow() - retention:
-        await session.delete(record)  # past its retention window the key is free again
-        await session.flush()
-        record = None
+    # a record past its retention window frees the key; the purge job deletes it later
+    record = await connection.fetchrow(
+        "SELECT fingerprint, status_code, response_body FROM idempotency_records "
+        "WHERE installation_id = $1 AND livemode = $2 AND key = $3 AND created_at >= now() - $4::interval",
+        tenant.installation_id,
+        tenant.livemode,
+        key,
+        retention,
+    )
     if record is not None:
-        if record.fingerprint != request_fingerprint:
+        if record["fingerprint"] != request_fingerprint:
             raise IdempotencyKeyReused(
                 "This Idempotency-Key was used with another request (method, path or body differ)."
             )
-        raise IdempotentReplay(record.status_code, record.response_body)
+        raise IdempotentReplay(record["status_code"], bytes(record["response_body"]))
     request.state.idempotency = ClaimedKey(
         key=key, fingerprint=request_fingerprint, principal=principal, effect=await session.begin_nested()
     )
@@ -121,18 +126,25 @@ def claimed_key(request: Request) -> ClaimedKey | None:
 
 
 async def store(session: AsyncSession, claimed: ClaimedKey, status_code: int, body: bytes) -> None:
+    """Write the response in the request's transaction; an expired record under the key is replaced."""
     tenant = claimed.principal.tenant
-    session.add(
-        IdempotencyRecord(
-            installation_id=tenant.installation_id,
-            livemode=tenant.livemode,
-            key=claimed.key,
-            fingerprint=claimed.fingerprint,
-            status_code=status_code,
-            response_body=body,
-        )
+    connection = await driver_connection(session)
+    await connection.execute(
+        """
+        INSERT INTO idempotency_records
+            (installation_id, livemode, key, fingerprint, status_code, response_body)
+        VALUES ($1, $2, $3, $4, $5, $6)
+        ON CONFLICT (installation_id, livemode, key) DO UPDATE
+        SET fingerprint = EXCLUDED.fingerprint, status_code = EXCLUDED.status_code,
+            response_body = EXCLUDED.response_body, created_at = now()
+        """,
+        tenant.installation_id,
+        tenant.livemode,
+        claimed.key,
+        claimed.fingerprint,
+        status_code,
+        body,
     )
-    await session.flush()
 
 
 def is_storable(status_code: int) -> bool:

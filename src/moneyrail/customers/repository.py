@@ -5,10 +5,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+import orjson
 from sqlalchemy import and_, or_, select
-from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from moneyrail.db.raw import driver_connection
 from moneyrail.kit.pagination import Position
 from moneyrail.kit.tenant import Tenant
 from moneyrail.models import Customer
@@ -18,18 +19,35 @@ def _owned_by(tenant: Tenant) -> Any:
     return and_(Customer.installation_id == tenant.installation_id, Customer.livemode == tenant.livemode)
 
 
-async def insert_unless_referenced(session: AsyncSession, values: dict[str, Any]) -> Customer | None:
-    """Insert; if a customer with the same external_reference exists already, insert nothing."""
-    statement = (
-        insert(Customer)
-        .values(**values)
-        .on_conflict_do_nothing(
-            index_elements=["installation_id", "livemode", "external_reference"],
-            index_where=Customer.external_reference.is_not(None),
-        )
-        .returning(Customer)
+_INSERT = """
+    INSERT INTO customers (id, installation_id, livemode, external_reference, email, name, metadata)
+    VALUES ($1, $2, $3, $4, $5, $6, $7)
+    ON CONFLICT (installation_id, livemode, external_reference) WHERE external_reference IS NOT NULL
+    DO NOTHING
+    RETURNING created_at
+"""
+
+
+async def insert_unless_referenced(session: AsyncSession, customer: Customer) -> Customer | None:
+    """Insert; if a customer with the same external_reference exists already, insert nothing.
+
+    The intake's hottest statement, so straight on the driver (db/raw.py).
+    """
+    connection = await driver_connection(session)
+    created_at = await connection.fetchval(
+        _INSERT,
+        customer.id,
+        customer.installation_id,
+        customer.livemode,
+        customer.external_reference,
+        customer.email,
+        customer.name,
+        orjson.dumps(customer.metadata_).decode(),
     )
-    return (await session.scalars(statement)).one_or_none()
+    if created_at is None:
+        return None
+    customer.created_at = created_at
+    return customer
 
 
 async def get(session: AsyncSession, tenant: Tenant, customer_id: str) -> Customer | None:

@@ -25,15 +25,15 @@ async def create_or_reuse_customer(
     """
     inserted = await repository.insert_unless_referenced(
         session,
-        {
-            "id": new_id("cus"),
-            "installation_id": tenant.installation_id,
-            "livemode": tenant.livemode,
-            "external_reference": command.external_reference,
-            "email": command.email,
-            "name": command.name,
-            "metadata_": command.metadata,
-        },
+        Customer(
+            id=new_id("cus"),
+            installation_id=tenant.installation_id,
+            livemode=tenant.livemode,
+            external_reference=command.external_reference,
+            email=command.email,
+            name=command.name,
+            metadata_=command.metadata,
+        ),
     )
     if inserted is not None:
         return inserted

@@ -10,6 +10,8 @@ from types import TracebackType
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from moneyrail.db.raw import forget_driver_connection
+
 
 class UnitOfWork:
     def __init__(self, sessionmaker: async_sessionmaker[AsyncSession]) -> None:
@@ -33,6 +35,7 @@ class UnitOfWork:
         tb: TracebackType | None,
     ) -> None:
         session = self.session
+        forget_driver_connection(session)
         try:
             if exc_type is not None:
                 await session.rollback()
@@ -41,7 +44,9 @@ class UnitOfWork:
             self._session = None
 
     async def commit(self) -> None:
+        forget_driver_connection(self.session)
         await self.session.commit()
 
     async def rollback(self) -> None:
+        forget_driver_connection(self.session)
         await self.session.rollback()

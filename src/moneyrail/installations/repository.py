@@ -3,18 +3,33 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import datetime
 
 from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from moneyrail.db.raw import driver_connection
 from moneyrail.models import ApiKey, EnvironmentSettings, Installation, PublishableKey
 
 
-async def find_active_secret_key(session: AsyncSession, secret_hash: str) -> ApiKey | None:
-    return await session.scalar(
-        select(ApiKey).where(ApiKey.secret_hash == secret_hash, ApiKey.revoked_at.is_(None))
+@dataclass(frozen=True, slots=True)
+class ActiveKey:
+    id: str
+    installation_id: str
+    livemode: bool
+    scopes: list[str]
+
+
+async def find_active_secret_key(session: AsyncSession, secret_hash: str) -> ActiveKey | None:
+    """Run on every request, so straight on the driver (see db/raw.py)."""
+    connection = await driver_connection(session)
+    row = await connection.fetchrow(
+        "SELECT id, installation_id, livemode, scopes FROM api_keys "
+        "WHERE secret_hash = $1 AND revoked_at IS NULL",
+        secret_hash,
     )
+    return ActiveKey(row[0], row[1], row[2], list(row[3])) if row is not None else None
 
 
 async def find_active_publishable_key(session: AsyncSession, key_id: str) -> PublishableKey | None:

@@ -5,11 +5,11 @@ Revises: 0001
 Create Date: 2026-11-22 09:00:00.000000
 
 PostgreSQL itself keeps the money invariants (ARCHITECTURE.md): a deferred constraint trigger refuses
-a journal transaction that does not balance per currency or has fewer than two postings; row and
-TRUNCATE triggers refuse every change to the ledger's tables; insert triggers stamp each row with its
-database transaction's id, which the sealer uses to seal in a safe order. `moneyrail ledger verify`
-checks that these triggers are present, enabled and unchanged (moneyrail/ledger/verification.py pins
-the fingerprints of the function bodies below: change both together).
+a journal transaction that does not balance per currency or has fewer than two postings, and checks
+that every row carries its database transaction's id (the sealer's safe order); row and TRUNCATE
+triggers refuse every change to the ledger's tables. `moneyrail ledger verify` checks that these
+triggers are present, enabled and unchanged (moneyrail/ledger/verification.py pins the fingerprints
+of the function bodies below: change both together).
 """
 
 from collections.abc import Sequence
@@ -38,19 +38,54 @@ BEGIN
 END
 """
 
-# Deferred to commit, once per posting and once per journal row (a transaction without any posting
-# never fires the postings trigger). One aggregate over the transaction's postings, by index.
-CHECK_BALANCED = """
+# Deferred to commit, for every journal row and posting the committing transaction inserted. The
+# transaction's last posting checks it whole, once (the others only their own txid), and the journal
+# row only that it has a posting at all; legs added after SET CONSTRAINTS ... IMMEDIATE have their own
+# last posting, checked again. Besides balance and leg count it proves:
+# - every row carries this transaction's own txid (the sealer orders by it: no backdating);
+# - a posting joins a journal transaction only in the database transaction that created it, so a
+#   committed (perhaps sealed) transaction never gains legs;
+# - the txid is not below the last block's horizon: below it means the xid counter went back (a
+#   logical dump restored into a new cluster) and the row would hide below the sealed horizon, never
+#   sealed and missed by the balance checkpoints.
+CHECK_TRANSACTION = """
 DECLARE
+    current_txid bigint := pg_current_xact_id()::text::bigint;
     journal_id text;
+    journal_txid bigint;
+    horizon bigint;
     legs bigint;
     off_currency text;
     off_total numeric;
 BEGIN
-    IF TG_TABLE_NAME = 'postings' THEN
-        journal_id := NEW.transaction_id;
-    ELSE
-        journal_id := NEW.id;
+    IF TG_TABLE_NAME = 'journal_transactions' THEN
+        IF NOT EXISTS (SELECT FROM postings WHERE transaction_id = NEW.id) THEN
+            RAISE EXCEPTION 'journal transaction % has 0 posting(s); it needs at least 2', NEW.id
+                USING ERRCODE = 'check_violation';
+        END IF;
+        RETURN NULL;
+    END IF;
+    journal_id := NEW.transaction_id;
+    IF NEW.txid <> current_txid THEN
+        RAISE EXCEPTION 'journal transaction % refused: its rows must be written by one database '
+            'transaction, with that transaction''s own txid', journal_id
+            USING ERRCODE = 'integrity_constraint_violation';
+    END IF;
+    IF EXISTS (SELECT FROM postings WHERE transaction_id = journal_id AND id > NEW.id) THEN
+        RETURN NULL;
+    END IF;
+    SELECT txid INTO journal_txid FROM journal_transactions WHERE id = journal_id;
+    IF journal_txid IS DISTINCT FROM current_txid THEN
+        RAISE EXCEPTION 'journal transaction % refused: its rows must be written by one database '
+            'transaction, with that transaction''s own txid', journal_id
+            USING ERRCODE = 'integrity_constraint_violation';
+    END IF;
+    SELECT txid_horizon INTO horizon FROM ledger_blocks ORDER BY height DESC LIMIT 1;
+    IF current_txid < horizon THEN
+        RAISE EXCEPTION 'transaction id % is below the sealed horizon % of the ledger: the xid counter '
+            'went back (restored from a logical dump?); raise the xid epoch (pg_resetwal -e) first',
+            current_txid, horizon
+            USING ERRCODE = 'integrity_constraint_violation';
     END IF;
     SELECT coalesce(sum(per_currency.legs), 0),
            (array_agg(per_currency.currency ORDER BY per_currency.currency)
@@ -73,47 +108,9 @@ BEGIN
 END
 """
 
-# The txid is the sealer's ordering key, so it is never taken from the client. A txid below the last
-# block's horizon means the xid counter went back (a logical dump restored into a new cluster): rows
-# written now would hide below the horizon, never sealed and missed by the balance checkpoints.
-STAMP_JOURNAL_TRANSACTION = """
-DECLARE
-    horizon bigint;
-BEGIN
-    NEW.txid := pg_current_xact_id()::text::bigint;
-    SELECT txid_horizon INTO horizon FROM ledger_blocks ORDER BY height DESC LIMIT 1;
-    IF NEW.txid < horizon THEN
-        RAISE EXCEPTION 'transaction id % is below the sealed horizon % of the ledger: the xid counter '
-            'went back (restored from a logical dump?); raise the xid epoch (pg_resetwal -e) first',
-            NEW.txid, horizon
-            USING ERRCODE = 'integrity_constraint_violation';
-    END IF;
-    RETURN NEW;
-END
-"""
-
-# A posting joins its journal transaction only in the database transaction that created it, so a
-# committed (perhaps sealed) transaction can never gain legs, and the posting's txid is its own.
-STAMP_POSTING = """
-DECLARE
-    journal_txid bigint;
-BEGIN
-    SELECT txid INTO journal_txid FROM journal_transactions WHERE id = NEW.transaction_id;
-    IF journal_txid IS DISTINCT FROM pg_current_xact_id()::text::bigint THEN
-        RAISE EXCEPTION 'posting to journal transaction % refused: postings are added only by the '
-            'database transaction that creates their journal transaction', NEW.transaction_id
-            USING ERRCODE = 'integrity_constraint_violation';
-    END IF;
-    NEW.txid := journal_txid;
-    RETURN NEW;
-END
-"""
-
 FUNCTIONS = {
     "ledger_refuse_change": REFUSE_CHANGE,
-    "ledger_check_balanced": CHECK_BALANCED,
-    "ledger_stamp_journal_transaction": STAMP_JOURNAL_TRANSACTION,
-    "ledger_stamp_posting": STAMP_POSTING,
+    "ledger_check_transaction": CHECK_TRANSACTION,
 }
 
 
@@ -164,7 +161,6 @@ def upgrade() -> None:
             name=op.f("fk_journal_transactions_installation_id_installations"),
         ),
         sa.PrimaryKeyConstraint("id", name=op.f("pk_journal_transactions")),
-        sa.UniqueConstraint("seq", name=op.f("uq_journal_transactions_seq")),
     )
     op.create_index("ix_journal_transactions_txid", "journal_transactions", ["txid"], unique=False)
     op.create_index(
@@ -262,17 +258,10 @@ def upgrade() -> None:
 
     for name, body in FUNCTIONS.items():
         op.execute(f"CREATE FUNCTION {name}() RETURNS trigger LANGUAGE plpgsql AS $body${body}$body$")
-    op.execute(
-        "CREATE TRIGGER ledger_stamp BEFORE INSERT ON journal_transactions"
-        " FOR EACH ROW EXECUTE FUNCTION ledger_stamp_journal_transaction()"
-    )
-    op.execute(
-        "CREATE TRIGGER ledger_stamp BEFORE INSERT ON postings FOR EACH ROW EXECUTE FUNCTION ledger_stamp_posting()"
-    )
     for table in ("journal_transactions", "postings"):
         op.execute(
-            f"CREATE CONSTRAINT TRIGGER ledger_balanced AFTER INSERT ON {table}"
-            " DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION ledger_check_balanced()"
+            f"CREATE CONSTRAINT TRIGGER ledger_check_transaction AFTER INSERT ON {table}"
+            " DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION ledger_check_transaction()"
         )
     for table in APPEND_ONLY_TABLES:
         op.execute(
