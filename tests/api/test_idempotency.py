@@ -132,3 +132,21 @@ def test_the_purge_job_deletes_only_expired_records(api, db, bridge):
         )
     }
     assert keys == {"fresh"}
+
+
+def test_a_refusal_after_the_request_ran_is_stored_and_replayed(api):
+    """4xx from business rules are stored (CONVENTIONS.md §4): the same request gets the same refusal."""
+    path = "/v1/webhook-endpoints/we_000000000000000000000000"
+    first = api.delete(path, headers={"Idempotency-Key": "refused"})
+    assert_error(first, 404, "resource_missing", "webhook_endpoint")
+    assert "Idempotent-Replayed" not in first.headers
+    again = api.delete(path, headers={"Idempotency-Key": "refused"})
+    assert again.status_code == 404
+    assert again.headers["Idempotent-Replayed"] == "true"
+    assert again.content == first.content
+    # the key now belongs to that refusal: another request under it is refused as reuse
+    assert_error(
+        api.post("/v1/customers", json={}, headers={"Idempotency-Key": "refused"}),
+        422,
+        "idempotency_key_reused",
+    )

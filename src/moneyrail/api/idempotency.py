@@ -16,7 +16,7 @@ from datetime import timedelta
 import orjson
 from fastapi import Request
 from sqlalchemy import delete
-from sqlalchemy.ext.asyncio import AsyncSession, AsyncSessionTransaction
+from sqlalchemy.ext.asyncio import AsyncSession
 
 from moneyrail.api.context import Principal, request_session
 from moneyrail.config import get_settings
@@ -37,6 +37,7 @@ MAX_KEY_LENGTH = 255
 # POSTs under these prefixes must carry a key (spec 4: "required on every POST of the products group").
 KEY_REQUIRED_PREFIXES = ("/v1/products", "/v1/prices", "/v1/subscriptions")
 IDEMPOTENT_METHODS = frozenset({"POST", "DELETE"})
+EFFECT_SAVEPOINT = "idempotent_effect"
 
 
 @dataclass
@@ -44,7 +45,12 @@ class ClaimedKey:
     key: str
     fingerprint: str
     principal: Principal
-    effect: AsyncSessionTransaction  # savepoint of the effect, so a refusal can be undone and stored
+
+    async def undo_effect(self, session: AsyncSession) -> None:
+        """A business refusal: undo what the request wrote since the claim, keep the key's lock."""
+        session.expunge_all()  # nothing the refused effect left in the session may be flushed later
+        connection = await driver_connection(session)
+        await connection.execute(f"ROLLBACK TO SAVEPOINT {EFFECT_SAVEPOINT}")
 
 
 class IdempotentReplay(Exception):
@@ -115,9 +121,10 @@ async def claim(request: Request, principal: Principal, retention: timedelta) ->
                 "This Idempotency-Key was used with another request (method, path or body differ)."
             )
         raise IdempotentReplay(record["status_code"], bytes(record["response_body"]))
-    request.state.idempotency = ClaimedKey(
-        key=key, fingerprint=request_fingerprint, principal=principal, effect=await session.begin_nested()
-    )
+    # The effect runs after this savepoint, so a refusal can be undone and stored under the still-held
+    # lock. Plain SQL: COMMIT releases it, no extra round trip.
+    await connection.execute(f"SAVEPOINT {EFFECT_SAVEPOINT}")
+    request.state.idempotency = ClaimedKey(key=key, fingerprint=request_fingerprint, principal=principal)
 
 
 def claimed_key(request: Request) -> ClaimedKey | None:

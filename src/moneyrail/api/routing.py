@@ -87,7 +87,7 @@ class MoneyrailRoute(APIRoute):
                     if claimed is None or not idempotency.is_storable(error.status):
                         raise
                     # A business refusal: undo its partial effect, keep the key, store the refusal.
-                    await claimed.effect.rollback()
+                    await claimed.undo_effect(uow.session)
                     refusal = JSONResponse(error_body(error, request_id(request)), status_code=error.status)
                     await idempotency.store(uow.session, claimed, error.status, bytes(refusal.body))
                     await uow.commit()

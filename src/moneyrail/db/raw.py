@@ -19,7 +19,17 @@ async def driver_connection(session: AsyncSession) -> Any:
     cached = session.info.get(_KEY)
     if cached is None:
         connection = await session.connection()
-        cached = (await connection.get_raw_connection()).driver_connection
+        pooled = await connection.get_raw_connection()
+        adapted: Any = pooled.dbapi_connection
+        # SQLAlchemy's asyncpg adapter sends BEGIN lazily, on its own first statement; a statement sent
+        # straight to the driver before that would run outside the transaction (autocommit).
+        if getattr(adapted, "_transaction", None) is None:
+            start = getattr(adapted, "_start_transaction", None)
+            if start is not None:
+                await start()
+            else:  # another SQLAlchemy release: a statement through SQLAlchemy begins the transaction
+                await connection.exec_driver_sql("SELECT 1")
+        cached = pooled.driver_connection
         session.info[_KEY] = cached
     return cached
 

@@ -1,0 +1,44 @@
+"""Statements sent straight to the driver belong to the unit of work's transaction, not to autocommit."""
+
+from __future__ import annotations
+
+import asyncio
+
+from sqlalchemy import text
+
+from moneyrail.db.raw import driver_connection
+
+
+def test_a_raw_statement_runs_in_the_sessions_transaction_and_rolls_back_with_it(bridge, db):
+    async def work(session):
+        driver = await driver_connection(session)  # first statement of the transaction goes raw
+        raw_now = await driver.fetchval("SELECT now()")
+        await driver.execute("CREATE TEMP TABLE raw_probe (v int) ON COMMIT DROP")
+        await driver.execute("INSERT INTO raw_probe VALUES (1)")
+        await asyncio.sleep(0.05)
+        orm_now = await session.scalar(text("SELECT now()"))
+        in_transaction = await driver.fetchval("SELECT count(*) FROM raw_probe")
+        marker = await driver.fetchval("SELECT txid_current()")
+        orm_marker = await session.scalar(text("SELECT txid_current()"))
+        return raw_now, orm_now, in_transaction, marker, orm_marker
+
+    async def rolled_back(session):
+        driver = await driver_connection(session)
+        await driver.execute("SELECT pg_advisory_xact_lock(424242)")
+        await session.rollback()
+
+    raw_now, orm_now, count, marker, orm_marker = bridge.run(_in_session(bridge, work))
+    assert raw_now == orm_now  # now() is the transaction's start: one transaction
+    assert marker == orm_marker
+    assert count == 1
+    bridge.run(_in_session(bridge, rolled_back))
+    # the transaction-scoped lock went with the rollback
+    assert db.execute("SELECT pg_try_advisory_lock(424242)").fetchone()[0] is True
+    db.execute("SELECT pg_advisory_unlock(424242)")
+
+
+async def _in_session(bridge, work):
+    from moneyrail.db.uow import UnitOfWork
+
+    async with UnitOfWork(bridge._sessionmaker) as uow:
+        return await work(uow.session)
