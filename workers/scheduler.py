@@ -17,7 +17,8 @@ import structlog
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 from sqlalchemy.engine import make_url
 
-import moneyrail.api.idempotency  # noqa: F401 - registers its sweep
+import moneyrail.api.idempotency
+import moneyrail.ledger.service  # noqa: F401 - registers its sweep
 from moneyrail.config import Settings, get_settings
 from moneyrail.db.engine import create_engine, create_sessionmaker
 from moneyrail.db.uow import UnitOfWork

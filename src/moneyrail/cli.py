@@ -19,6 +19,7 @@ from moneyrail.engine.cli import dead_letters_app
 from moneyrail.installations import service as installations
 from moneyrail.kit.clock import to_unix
 from moneyrail.kit.tenant import Tenant
+from moneyrail.ledger.cli import ledger_app
 from moneyrail.logging import configure_logging
 from moneyrail.models import ApiKey, EnvironmentSettings, Installation
 
@@ -32,6 +33,7 @@ app.add_typer(installations_app, name="installations")
 app.add_typer(keys_app, name="keys")
 app.add_typer(settings_app, name="settings")
 app.add_typer(dead_letters_app, name="dead-letters")
+app.add_typer(ledger_app, name="ledger")
 
 JsonOption = Annotated[bool, typer.Option("--json", help="Machine-readable output.")]
 InstallationOption = Annotated[str, typer.Option("--installation", "-i", help="Installation id (inst_…).")]

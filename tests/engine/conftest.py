@@ -86,3 +86,28 @@ def processor_calls(db: Any, installation_id: str) -> list[tuple[str, bool]]:
             (installation_id,),
         )
     ]
+
+
+def journal_entries(db: Any, operation_id: str) -> int:
+    row = db.execute(
+        "SELECT count(*) FROM journal_transactions WHERE reference = %s", (operation_id,)
+    ).fetchone()
+    return int(row[0])
+
+
+def assert_ledger_verifies(servers: Servers) -> None:
+    """`moneyrail ledger verify`, as an operator runs it, after every fault test."""
+    import subprocess
+    import sys
+
+    from tests.harness import ROOT
+
+    result = subprocess.run(
+        [sys.executable, "-m", "moneyrail", "ledger", "verify"],
+        env=servers.environment(),
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr

@@ -2,7 +2,7 @@
 MONEYRAIL_WORKER_MODULES (the plug-in hook of `moneyrail worker`).
 
 It does what a money operation does: one processor call keyed by the operation, then one balanced
-journal transaction keyed by the operation, in the actor's unit of work.
+journal transaction, in the actor's unit of work.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ import dramatiq
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from moneyrail.kit.tenant import Tenant
+from moneyrail.ledger import service as ledger
 from moneyrail.models import Operation
 from moneyrail.processor.interface import operation_key
 from tests.engine.probe import PROBE_ACTOR
@@ -33,6 +34,18 @@ async def execute_probe(session: AsyncSession, operation: Operation) -> None:
     if operation.attempts == 1 and payload.get("pause_after_processor_seconds"):
         # the window in which a test kills the worker: the processor answered, nothing committed yet
         await asyncio.sleep(payload["pause_after_processor_seconds"])
+    # the effect, once: a balanced two-leg journal transaction keyed by the operation
+    await ledger.post(
+        session,
+        tenant,
+        kind="probe_transfer",
+        reference=operation.id,
+        idempotency_key=operation_key(operation.id, "ledger"),
+        postings=[
+            ledger.Posting("platform:balance", -payload["amount"], payload["currency"]),
+            ledger.Posting(f"recipient:{payload['destination']}", payload["amount"], payload["currency"]),
+        ],
+    )
     operation.payload = {**payload, "processor_transfer": result.processor_id}
 
 

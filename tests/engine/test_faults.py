@@ -11,7 +11,9 @@ import pytest
 
 from moneyrail.embedded import EmbeddedRedis
 from tests.engine.conftest import (
+    assert_ledger_verifies,
     create_probe,
+    journal_entries,
     processor_calls,
     start_scheduler,
     start_worker,
@@ -55,6 +57,8 @@ def test_a_worker_killed_between_the_processor_answer_and_its_commit_leaves_one_
             )
         ]
         assert outcomes == ["lease_expired", "succeeded"]
+        assert journal_entries(db, operation_id) == 1
+        assert_ledger_verifies(servers)
     finally:
         for process in (worker, replacement, scheduler):
             if process is not None:
@@ -78,6 +82,7 @@ def test_a_broker_outage_delays_operations_but_loses_none(api, bridge, servers, 
         for operation_id in accepted:
             wait_for_operation(api, operation_id, {"succeeded"}, timeout=60)
         assert "relay_pass_failed" in scheduler.log_text()
+        assert_ledger_verifies(servers)
     finally:
         worker.stop()
         scheduler.stop()
@@ -99,6 +104,7 @@ def test_when_the_leading_scheduler_dies_another_takes_over(api, bridge, servers
         assert time.monotonic() - killed_at < 30
         operation_id = create_probe(bridge, api.keys.tenant)
         wait_for_operation(api, operation_id, {"succeeded"})
+        assert_ledger_verifies(servers)
     finally:
         for process in (first, second, worker):
             process.stop()
@@ -122,6 +128,7 @@ def test_operations_also_run_on_a_rabbitmq_broker(api, bridge, servers: Servers)
     try:
         operation_id = create_probe(bridge, api.keys.tenant)
         assert wait_for_operation(api, operation_id, {"succeeded"}, timeout=60)["attempts"] == 1
+        assert_ledger_verifies(servers)
     finally:
         worker.stop()
         scheduler.stop()

@@ -5,7 +5,13 @@ from __future__ import annotations
 import concurrent.futures
 
 from moneyrail.engine.broker import build_broker, message_for
-from tests.engine.conftest import create_probe, processor_calls, wait_for_operation
+from tests.engine.conftest import (
+    assert_ledger_verifies,
+    create_probe,
+    journal_entries,
+    processor_calls,
+    wait_for_operation,
+)
 from tests.engine.probe import PROBE_ACTOR
 from tests.helpers import assert_error
 
@@ -28,6 +34,7 @@ def test_an_accepted_operation_runs_once_and_succeeds(api, bridge, db, engine_st
     assert operation["attempts"] == 1 and operation["last_error"] is None
     assert processor_calls(db, api.keys.installation_id) == [(f"{operation_id}:transfer", True)]
     assert attempts_of(db, operation_id) == [(1, "succeeded")]
+    assert journal_entries(db, operation_id) == 1
 
 
 def test_the_same_message_delivered_three_times_at_once_acts_once(api, bridge, db, servers, engine_stack):
@@ -39,9 +46,11 @@ def test_the_same_message_delivered_three_times_at_once_acts_once(api, bridge, d
     wait_for_operation(api, operation_id, {"succeeded"})
     assert processor_calls(db, api.keys.installation_id) == [(f"{operation_id}:transfer", True)]
     assert attempts_of(db, operation_id) == [(1, "succeeded")]
+    assert journal_entries(db, operation_id) == 1
+    assert_ledger_verifies(servers)
 
 
-def test_a_transient_processor_fault_is_retried_until_it_recovers(api, bridge, db, engine_stack):
+def test_a_transient_processor_fault_is_retried_until_it_recovers(api, bridge, db, servers, engine_stack):
     fault = api.post(
         "/v1/test-helpers/processor-faults",
         json={"operation_type": "transfer", "mode": "transient", "count": 2},
@@ -52,9 +61,11 @@ def test_a_transient_processor_fault_is_retried_until_it_recovers(api, bridge, d
     assert operation["attempts"] == 3
     assert attempts_of(db, operation_id) == [(1, "retry"), (2, "retry"), (3, "succeeded")]
     assert processor_calls(db, api.keys.installation_id) == [(f"{operation_id}:transfer", True)]
+    assert journal_entries(db, operation_id) == 1
+    assert_ledger_verifies(servers)
 
 
-def test_a_permanent_refusal_fails_at_once_without_retry(api, bridge, db, engine_stack):
+def test_a_permanent_refusal_fails_at_once_without_retry(api, bridge, db, servers, engine_stack):
     api.post(
         "/v1/test-helpers/processor-faults",
         json={"operation_type": "transfer", "mode": "permanent", "count": 1},
@@ -64,9 +75,10 @@ def test_a_permanent_refusal_fails_at_once_without_retry(api, bridge, db, engine
     assert operation["attempts"] == 1
     assert "processor_error" in operation["last_error"]
     assert attempts_of(db, operation_id) == [(1, "failed")]
+    assert journal_entries(db, operation_id) == 0
 
 
-def test_exhausted_retries_end_in_dead_letter_kept_in_postgresql(api, bridge, db, engine_stack):
+def test_exhausted_retries_end_in_dead_letter_kept_in_postgresql(api, bridge, db, servers, engine_stack):
     api.post(
         "/v1/test-helpers/processor-faults",
         json={"operation_type": "transfer", "mode": "transient", "count": 3},
@@ -77,6 +89,8 @@ def test_exhausted_retries_end_in_dead_letter_kept_in_postgresql(api, bridge, db
     assert "transient fault" in operation["last_error"]
     assert [outcome for _, outcome in attempts_of(db, operation_id)] == ["retry", "retry", "dead_letter"]
     assert processor_calls(db, api.keys.installation_id) == []
+    assert journal_entries(db, operation_id) == 0
+    assert_ledger_verifies(servers)
     log = engine_stack.worker.log_text()
     assert "operation_dead_lettered" in log and operation_id in log
 

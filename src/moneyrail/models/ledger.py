@@ -1,10 +1,10 @@
 """The double-entry ledger: accounts, the append-only journal, and the hash-chained blocks that seal it.
 
 PostgreSQL enforces the money invariants (migration 0002): every journal transaction balances per
-currency (a deferred constraint trigger), nothing here is ever updated, deleted or truncated, and a
-posting's currency is its account's (the composite foreign key). There is no balance row on the
-write path: a balance is the sum of its account's postings (ARCHITECTURE.md, invariant 3), which the
-sealing job checkpoints for fast reads.
+currency and is written by one database transaction (a deferred constraint trigger), nothing here is
+ever updated, deleted or truncated, and a posting's currency is its account's (the composite foreign
+key). There is no balance row on the write path: a balance is the sum of its account's postings
+(ARCHITECTURE.md, invariant 3), which the sealing job checkpoints for fast reads.
 
 `txid` is the 64-bit transaction id (`pg_current_xact_id()`, xid8) of the database transaction that
 wrote the row, stored as bigint because SQLAlchemy cannot reflect xid8 (the schema comparison with the
@@ -31,8 +31,8 @@ from sqlalchemy.orm import Mapped, mapped_column
 
 from moneyrail.models.base import Base, TenantOwned
 
-# pg_current_xact_id() assigns the transaction's id if it has none yet; the insert triggers set the
-# column whatever the client sends, so the default only documents it.
+# pg_current_xact_id() assigns the transaction's id if it has none yet. The deferred check of
+# migration 0002 refuses a row whose txid is any other value.
 CURRENT_TXID = text("(pg_current_xact_id())::text::bigint")
 GENESIS_HASH = "0" * 64
 
@@ -75,7 +75,8 @@ class JournalTransaction(TenantOwned, Base):
     kind: Mapped[str]
     reference: Mapped[str | None]
     idempotency_key: Mapped[str | None]
-    seq: Mapped[int] = mapped_column(Identity(always=True), unique=True)  # insertion order
+    # insertion order; no index: the sealer orders only the few unsealed rows by it
+    seq: Mapped[int] = mapped_column(Identity(always=True))
     txid: Mapped[int] = mapped_column(server_default=CURRENT_TXID)
 
 
@@ -131,7 +132,10 @@ class LedgerBlockEntry(Base):
 
 
 class LedgerBalanceCheckpoint(Base):
-    """An account's balance over every posting whose txid is below the block's horizon."""
+    """An account's balance over every posting whose txid is below the block's horizon.
+
+    A balance is the latest checkpoint plus the account's postings at or above that horizon.
+    """
 
     __tablename__ = "ledger_balance_checkpoints"
     __table_args__ = (PrimaryKeyConstraint("account_id", "block_height"),)

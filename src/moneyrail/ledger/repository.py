@@ -1,0 +1,510 @@
+"""Queries over the ledger's tables. Every write is an INSERT: the database refuses anything else."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import func, select, text, tuple_
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.orm import make_transient_to_detached
+
+from moneyrail.kit.ids import new_id
+from moneyrail.kit.tenant import Tenant
+from moneyrail.models.ledger import (
+    JournalTransaction,
+    LedgerAccount,
+    LedgerBlock,
+    LedgerBlockEntry,
+    LedgerPosting,
+)
+
+from .chain import EntryPosting, JournalEntry
+
+AccountKey = tuple[str, str]  # (code, currency)
+
+
+# --- accounts ----------------------------------------------------------------------------------
+async def insert_missing_accounts(session: AsyncSession, tenant: Tenant, keys: Iterable[AccountKey]) -> None:
+    rows = [
+        {
+            "id": new_id("la"),
+            "installation_id": tenant.installation_id,
+            "livemode": tenant.livemode,
+            "code": code,
+            "currency": currency,
+        }
+        for code, currency in sorted(set(keys))  # sorted: concurrent creators wait in one order
+    ]
+    if rows:
+        # the unique constraint decides under concurrency; a loser's row is simply not inserted
+        await session.execute(pg_insert(LedgerAccount).values(rows).on_conflict_do_nothing())
+
+
+async def find_accounts(
+    session: AsyncSession, tenant: Tenant, keys: Iterable[AccountKey]
+) -> dict[AccountKey, LedgerAccount]:
+    wanted = sorted(set(keys))
+    if not wanted:
+        return {}
+    accounts = await session.scalars(
+        select(LedgerAccount).where(
+            LedgerAccount.installation_id == tenant.installation_id,
+            LedgerAccount.livemode == tenant.livemode,
+            tuple_(LedgerAccount.code, LedgerAccount.currency).in_(wanted),
+        )
+    )
+    return {(account.code, account.currency): account for account in accounts}
+
+
+# --- journal -----------------------------------------------------------------------------------
+# The whole posting in one statement, one round trip: the legs are matched to the tenant's accounts,
+# and the journal row and its postings are inserted only when every leg has one. No row comes back
+# when an account is missing or the idempotency key already names a transaction; the caller finds out
+# which. A concurrent poster of the same key makes this wait for its commit (the unique index).
+# Parameters: $1 id, $2 installation_id, $3 livemode, $4 kind, $5 reference, $6 idempotency_key,
+# $7 account codes, $8 amounts, $9 currencies (one array element per leg).
+POST_SQL = """
+WITH legs AS (
+    SELECT leg.ordinality, leg.amount, leg.currency, account.id AS account_id
+    FROM unnest($7::text[], $8::bigint[], $9::text[])
+         WITH ORDINALITY AS leg(code, amount, currency, ordinality)
+    LEFT JOIN ledger_accounts account
+           ON account.installation_id = $2 AND account.livemode = $3
+          AND account.code = leg.code AND account.currency = leg.currency
+),
+journal AS (
+    INSERT INTO journal_transactions (id, installation_id, livemode, kind, reference, idempotency_key)
+    SELECT $1, $2, $3, $4, $5, $6
+    WHERE NOT EXISTS (SELECT 1 FROM legs WHERE legs.account_id IS NULL)
+    ON CONFLICT (installation_id, livemode, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
+    RETURNING *
+),
+posted AS (
+    INSERT INTO postings (transaction_id, account_id, currency, amount)
+    SELECT journal.id, legs.account_id, legs.currency, legs.amount
+    FROM journal CROSS JOIN legs ORDER BY legs.ordinality
+)
+SELECT * FROM journal
+"""
+
+
+async def insert_transaction(
+    session: AsyncSession,
+    tenant: Tenant,
+    *,
+    kind: str,
+    reference: str | None,
+    idempotency_key: str | None,
+    legs: Sequence[tuple[str, int, str]],
+) -> JournalTransaction | None:
+    """The new journal transaction with its postings (code, amount, currency), or None (see POST_SQL)."""
+    # Every payment, fee and transfer posts here: plain driver SQL (no statement to compile) on the
+    # session's connection, in its transaction, costs the least CPU per posting.
+    connection = await session.connection()
+    result = await connection.exec_driver_sql(
+        POST_SQL,
+        (
+            new_id("jtx"),
+            tenant.installation_id,
+            tenant.livemode,
+            kind,
+            reference,
+            idempotency_key,
+            [code for code, _, _ in legs],
+            [amount for _, amount, _ in legs],
+            [currency for _, _, currency in legs],
+        ),
+    )
+    row = result.first()
+    if row is None:
+        return None
+    journal = JournalTransaction(**row._asdict())
+    make_transient_to_detached(journal)  # the row exists: attach it as loaded, never INSERT it again
+    session.add(journal)
+    return journal
+
+
+async def find_by_idempotency_key(
+    session: AsyncSession, tenant: Tenant, idempotency_key: str
+) -> JournalTransaction | None:
+    return await session.scalar(
+        select(JournalTransaction).where(
+            JournalTransaction.installation_id == tenant.installation_id,
+            JournalTransaction.livemode == tenant.livemode,
+            JournalTransaction.idempotency_key == idempotency_key,
+        )
+    )
+
+
+async def legs_of(session: AsyncSession, transaction_id: str) -> list[tuple[str, int, str]]:
+    """(account code, amount, currency) of each posting of a transaction, in posting order."""
+    rows = await session.execute(
+        select(LedgerAccount.code, LedgerPosting.amount, LedgerPosting.currency)
+        .join(LedgerAccount, LedgerAccount.id == LedgerPosting.account_id)
+        .where(LedgerPosting.transaction_id == transaction_id)
+        .order_by(LedgerPosting.id)
+    )
+    return [(code, amount, currency) for code, amount, currency in rows]
+
+
+# --- balances and locks ------------------------------------------------------------------------
+# One statement, so one snapshot: the checkpoint covers every posting below its block's horizon
+# (all of them committed before the checkpoint was written), the range scan adds those above it.
+BALANCE = text(
+    """
+    SELECT coalesce(checkpoint.balance, 0) + coalesce((
+        SELECT sum(p.amount) FROM postings p
+        WHERE p.account_id = :account_id AND p.txid >= coalesce(checkpoint.txid_horizon, 0)
+    ), 0)
+    FROM (SELECT 1) AS one
+    LEFT JOIN LATERAL (
+        SELECT c.balance, b.txid_horizon
+        FROM ledger_balance_checkpoints c JOIN ledger_blocks b ON b.height = c.block_height
+        WHERE c.account_id = :account_id
+        ORDER BY c.block_height DESC LIMIT 1
+    ) AS checkpoint ON true
+    """
+)
+
+
+async def account_balance(session: AsyncSession, account_id: str) -> int:
+    return int(await session.scalar(BALANCE, {"account_id": account_id}) or 0)
+
+
+async def advisory_xact_lock(session: AsyncSession, space: int, key: int) -> None:
+    await session.execute(select(func.pg_advisory_xact_lock(space, key)))
+
+
+async def advisory_xact_lock_64(session: AsyncSession, key: int) -> None:
+    await session.execute(select(func.pg_advisory_xact_lock(key)))
+
+
+# --- sealing -----------------------------------------------------------------------------------
+async def latest_block(session: AsyncSession) -> LedgerBlock | None:
+    return await session.scalar(select(LedgerBlock).order_by(LedgerBlock.height.desc()).limit(1))
+
+
+@dataclass(frozen=True)
+class PendingBatch:
+    transaction_ids: list[str]  # in seq order
+    horizon: int  # every transaction with a lower txid is sealed once this batch is
+
+
+# One statement, so the xmin and the rows seen come from the same snapshot. A transaction whose txid
+# is below the snapshot's xmin has ended, and any transaction still running or yet to start has a
+# txid at or above it: nothing can appear below the horizon after this. A block takes the settled
+# transactions with the lowest txids (an index range scan from the last block's horizon, however big
+# a backlog), so everything below the new horizon is sealed; inside the block they follow seq.
+PENDING = text(
+    """
+    WITH snapshot AS (SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint AS xmin),
+    settled AS (
+        SELECT j.id, j.seq, j.txid
+        FROM journal_transactions j
+        WHERE j.txid >= :lower AND j.txid < (SELECT xmin FROM snapshot)
+          AND NOT EXISTS (SELECT 1 FROM ledger_block_entries e WHERE e.transaction_id = j.id)
+        ORDER BY j.txid, j.seq
+        LIMIT :limit + 1
+    ),
+    chosen AS (SELECT id, seq FROM settled ORDER BY txid, seq LIMIT :limit)
+    SELECT
+        (SELECT array_agg(id ORDER BY seq) FROM chosen) AS ids,
+        coalesce(
+            (SELECT txid FROM settled ORDER BY txid, seq OFFSET :limit LIMIT 1),
+            (SELECT xmin FROM snapshot)
+        ) AS horizon
+    """
+)
+
+
+async def pending_batch(session: AsyncSession, lower: int, limit: int) -> PendingBatch:
+    row = (await session.execute(PENDING, {"lower": lower, "limit": limit})).one()
+    return PendingBatch(transaction_ids=list(row.ids or []), horizon=int(row.horizon))
+
+
+# One row per journal transaction, its postings as arrays in posting id order.
+JOURNAL_ENTRIES_SQL = """
+SELECT j.id, j.installation_id, j.livemode, j.kind, j.reference, j.created_at,
+       array_agg(p.account_id ORDER BY p.id) FILTER (WHERE p.id IS NOT NULL),
+       array_agg(p.amount ORDER BY p.id) FILTER (WHERE p.id IS NOT NULL),
+       array_agg(p.currency ORDER BY p.id) FILTER (WHERE p.id IS NOT NULL)
+FROM journal_transactions j LEFT JOIN postings p ON p.transaction_id = j.id
+WHERE j.id = ANY($1::text[])
+GROUP BY j.id
+"""
+
+
+async def journal_entries(session: AsyncSession, transaction_ids: Sequence[str]) -> dict[str, JournalEntry]:
+    """The journal transactions with these ids and their postings (by posting id), keyed by id."""
+    ids = list(transaction_ids)
+    if not ids:
+        return {}
+    # thousands of ids per block: one array parameter, one row per entry, no statement to compile
+    connection = await session.connection()
+    rows = await connection.exec_driver_sql(JOURNAL_ENTRIES_SQL, (ids,))
+    entries: dict[str, JournalEntry] = {}
+    for row in rows:
+        values: tuple[Any, ...] = tuple(row)
+        (
+            transaction_id,
+            installation_id,
+            livemode,
+            kind,
+            reference,
+            created_at,
+            accounts,
+            amounts,
+            currencies,
+        ) = values
+        entries[transaction_id] = JournalEntry(
+            transaction_id=transaction_id,
+            installation_id=installation_id,
+            livemode=livemode,
+            kind=kind,
+            reference=reference,
+            created_at=created_at,
+            postings=tuple(map(EntryPosting, accounts or (), amounts or (), currencies or ())),
+        )
+    return entries
+
+
+async def insert_block(session: AsyncSession, block: LedgerBlock, transaction_ids: Sequence[str]) -> None:
+    session.add(block)
+    await session.flush()
+    await session.execute(
+        text(
+            "INSERT INTO ledger_block_entries (transaction_id, block_height, position)"
+            " SELECT entry.id, :height, entry.ordinality - 1"
+            " FROM unnest(CAST(:ids AS text[])) WITH ORDINALITY AS entry(id, ordinality)"
+        ),
+        {"height": block.height, "ids": list(transaction_ids)},
+    )
+
+
+# Accounts with postings that became final since the last block get a checkpoint when they had many
+# of them (a hot account: every block) or their last checkpoint is `max_blocks` blocks old. A balance
+# then sums at most about `hot * max_blocks` postings, and the sealer only reads this block's
+# postings plus the tails of the accounts it checkpoints, never the whole history of every account.
+WRITE_CHECKPOINTS = text(
+    """
+    WITH touched AS (
+        SELECT p.account_id, count(*) AS fresh
+        FROM journal_transactions j JOIN postings p ON p.transaction_id = j.id
+        WHERE j.txid >= :lower AND j.txid < :upper
+        GROUP BY p.account_id
+    ),
+    due AS (
+        SELECT t.account_id, coalesce(last.balance, 0) AS balance, coalesce(last.txid_horizon, 0) AS horizon
+        FROM touched t
+        LEFT JOIN LATERAL (
+            SELECT c.block_height, c.balance, b.txid_horizon
+            FROM ledger_balance_checkpoints c JOIN ledger_blocks b ON b.height = c.block_height
+            WHERE c.account_id = t.account_id
+            ORDER BY c.block_height DESC LIMIT 1
+        ) AS last ON true
+        WHERE t.fresh >= :hot OR :height - coalesce(last.block_height, 0) >= :max_blocks
+    )
+    INSERT INTO ledger_balance_checkpoints (account_id, block_height, balance)
+    SELECT due.account_id, :height, due.balance + coalesce((
+        SELECT sum(p.amount) FROM postings p
+        WHERE p.account_id = due.account_id AND p.txid >= due.horizon AND p.txid < :upper
+    ), 0)
+    FROM due
+    """
+)
+
+
+async def write_checkpoints(
+    session: AsyncSession, *, height: int, lower: int, upper: int, hot: int, max_blocks: int
+) -> int:
+    result = await session.execute(
+        WRITE_CHECKPOINTS,
+        {"height": height, "lower": lower, "upper": upper, "hot": hot, "max_blocks": max_blocks},
+    )
+    return int(getattr(result, "rowcount", 0) or 0)
+
+
+# --- verification ------------------------------------------------------------------------------
+async def count_rows(session: AsyncSession, table: str) -> int:
+    return int(await session.scalar(text(f"SELECT count(*) FROM {table}")) or 0)  # noqa: S608
+
+
+async def unbalanced_transactions(session: AsyncSession, limit: int) -> list[tuple[str, str, int]]:
+    rows = await session.execute(
+        text(
+            "SELECT transaction_id, currency, sum(amount) AS total FROM postings"
+            " GROUP BY transaction_id, currency HAVING sum(amount) <> 0"
+            " ORDER BY transaction_id, currency LIMIT :limit"
+        ),
+        {"limit": limit},
+    )
+    return [(row.transaction_id, row.currency, int(row.total)) for row in rows]
+
+
+async def transactions_with_too_few_legs(session: AsyncSession, limit: int) -> list[tuple[str, int]]:
+    rows = await session.execute(
+        text(
+            "SELECT j.id, count(p.id) AS legs FROM journal_transactions j"
+            " LEFT JOIN postings p ON p.transaction_id = j.id"
+            " GROUP BY j.id HAVING count(p.id) < 2 ORDER BY j.id LIMIT :limit"
+        ),
+        {"limit": limit},
+    )
+    return [(row.id, int(row.legs)) for row in rows]
+
+
+async def postings_off_their_account(session: AsyncSession, limit: int) -> list[tuple[int, str, str]]:
+    """Postings whose account is missing, in another currency, or another tenant's."""
+    rows = await session.execute(
+        text(
+            "SELECT p.id, p.transaction_id, p.account_id FROM postings p"
+            " LEFT JOIN ledger_accounts a ON a.id = p.account_id"
+            " LEFT JOIN journal_transactions j ON j.id = p.transaction_id"
+            " WHERE a.id IS NULL OR a.currency <> p.currency"
+            " OR a.installation_id <> j.installation_id OR a.livemode <> j.livemode"
+            " ORDER BY p.id LIMIT :limit"
+        ),
+        {"limit": limit},
+    )
+    return [(row.id, row.transaction_id, row.account_id) for row in rows]
+
+
+async def postings_off_their_transaction(session: AsyncSession, limit: int) -> list[tuple[int, str]]:
+    """Postings whose journal transaction is missing or was written by another database transaction."""
+    rows = await session.execute(
+        text(
+            "SELECT p.id, p.transaction_id FROM postings p"
+            " LEFT JOIN journal_transactions j ON j.id = p.transaction_id"
+            " WHERE j.id IS NULL OR j.txid <> p.txid ORDER BY p.id LIMIT :limit"
+        ),
+        {"limit": limit},
+    )
+    return [(row.id, row.transaction_id) for row in rows]
+
+
+async def blocks(session: AsyncSession) -> list[LedgerBlock]:
+    return list(await session.scalars(select(LedgerBlock).order_by(LedgerBlock.height)))
+
+
+async def block_entry_ids(session: AsyncSession, height: int) -> list[tuple[int, str]]:
+    rows = await session.execute(
+        select(LedgerBlockEntry.position, LedgerBlockEntry.transaction_id)
+        .where(LedgerBlockEntry.block_height == height)
+        .order_by(LedgerBlockEntry.position)
+    )
+    return [(position, transaction_id) for position, transaction_id in rows]
+
+
+async def entries_outside_blocks(session: AsyncSession, limit: int) -> list[tuple[str, int]]:
+    """Block entries that name a block that does not exist."""
+    rows = await session.execute(
+        text(
+            "SELECT e.transaction_id, e.block_height FROM ledger_block_entries e"
+            " LEFT JOIN ledger_blocks b ON b.height = e.block_height"
+            " WHERE b.height IS NULL ORDER BY e.transaction_id LIMIT :limit"
+        ),
+        {"limit": limit},
+    )
+    return [(row.transaction_id, int(row.block_height)) for row in rows]
+
+
+async def transactions_sealed_twice(session: AsyncSession, limit: int) -> list[str]:
+    rows = await session.execute(
+        text(
+            "SELECT transaction_id FROM ledger_block_entries GROUP BY transaction_id"
+            " HAVING count(*) > 1 ORDER BY transaction_id LIMIT :limit"
+        ),
+        {"limit": limit},
+    )
+    return [row.transaction_id for row in rows]
+
+
+async def unsealed_below(session: AsyncSession, horizon: int, limit: int) -> list[str]:
+    rows = await session.execute(
+        text(
+            "SELECT j.id FROM journal_transactions j WHERE j.txid < :horizon"
+            " AND NOT EXISTS (SELECT 1 FROM ledger_block_entries e WHERE e.transaction_id = j.id)"
+            " ORDER BY j.seq LIMIT :limit"
+        ),
+        {"horizon": horizon, "limit": limit},
+    )
+    return [row.id for row in rows]
+
+
+# Each checkpoint must equal the account's previous checkpoint (0 before the first) plus its postings
+# between the two horizons: together that is "every checkpoint equals the sum of the postings below
+# its horizon", in one pass over the postings instead of one full sum per checkpoint.
+CHECKPOINT_MISMATCHES = text(
+    """
+    WITH chain AS (
+        SELECT c.account_id, c.block_height, c.balance,
+               b.txid_horizon AS upper,
+               coalesce(lag(b.txid_horizon) OVER by_account, 0) AS lower,
+               coalesce(lag(c.balance) OVER by_account, 0) AS previous_balance
+        FROM ledger_balance_checkpoints c JOIN ledger_blocks b ON b.height = c.block_height
+        WINDOW by_account AS (PARTITION BY c.account_id ORDER BY c.block_height)
+    )
+    SELECT chain.account_id, chain.block_height, chain.balance,
+           chain.previous_balance + coalesce(delta.total, 0) AS expected
+    FROM chain
+    LEFT JOIN LATERAL (
+        SELECT sum(p.amount) AS total FROM postings p
+        WHERE p.account_id = chain.account_id AND p.txid >= chain.lower AND p.txid < chain.upper
+    ) AS delta ON true
+    WHERE chain.balance <> chain.previous_balance + coalesce(delta.total, 0)
+    ORDER BY chain.account_id, chain.block_height
+    LIMIT :limit
+    """
+)
+
+
+async def checkpoint_mismatches(session: AsyncSession, limit: int) -> list[tuple[str, int, int, int]]:
+    rows = await session.execute(CHECKPOINT_MISMATCHES, {"limit": limit})
+    return [(row.account_id, int(row.block_height), int(row.balance), int(row.expected)) for row in rows]
+
+
+@dataclass(frozen=True)
+class InstalledTrigger:
+    table: str
+    name: str
+    type_bits: int
+    enabled: str
+    function: str
+    function_sha256: str
+    deferred: bool
+    conditional: bool  # has a WHEN clause or an UPDATE OF column list
+
+
+async def installed_triggers(session: AsyncSession, tables: Sequence[str]) -> list[InstalledTrigger]:
+    rows = await session.execute(
+        text(
+            """
+            SELECT c.relname AS table_name, t.tgname, t.tgtype, t.tgenabled::text AS enabled, p.proname,
+                   encode(sha256(convert_to(p.prosrc, 'UTF8')), 'hex') AS source_sha256,
+                   t.tgdeferrable AND t.tginitdeferred AS deferred,
+                   t.tgqual IS NOT NULL OR t.tgattr::text <> '' AS conditional
+            FROM pg_trigger t
+            JOIN pg_class c ON c.oid = t.tgrelid
+            JOIN pg_proc p ON p.oid = t.tgfoid
+            WHERE c.relnamespace = current_schema()::regnamespace
+              AND c.relname = ANY(CAST(:tables AS text[])) AND NOT t.tgisinternal
+            """
+        ),
+        {"tables": list(tables)},
+    )
+    return [
+        InstalledTrigger(
+            table=row.table_name,
+            name=row.tgname,
+            type_bits=int(row.tgtype),
+            enabled=row.enabled,
+            function=row.proname,
+            function_sha256=row.source_sha256,
+            deferred=bool(row.deferred),
+            conditional=bool(row.conditional),
+        )
+        for row in rows
+    ]

@@ -1,0 +1,242 @@
+"""The ledger's service functions: accounts, posting, balances, account locks, sealing, verification.
+
+Sign convention: a positive amount adds to an account's balance, a negative one takes from it. In each
+currency a transaction's legs sum to zero, so money only ever moves between accounts: a customer's
+payment is `customer_funds -10000, merchant:mer_x:available +9710, platform:fees +290`.
+
+Concurrency: posting inserts rows and locks no account, so payments never queue on a hot account
+(platform fees, processor clearing). A caller that must read a balance before moving money (a payout
+must not overdraw) first takes `lock_accounts`, transaction-scoped advisory locks in one global order,
+then reads the balance in the same (READ COMMITTED) transaction.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import re
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import timedelta
+
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from moneyrail.engine.schedule import register_periodic
+from moneyrail.kit.money import is_valid_currency
+from moneyrail.kit.tenant import Tenant
+from moneyrail.models.ledger import GENESIS_HASH, JournalTransaction, LedgerAccount, LedgerBlock
+
+from . import repository
+from .chain import block_hash
+from .errors import IdempotencyKeyConflict, InvalidPosting, UnbalancedTransaction
+from .verification import VerificationReport, verify_ledger
+
+__all__ = [
+    "Posting",
+    "VerificationReport",
+    "balance",
+    "ensure_account",
+    "lock_accounts",
+    "post",
+    "seal_pending",
+    "verify",
+]
+
+ACCOUNT_CODE = re.compile(r"^[A-Za-z0-9_.:\-]{1,200}$")
+MAX_ABS_AMOUNT = 2**63 - 1  # a posting is a PostgreSQL bigint
+DEFAULT_BLOCK_SIZE = 10_000
+# Balance checkpoints (written by the sealer): an account gets one at a block where this many of its
+# postings became final, or when its last one is this many blocks old. A balance then sums at most
+# about their product of index entries, however old and busy the account.
+CHECKPOINT_HOT_POSTINGS = 256
+CHECKPOINT_MAX_BLOCKS = 16
+# Advisory lock keys. The account locks use the two-int4 form, a key space apart from every
+# single-bigint lock (idempotency claims, migrations, the scheduler leader, the sealer).
+ACCOUNT_LOCK_SPACE = 0x4C444752  # "LDGR"
+SEALING_LOCK_ID = 0x6D725F7365616C  # "mr_seal"
+
+
+@functools.lru_cache(maxsize=256)
+def _known_currency(code: str) -> bool:
+    return is_valid_currency(code)  # babel's lookup is slow for a path taken on every posting
+
+
+@dataclass(frozen=True, slots=True)
+class Posting:
+    """One leg to post: the account's code, signed minor units, the currency."""
+
+    account: str
+    amount: int
+    currency: str
+
+
+def _check_postings(postings: Sequence[Posting]) -> None:
+    if len(postings) < 2:
+        raise UnbalancedTransaction(f"a journal transaction needs at least 2 postings, got {len(postings)}")
+    totals: dict[str, int] = defaultdict(int)
+    for posting in postings:
+        if not ACCOUNT_CODE.match(posting.account):
+            raise InvalidPosting(f"account code {posting.account!r} is not 1-200 of [A-Za-z0-9_.:-]")
+        if isinstance(posting.amount, bool) or not isinstance(posting.amount, int):
+            raise InvalidPosting(f"amount {posting.amount!r} on {posting.account} is not integer minor units")
+        if posting.amount == 0:
+            raise InvalidPosting(f"a zero amount on {posting.account} moves nothing; leave the leg out")
+        if abs(posting.amount) > MAX_ABS_AMOUNT:
+            raise InvalidPosting(f"amount {posting.amount} on {posting.account} does not fit in 64 bits")
+        if not _known_currency(posting.currency):
+            raise InvalidPosting(f"{posting.currency!r} is not a lowercase ISO 4217 currency")
+        totals[posting.currency] += posting.amount
+    off = {currency: total for currency, total in sorted(totals.items()) if total != 0}
+    if off:
+        detail = ", ".join(f"{currency} postings sum to {total}" for currency, total in off.items())
+        raise UnbalancedTransaction(f"the postings do not balance: {detail}")
+
+
+async def ensure_account(session: AsyncSession, tenant: Tenant, code: str, currency: str) -> LedgerAccount:
+    """The tenant's account with this code in this currency, created if it does not exist yet."""
+    accounts = await _ensure_accounts(session, tenant, [(code, currency)])
+    return accounts[(code, currency)]
+
+
+async def _ensure_accounts(
+    session: AsyncSession, tenant: Tenant, keys: Sequence[tuple[str, str]]
+) -> dict[tuple[str, str], LedgerAccount]:
+    for code, currency in keys:
+        if not ACCOUNT_CODE.match(code):
+            raise InvalidPosting(f"account code {code!r} is not 1-200 of [A-Za-z0-9_.:-]")
+        if not _known_currency(currency):
+            raise InvalidPosting(f"{currency!r} is not a lowercase ISO 4217 currency")
+    found = await repository.find_accounts(session, tenant, keys)
+    missing = [key for key in keys if key not in found]
+    if missing:
+        # INSERT ... ON CONFLICT DO NOTHING, then read: a concurrent creator's row is found instead
+        await repository.insert_missing_accounts(session, tenant, missing)
+        found.update(await repository.find_accounts(session, tenant, missing))
+    return found
+
+
+async def post(
+    session: AsyncSession,
+    tenant: Tenant,
+    *,
+    kind: str,
+    postings: Sequence[Posting],
+    reference: str | None = None,
+    idempotency_key: str | None = None,
+) -> JournalTransaction:
+    """Write one balanced journal transaction; with an idempotency key, at most once.
+
+    Posting the same key again returns the first transaction (a retried actor never posts twice);
+    the same key with other postings is a bug and raises IdempotencyKeyConflict. Accounts are
+    created on first use. The usual case is one statement (one round trip): hot paths post a lot.
+    """
+    if not kind:
+        raise InvalidPosting("a journal transaction needs a kind")
+    _check_postings(postings)
+    legs = [(posting.account, posting.amount, posting.currency) for posting in postings]
+    for attempt in range(2):
+        journal = await repository.insert_transaction(
+            session, tenant, kind=kind, reference=reference, idempotency_key=idempotency_key, legs=legs
+        )
+        if journal is not None:
+            return journal
+        if idempotency_key is not None:
+            first = await repository.find_by_idempotency_key(session, tenant, idempotency_key)
+            if first is not None:
+                return await _replay(session, first, kind, postings, reference)
+        if attempt == 0:  # an account is used for the first time
+            await _ensure_accounts(session, tenant, [(code, currency) for code, _, currency in legs])
+    raise RuntimeError(f"could not post {kind} for {tenant}: its accounts are still missing")
+
+
+async def _replay(
+    session: AsyncSession,
+    first: JournalTransaction,
+    kind: str,
+    postings: Sequence[Posting],
+    reference: str | None,
+) -> JournalTransaction:
+    asked = sorted((p.account, p.amount, p.currency) for p in postings)
+    if (first.kind, first.reference) != (kind, reference) or sorted(
+        await repository.legs_of(session, first.id)
+    ) != asked:
+        raise IdempotencyKeyConflict(
+            f"idempotency key {first.idempotency_key!r} was used for journal transaction {first.id},"
+            " which has other postings"
+        )
+    return first
+
+
+async def balance(session: AsyncSession, tenant: Tenant, code: str, currency: str) -> int:
+    """The sum of the account's postings (0 for an account that does not exist yet)."""
+    accounts = await repository.find_accounts(session, tenant, [(code, currency)])
+    account = accounts.get((code, currency))
+    return 0 if account is None else await repository.account_balance(session, account.id)
+
+
+def account_lock_key(account_id: str) -> int:
+    return int.from_bytes(hashlib.sha256(account_id.encode()).digest()[:4], "big", signed=True)
+
+
+async def lock_accounts(session: AsyncSession, account_ids: Iterable[str]) -> None:
+    """Hold these accounts until the transaction ends: advisory locks taken in one global order.
+
+    Any two callers take their common locks in the same (sorted) order, so they queue and never
+    deadlock. Only callers that read a balance before moving money need this; posting does not.
+    """
+    for key in sorted({account_lock_key(account_id) for account_id in account_ids}):
+        await repository.advisory_xact_lock(session, ACCOUNT_LOCK_SPACE, key)
+
+
+async def seal_pending(session: AsyncSession, max_entries: int = DEFAULT_BLOCK_SIZE) -> int:
+    """Seal the oldest settled journal transactions into the next block; return how many.
+
+    Settled: the transaction's txid is below the snapshot's xmin, so no transaction still running
+    (or yet to start) can commit an entry that belongs before it. A block takes the settled
+    transactions with the lowest txids, and lists them in seq (insertion) order. It records the
+    horizon below which everything is now sealed, where the next sealing starts its scan. Run it in
+    its own READ COMMITTED unit of work and commit; call again while it returns max_entries.
+    """
+    if max_entries < 1:
+        raise ValueError("max_entries must be at least 1")
+    # two sealers (the scheduler's leader, an operator's `moneyrail ledger seal`) take turns
+    await repository.advisory_xact_lock_64(session, SEALING_LOCK_ID)
+    last = await repository.latest_block(session)
+    lower = last.txid_horizon if last is not None else 0
+    batch = await repository.pending_batch(session, lower, max_entries)
+    if not batch.transaction_ids:
+        return 0
+    loaded = await repository.journal_entries(session, batch.transaction_ids)
+    entries = [loaded[transaction_id] for transaction_id in batch.transaction_ids]
+    previous_hash = last.block_hash if last is not None else GENESIS_HASH
+    block = LedgerBlock(
+        height=last.height + 1 if last is not None else 1,
+        previous_hash=previous_hash,
+        block_hash=block_hash(previous_hash, entries),
+        entry_count=len(entries),
+        txid_horizon=batch.horizon,
+    )
+    await repository.insert_block(session, block, batch.transaction_ids)
+    await repository.write_checkpoints(
+        session,
+        height=block.height,
+        lower=lower,
+        upper=batch.horizon,
+        hot=CHECKPOINT_HOT_POSTINGS,
+        max_blocks=CHECKPOINT_MAX_BLOCKS,
+    )
+    return len(entries)
+
+
+async def verify(session: AsyncSession) -> VerificationReport:
+    """Check the whole ledger: balance, postings, the hash chain, checkpoints and the triggers.
+
+    It reports and never repairs. For one consistent picture run it in a REPEATABLE READ transaction
+    (the CLI does).
+    """
+    return await verify_ledger(session)
+
+
+# The leading scheduler seals a block every 2 s; each run seals up to DEFAULT_BLOCK_SIZE entries.
+register_periodic("ledger.seal", timedelta(seconds=2), seal_pending)
