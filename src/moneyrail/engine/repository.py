@@ -9,6 +9,7 @@ from typing import Any
 from sqlalchemy import and_, or_, select, text, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from moneyrail.db.raw import driver_connection
 from moneyrail.kit.tenant import Tenant
 from moneyrail.models import Operation, OperationAttempt
 
@@ -39,42 +40,40 @@ async def get(session: AsyncSession, operation_id: str, *, for_update: bool = Fa
     return await session.scalar(statement)
 
 
-async def claim(session: AsyncSession, operation_id: str, lease: timedelta) -> int | None:
-    """Take a due, pending operation for one attempt; None when someone else has it or it is not due.
-
-    One UPDATE decides, so duplicate or concurrent deliveries of one message act once.
-    """
-    claimed = await session.scalar(
-        update(Operation)
-        .where(
-            Operation.id == operation_id,
-            Operation.status == "pending",
-            Operation.next_attempt_at <= text("now()"),
-        )
-        .values(
-            status="running",
-            attempts=Operation.attempts + 1,
-            lease_expires_at=text("now() + make_interval(secs => :lease)"),
-            updated_at=text("now()"),
-        )
-        .returning(Operation.attempts),
-        {"lease": lease.total_seconds()},
+_CLAIM = """
+    WITH claimed AS (
+        UPDATE operations
+        SET status = 'running', attempts = attempts + 1,
+            lease_expires_at = now() + make_interval(secs => $2), updated_at = now()
+        WHERE id = $1 AND status = 'pending' AND next_attempt_at <= now()
+        RETURNING id, attempts
     )
-    return int(claimed) if claimed is not None else None
+    INSERT INTO operation_attempts (operation_id, number, worker)
+    SELECT id, attempts, $3 FROM claimed
+    RETURNING number
+"""
 
 
-async def start_attempt(session: AsyncSession, operation_id: str, number: int, worker: str) -> None:
-    session.add(OperationAttempt(operation_id=operation_id, number=number, worker=worker))
-    await session.flush()
+async def claim(session: AsyncSession, operation_id: str, lease: timedelta, worker: str) -> int | None:
+    """Take a due, pending operation for one attempt and open the attempt's record; None when someone
+    else has it or it is not due. One statement decides, so duplicate or concurrent deliveries of one
+    message act once. Every message passes here, so straight on the driver (db/raw.py)."""
+    connection = await driver_connection(session)
+    number = await connection.fetchval(_CLAIM, operation_id, lease.total_seconds(), worker)
+    return int(number) if number is not None else None
 
 
 async def finish_attempt(
     session: AsyncSession, operation_id: str, number: int, outcome: str, error: str | None
 ) -> None:
-    await session.execute(
-        update(OperationAttempt)
-        .where(OperationAttempt.operation_id == operation_id, OperationAttempt.number == number)
-        .values(outcome=outcome, error=error, finished_at=text("now()"))
+    connection = await driver_connection(session)
+    await connection.execute(
+        "UPDATE operation_attempts SET outcome = $3, error = $4, finished_at = now() "
+        "WHERE operation_id = $1 AND number = $2",
+        operation_id,
+        number,
+        outcome,
+        error,
     )
 
 

@@ -120,10 +120,9 @@ async def run_operation(
     attempt whose worker died), then the handler's effect commits with the outcome.
     """
     async with UnitOfWork(sessionmaker) as uow:
-        attempt = await repository.claim(uow.session, operation_id, lease)
+        attempt = await repository.claim(uow.session, operation_id, lease, worker)
         if attempt is None:
             return RunResult("skipped")  # a duplicate message, or already done, or not due yet
-        await repository.start_attempt(uow.session, operation_id, attempt, worker)
         await uow.commit()
 
     log = logger.bind(operation_id=operation_id, attempt=attempt)

@@ -10,14 +10,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from sqlalchemy import select, update
-from sqlalchemy.dialects.postgresql import insert
+import orjson
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from moneyrail.db.raw import driver_connection
 from moneyrail.db.uow import UnitOfWork
 from moneyrail.kit.ids import random_base62
 from moneyrail.kit.tenant import Tenant
-from moneyrail.models import SandboxProcessorCall, SandboxProcessorFault
 from moneyrail.processor.interface import PayoutResult, ProcessorRefused, ProcessorUnavailable, TransferResult
 
 # Sandbox bank accounts with a scripted outcome (CONVENTIONS.md §13).
@@ -63,20 +62,16 @@ class SandboxProcessor:
         answer: Callable[[], dict[str, Any]],
     ) -> dict[str, Any]:
         async with UnitOfWork(self._sessionmaker) as uow:
-            session = uow.session
-            stored = await session.scalar(
-                select(SandboxProcessorCall)
-                .where(
-                    SandboxProcessorCall.installation_id == tenant.installation_id,
-                    SandboxProcessorCall.livemode == tenant.livemode,
-                    SandboxProcessorCall.idempotency_key == idempotency_key,
-                )
-                .with_for_update()
-            )
+            # the simulator answers every money operation: straight on the driver (db/raw.py)
+            connection = await driver_connection(uow.session)
+            key = (tenant.installation_id, tenant.livemode, idempotency_key)
+            stored = await connection.fetchrow(_STORED_CALL, *key)
             if stored is not None:
                 return _replay(stored, request)
 
-            mode = await self._take_fault(session, tenant, operation_type)
+            mode = await connection.fetchval(
+                _TAKE_FAULT, tenant.installation_id, tenant.livemode, operation_type
+            )
             if mode == "transient":
                 await uow.commit()  # the fault is used up even though the call "failed"
                 raise ProcessorUnavailable(f"sandbox processor: injected transient fault on {operation_type}")
@@ -90,21 +85,15 @@ class SandboxProcessor:
                     refusal = refused
             if refusal is not None:
                 response = {"error": {"code": refusal.code, "message": refusal.message}}
-            inserted = await session.execute(
-                insert(SandboxProcessorCall)
-                .values(
-                    installation_id=tenant.installation_id,
-                    livemode=tenant.livemode,
-                    idempotency_key=idempotency_key,
-                    operation_type=operation_type,
-                    request=request,
-                    response=response,
-                    succeeded=refusal is None,
-                )
-                .on_conflict_do_nothing()
-                .returning(SandboxProcessorCall.idempotency_key)
+            inserted = await connection.fetchval(
+                _RECORD_CALL,
+                *key,
+                operation_type,
+                orjson.dumps(request).decode(),
+                orjson.dumps(response).decode(),
+                refusal is None,
             )
-            if inserted.scalar() is None:  # a concurrent call with this key answered first: use its answer
+            if inserted is None:  # a concurrent call with this key answered first: use its answer
                 await uow.rollback()
                 return await self._call(tenant, operation_type, idempotency_key, request, answer)
             await uow.commit()
@@ -112,27 +101,32 @@ class SandboxProcessor:
             raise refusal
         return response
 
-    @staticmethod
-    async def _take_fault(session: AsyncSession, tenant: Tenant, operation_type: str) -> str | None:
-        mode = await session.scalar(
-            update(SandboxProcessorFault)
-            .where(
-                SandboxProcessorFault.installation_id == tenant.installation_id,
-                SandboxProcessorFault.livemode == tenant.livemode,
-                SandboxProcessorFault.operation_type == operation_type,
-                SandboxProcessorFault.remaining > 0,
-            )
-            .values(remaining=SandboxProcessorFault.remaining - 1)
-            .returning(SandboxProcessorFault.mode)
-        )
-        return str(mode) if mode is not None else None
+
+_STORED_CALL = """
+    SELECT request, response, succeeded FROM sandbox_processor_calls
+    WHERE installation_id = $1 AND livemode = $2 AND idempotency_key = $3
+    FOR UPDATE
+"""
+_TAKE_FAULT = """
+    UPDATE sandbox_processor_faults SET remaining = remaining - 1, updated_at = now()
+    WHERE installation_id = $1 AND livemode = $2 AND operation_type = $3 AND remaining > 0
+    RETURNING mode
+"""
+_RECORD_CALL = """
+    INSERT INTO sandbox_processor_calls
+        (installation_id, livemode, idempotency_key, operation_type, request, response, succeeded)
+    VALUES ($1, $2, $3, $4, $5, $6, $7)
+    ON CONFLICT DO NOTHING
+    RETURNING idempotency_key
+"""
 
 
-def _replay(stored: SandboxProcessorCall, request: dict[str, Any]) -> dict[str, Any]:
-    if stored.request != request:
+def _replay(stored: Any, request: dict[str, Any]) -> dict[str, Any]:
+    if orjson.loads(stored["request"]) != request:
         # a real processor refuses a key reused with other parameters; so does the sandbox
         raise ProcessorRefused("idempotency_key_reused", "The key was used with different parameters.")
-    if not stored.succeeded:
-        error = stored.response["error"]
+    response: dict[str, Any] = orjson.loads(stored["response"])
+    if not stored["succeeded"]:
+        error = response["error"]
         raise ProcessorRefused(error["code"], error["message"])
-    return stored.response
+    return response
