@@ -6,9 +6,10 @@ from collections.abc import Sequence
 from typing import Any
 
 import orjson
-from sqlalchemy import and_, or_, select
+from sqlalchemy import and_, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from moneyrail.db.pagination import newest_first_page
 from moneyrail.db.raw import driver_connection
 from moneyrail.kit.pagination import Position
 from moneyrail.kit.tenant import Tenant
@@ -63,13 +64,7 @@ async def get_by_reference(session: AsyncSession, tenant: Tenant, reference: str
 async def list_page(
     session: AsyncSession, tenant: Tenant, *, limit: int, after: Position | None
 ) -> Sequence[Customer]:
-    statement = select(Customer).where(_owned_by(tenant))
-    if after is not None:
-        statement = statement.where(
-            or_(
-                Customer.created_at < after.created_at,
-                and_(Customer.created_at == after.created_at, Customer.id < after.id),
-            )
-        )
-    statement = statement.order_by(Customer.created_at.desc(), Customer.id.desc()).limit(limit + 1)
+    statement = newest_first_page(
+        select(Customer).where(_owned_by(tenant)), Customer, limit=limit, after=after
+    )
     return (await session.scalars(statement)).all()

@@ -3,9 +3,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import and_, or_, select
+from sqlalchemy import and_, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from moneyrail.db.pagination import newest_first_page
 from moneyrail.kit.pagination import Position
 from moneyrail.kit.tenant import Tenant
 from moneyrail.models import Event, WebhookEndpoint
@@ -33,15 +34,7 @@ async def list_events(
     statement = select(Event).where(_event_owned_by(tenant))
     if event_type:
         statement = statement.where(Event.type == event_type)
-    if after is not None:
-        statement = statement.where(
-            or_(
-                Event.created_at < after.created_at,
-                and_(Event.created_at == after.created_at, Event.id < after.id),
-            )
-        )
-    statement = statement.order_by(Event.created_at.desc(), Event.id.desc()).limit(limit + 1)
-    return (await session.scalars(statement)).all()
+    return (await session.scalars(newest_first_page(statement, Event, limit=limit, after=after))).all()
 
 
 async def endpoints_listening(
@@ -71,14 +64,6 @@ async def list_endpoints(
     session: AsyncSession, tenant: Tenant, *, limit: int, after: Position | None
 ) -> Sequence[WebhookEndpoint]:
     statement = select(WebhookEndpoint).where(_endpoint_owned_by(tenant))
-    if after is not None:
-        statement = statement.where(
-            or_(
-                WebhookEndpoint.created_at < after.created_at,
-                and_(WebhookEndpoint.created_at == after.created_at, WebhookEndpoint.id < after.id),
-            )
-        )
-    statement = statement.order_by(WebhookEndpoint.created_at.desc(), WebhookEndpoint.id.desc()).limit(
-        limit + 1
-    )
-    return (await session.scalars(statement)).all()
+    return (
+        await session.scalars(newest_first_page(statement, WebhookEndpoint, limit=limit, after=after))
+    ).all()
