@@ -86,3 +86,43 @@ def test_a_live_key_finds_no_test_helpers(web, api, bridge):
         "resource_missing",
     )
     live.close()
+
+
+def test_the_sandbox_processor_answers_a_repeated_key_with_its_first_answer(api, bridge):
+    """What makes a re-driven attempt harmless: same key, same answer, one call on the processor's books."""
+    from moneyrail.processor.interface import ProcessorRefused
+    from moneyrail.processor.sandbox import CLOSED_BANK_ACCOUNT, SandboxProcessor
+
+    tenant = api.keys.tenant
+
+    async def calls(session):
+        processor = SandboxProcessor(bridge._sessionmaker)
+        first = await processor.create_transfer(
+            tenant, idempotency_key="op_x:transfer", amount=500, currency="eur", destination="acct_1"
+        )
+        again = await processor.create_transfer(
+            tenant, idempotency_key="op_x:transfer", amount=500, currency="eur", destination="acct_1"
+        )
+        refusals = []
+        for _ in range(2):  # a stored refusal is replayed as the same refusal
+            try:
+                await processor.create_payout(
+                    tenant,
+                    idempotency_key="op_y:payout",
+                    amount=100,
+                    currency="eur",
+                    bank_account=CLOSED_BANK_ACCOUNT,
+                )
+            except ProcessorRefused as refused:
+                refusals.append(refused.code)
+        try:
+            await processor.create_transfer(
+                tenant, idempotency_key="op_x:transfer", amount=999, currency="eur", destination="acct_1"
+            )
+        except ProcessorRefused as refused:
+            refusals.append(refused.code)
+        return first, again, refusals
+
+    first, again, refusals = bridge.in_unit_of_work(calls)
+    assert first == again and first.processor_id.startswith("sbx_tr_")
+    assert refusals == ["account_closed", "account_closed", "idempotency_key_reused"]

@@ -121,11 +121,16 @@ _RECORD_CALL = """
 """
 
 
+def _json(value: Any) -> Any:
+    # SQLAlchemy's asyncpg adapter registers a JSON codec on its connections: jsonb arrives decoded
+    return orjson.loads(value) if isinstance(value, str | bytes) else value
+
+
 def _replay(stored: Any, request: dict[str, Any]) -> dict[str, Any]:
-    if orjson.loads(stored["request"]) != request:
+    if _json(stored["request"]) != request:
         # a real processor refuses a key reused with other parameters; so does the sandbox
         raise ProcessorRefused("idempotency_key_reused", "The key was used with different parameters.")
-    response: dict[str, Any] = orjson.loads(stored["response"])
+    response: dict[str, Any] = _json(stored["response"])
     if not stored["succeeded"]:
         error = response["error"]
         raise ProcessorRefused(error["code"], error["message"])
