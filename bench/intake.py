@@ -733,17 +733,18 @@ def results_readme(latest: dict[str, Any], latest_name: str) -> str:
         f" after a {settings['warmup_s']} s warm-up, `POST /v1/customers`, a new Idempotency-Key per request",
         "",
         "| target | req/s | p50 | p90 | p99 | max | non-2xx | socket errors | CPU server | CPU postgres"
-        " | CPU wrk | CPU interrupts | CPU other | machine busy |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        " | CPU wrk | CPU interrupts | CPU other | machine busy | new PG connections |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for name, result in latest["results"].items():
         cpu = result["cpu_percent_of_one_core"]
+        sessions = result.get("postgres_sessions_opened")
         lines.append(
             f"| {name} | {result['requests_per_s']:.1f} | {result['p50_ms']:.2f} | {result['p90_ms']:.2f}"
             f" | {result['p99_ms']:.2f} | {result['max_ms']:.1f} | {result['non_2xx']}"
             f" | {sum(result['socket_errors'].values())} | {cpu['server']} | {cpu['postgres']}"
             f" | {cpu['wrk']} | {cpu['interrupts']} | {cpu['other']}"
-            f" | {result['machine_cpu_busy_percent']}% |"
+            f" | {result['machine_cpu_busy_percent']}% | {'-' if sessions is None else sessions} |"
         )
     lines += ["", "| ratio | req/s | p50 | p99 |", "|---|---:|---:|---:|"]
     for name, ratio in latest["ratios"].items():
