@@ -188,7 +188,6 @@ def engine_rate(database_url: str, redis_url: str, operations: int) -> dict[str,
         "MONEYRAIL_WORKER_MODULES": "tests.engine.probe_actors",
         "MONEYRAIL_LOG_LEVEL": "WARNING",
         "MONEYRAIL_WORKER_METRICS_PORT": "19292",
-        "MONEYRAIL_DB_POOL_SIZE": str(THREADS),
     }
     moneyrail = [sys.executable, "-m", "moneyrail"]
     scheduler = _start([*moneyrail, "scheduler"], env, "engine-scheduler.log")

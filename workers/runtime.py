@@ -16,6 +16,7 @@ from moneyrail.processor.sandbox import SandboxProcessor
 
 WORKER_ID = f"{socket.gethostname()}:{os.getpid()}"
 _sessionmaker: async_sessionmaker[AsyncSession] | None = None
+_processor_sessionmaker: async_sessionmaker[AsyncSession] | None = None
 
 
 def sessionmaker() -> async_sessionmaker[AsyncSession]:
@@ -40,5 +41,13 @@ async def run(operation_id: str, handler: Handler) -> RunResult:
 
 def processor() -> Processor:
     """The processor behind every actor. Only the sandbox simulator exists so far; a live adapter
-    would be chosen here by the operation's livemode."""
-    return SandboxProcessor(sessionmaker())
+    would be chosen here by the operation's livemode.
+
+    The simulator plays an outside system, so it has its own connection pool: an operation holds a
+    connection of the main pool while it calls the processor, and sharing one pool would let as many
+    operations as there are connections each wait for a second one, forever.
+    """
+    global _processor_sessionmaker
+    if _processor_sessionmaker is None:
+        _processor_sessionmaker = create_sessionmaker(create_engine(get_settings()))
+    return SandboxProcessor(_processor_sessionmaker)
