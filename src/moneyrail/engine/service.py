@@ -17,7 +17,6 @@ from datetime import datetime, timedelta
 from typing import Any
 
 import structlog
-from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from moneyrail.db.uow import UnitOfWork
@@ -305,8 +304,3 @@ async def discard_dead_letter(
     await session.flush()
     logger.info("dead_letter_discarded", operation_id=operation_id, operator=operator, reason=reason)
     return operation
-
-
-async def database_now(session: AsyncSession) -> datetime:
-    now: datetime = await session.scalar(text("SELECT now()"))
-    return now
