@@ -17,7 +17,7 @@ import importlib  # noqa: E402
 
 from moneyrail.config import get_settings  # noqa: E402
 from moneyrail.logging import configure_logging  # noqa: E402
-from workers import webhooks  # noqa: E402, F401 - registers the actor
+from workers import deliveries, payments, webhooks  # noqa: E402, F401 - register the actors
 from workers.broker import broker  # noqa: E402
 
 settings = get_settings()

@@ -11,12 +11,11 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from moneyrail.config import get_settings
 from moneyrail.db.engine import create_engine, create_sessionmaker
 from moneyrail.engine.service import Handler, RunResult, run_operation
+from moneyrail.processor import provider
 from moneyrail.processor.interface import Processor
-from moneyrail.processor.sandbox import SandboxProcessor
 
 WORKER_ID = f"{socket.gethostname()}:{os.getpid()}"
 _sessionmaker: async_sessionmaker[AsyncSession] | None = None
-_processor_sessionmaker: async_sessionmaker[AsyncSession] | None = None
 
 
 def sessionmaker() -> async_sessionmaker[AsyncSession]:
@@ -40,14 +39,5 @@ async def run(operation_id: str, handler: Handler) -> RunResult:
 
 
 def processor() -> Processor:
-    """The processor behind every actor. Only the sandbox simulator exists so far; a live adapter
-    would be chosen here by the operation's livemode.
-
-    The simulator plays an outside system, so it has its own connection pool: an operation holds a
-    connection of the main pool while it calls the processor, and sharing one pool would let as many
-    operations as there are connections each wait for a second one, forever.
-    """
-    global _processor_sessionmaker
-    if _processor_sessionmaker is None:
-        _processor_sessionmaker = create_sessionmaker(create_engine(get_settings()))
-    return SandboxProcessor(_processor_sessionmaker)
+    """The processor behind every actor (its own connection pool: see processor/provider.py)."""
+    return provider.processor()

@@ -15,10 +15,14 @@ from moneyrail.api.middleware import RequestContextMiddleware
 from moneyrail.config import Settings, get_settings
 from moneyrail.customers.endpoints import router as customers_router
 from moneyrail.db.engine import create_engine, create_sessionmaker
+from moneyrail.deliveries.endpoints import router as deliveries_router
 from moneyrail.engine.endpoints import router as operations_router
 from moneyrail.events.endpoints import router as events_router
 from moneyrail.installations.endpoints import router as account_router
 from moneyrail.logging import configure_logging
+from moneyrail.payment_methods.endpoints import router as payment_methods_router
+from moneyrail.payments.endpoints import router as payments_router
+from moneyrail.payments.pages import router as payment_pages_router
 from moneyrail.sandbox.endpoints import router as sandbox_router
 
 
@@ -26,6 +30,9 @@ def payments_api() -> APIRouter:
     v1 = APIRouter(prefix="/v1")
     v1.include_router(account_router)
     v1.include_router(customers_router)
+    v1.include_router(payment_methods_router)
+    v1.include_router(payments_router)
+    v1.include_router(deliveries_router)
     v1.include_router(operations_router)
     v1.include_router(events_router)
     v1.include_router(sandbox_router)
@@ -61,5 +68,6 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(health.router)
     app.include_router(metrics.router)
     app.include_router(payments_api())
+    app.include_router(payment_pages_router)
     app.add_middleware(RequestContextMiddleware)
     return app

@@ -54,6 +54,15 @@ class Settings(BaseSettings):
     webhook_retry_base_seconds: float = 30.0
     webhook_max_attempts: int = 20
 
+    # Receipts (deliveries): e-mail through SMTP, `smtp://[user:password@]host:port` (smtps:// for TLS);
+    # unset, e-mail receipts are recorded as failed with "SMTP is not configured". SMS through a sender
+    # chosen by name; `sandbox` records messages in the database.
+    smtp_url: str | None = None
+    smtp_from: str = "receipts@moneyrail.localhost"
+    sms_sender: str = "sandbox"
+    # The simulated network reports a captured payment's real cost this many (sandbox) days later.
+    sandbox_cost_report_days: int = 3
+
     @property
     def base_url(self) -> str:
         return self.public_base_url or f"http://{self.host}:{self.port}"

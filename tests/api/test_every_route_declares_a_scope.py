@@ -33,9 +33,18 @@ def operations(web):
 
 def _route_scope(operation) -> str | None:
     requirements = operation.get("security") or []
-    scopes = [scope for requirement in requirements for scope in requirement.get("ApiKey", [])]
+    scopes = [
+        scope
+        for requirement in requirements
+        for scheme in ("ApiKey", "PublishableKey")
+        for scope in requirement.get(scheme, [])
+    ]
     assert len(scopes) <= 1, scopes
     return scopes[0] if scopes else None
+
+
+def _is_client_side(operation) -> bool:
+    return any("PublishableKey" in requirement for requirement in operation.get("security") or [])
 
 
 def test_every_route_declares_exactly_one_known_scope_or_is_listed_public(operations):
@@ -54,7 +63,7 @@ def _concrete(path: str) -> str:
 
 
 def test_every_scoped_route_refuses_a_missing_key_and_a_key_of_another_area(operations, web, tenant, bridge):
-    checked = 0
+    checked = client_side_checked = 0
     for method, path, operation in operations:
         scope = _route_scope(operation)
         if scope is None:
@@ -68,6 +77,17 @@ def test_every_scoped_route_refuses_a_missing_key_and_a_key_of_another_area(oper
         refused = httpx.request(
             method.upper(), url, headers={"Authorization": f"Bearer {stranger}"}, **kwargs
         )
-        assert_error(refused, 403, "insufficient_scope")
+        if _is_client_side(operation):
+            # a client-side route takes the publishable key only: any secret key is refused outright
+            assert_error(refused, 401, "invalid_api_key")
+            all_scopes = add_key(bridge, tenant.tenant, ("*",))
+            refused = httpx.request(
+                method.upper(), url, headers={"Authorization": f"Bearer {all_scopes}"}, **kwargs
+            )
+            assert_error(refused, 401, "invalid_api_key")
+            client_side_checked += 1
+        else:
+            assert_error(refused, 403, "insufficient_scope")
         checked += 1
     assert checked >= 4
+    assert client_side_checked >= 2  # confirming a payment and a setup intent

@@ -24,7 +24,7 @@ from moneyrail.api.auth import authenticate
 from moneyrail.api.context import Principal, request_id
 from moneyrail.api.errors import error_body
 from moneyrail.db.uow import UnitOfWork
-from moneyrail.errors import InsufficientScope, MoneyrailError
+from moneyrail.errors import InsufficientScope, InvalidApiKey, MoneyrailError
 from moneyrail.kit.scopes import grants, is_known_scope
 
 
@@ -34,19 +34,29 @@ class ApiKeyGate(SecurityBase):
     A security scheme, so each route's scope is part of /openapi.json (`security: [{"ApiKey": [scope]}]`).
     """
 
-    def __init__(self, *, allow_publishable: bool = False) -> None:
-        self.model = HTTPBearerModel(
-            description="`Authorization: Bearer sk_test_…` (a publishable key only on client-side routes)"
-        )
-        self.scheme_name = "ApiKey"
-        self.allow_publishable = allow_publishable
+    def __init__(self, *, client_side: bool = False) -> None:
+        if client_side:
+            self.model = HTTPBearerModel(
+                description="`Authorization: Bearer pk_test_…`: the publishable key, with the object's "
+                "`client_secret` in the body. A secret key stays on the server and is refused here."
+            )
+            self.scheme_name = "PublishableKey"
+        else:
+            self.model = HTTPBearerModel(description="`Authorization: Bearer sk_test_…`")
+            self.scheme_name = "ApiKey"
+        self.client_side = client_side
 
     async def __call__(self, request: Request, security_scopes: SecurityScopes) -> Principal:
         if len(security_scopes.scopes) != 1 or not is_known_scope(security_scopes.scopes[0]):
             raise RuntimeError(f"a route must declare exactly one known scope, not {security_scopes.scopes}")
         scope = security_scopes.scopes[0]
-        principal = await authenticate(request, allow_publishable=self.allow_publishable)
+        principal = await authenticate(request, allow_publishable=self.client_side)
         request.state.principal = principal
+        if self.client_side and principal.key_kind != "publishable":
+            raise InvalidApiKey(
+                "This is a client-side route: call it with the publishable key (pk_…) and the client_secret."
+                " Keep the secret key on your server."
+            )
         if principal.key_kind == "secret" and not grants(principal.scopes, scope):
             raise InsufficientScope(f"This API key lacks the `{scope}` scope needed here.")
         retention = timedelta(hours=request.app.state.settings.idempotency_retention_hours)
@@ -55,6 +65,7 @@ class ApiKeyGate(SecurityBase):
 
 
 secret_key_gate = ApiKeyGate()
+publishable_key_gate = ApiKeyGate(client_side=True)
 
 
 def scoped(scope: str) -> Any:
@@ -62,6 +73,13 @@ def scoped(scope: str) -> Any:
     if not is_known_scope(scope):
         raise ValueError(f"unknown scope {scope!r}")
     return Security(secret_key_gate, scopes=[scope])
+
+
+def client_side(scope: str) -> Any:
+    """A route for browsers and apps: the publishable key only; the body's client_secret authorizes."""
+    if not is_known_scope(scope):
+        raise ValueError(f"unknown scope {scope!r}")
+    return Security(publishable_key_gate, scopes=[scope])
 
 
 class MoneyrailRoute(APIRoute):

@@ -14,12 +14,21 @@ from moneyrail.models.ledger import (
     LedgerPosting,
 )
 from moneyrail.models.operation import Operation, OperationAttempt
-from moneyrail.models.sandbox import SandboxClock, SandboxProcessorCall, SandboxProcessorFault
+from moneyrail.models.payment import PaymentIntent, ReceiptDelivery, Refund, SandboxSmsMessage
+from moneyrail.models.payment_method import CustomerSession, PaymentMethod, SetupIntent
+from moneyrail.models.sandbox import (
+    SandboxAuthorization,
+    SandboxCard,
+    SandboxClock,
+    SandboxProcessorCall,
+    SandboxProcessorFault,
+)
 
 __all__ = [
     "ApiKey",
     "Base",
     "Customer",
+    "CustomerSession",
     "EnvironmentSettings",
     "Event",
     "IdempotencyRecord",
@@ -32,9 +41,17 @@ __all__ = [
     "LedgerPosting",
     "Operation",
     "OperationAttempt",
+    "PaymentIntent",
+    "PaymentMethod",
     "PublishableKey",
+    "ReceiptDelivery",
+    "Refund",
+    "SandboxAuthorization",
+    "SandboxCard",
     "SandboxClock",
     "SandboxProcessorCall",
     "SandboxProcessorFault",
+    "SandboxSmsMessage",
+    "SetupIntent",
     "WebhookEndpoint",
 ]

@@ -54,3 +54,47 @@ class SandboxProcessorCall(Base):
     response: Mapped[dict[str, Any]]
     succeeded: Mapped[bool]
     created_at: Mapped[datetime] = mapped_column(server_default=func.now())
+
+
+class SandboxCard(Base):
+    """A card the simulated network tokenized: its scripted behaviour, never its number."""
+
+    __tablename__ = "sandbox_cards"
+
+    token: Mapped[str] = mapped_column(primary_key=True)
+    installation_id: Mapped[str] = mapped_column(ForeignKey("installations.id"))
+    livemode: Mapped[bool]
+    behaviour: Mapped[str]
+    brand: Mapped[str]
+    last4: Mapped[str]
+    exp_month: Mapped[int]
+    exp_year: Mapped[int]
+    fingerprint: Mapped[str]
+    created_at: Mapped[datetime] = mapped_column(server_default=func.now())
+
+
+class SandboxAuthorization(Base):
+    """The simulated network's side of one payment: authorized, captured, refunded, its real cost."""
+
+    __tablename__ = "sandbox_authorizations"
+    __table_args__ = (
+        CheckConstraint(
+            "status IN ('requires_action', 'authorized', 'declined', 'captured', 'canceled')", name="status"
+        ),
+        CheckConstraint("amount_captured >= 0 AND amount_refunded <= amount_captured", name="amounts"),
+    )
+
+    id: Mapped[str] = mapped_column(primary_key=True)
+    installation_id: Mapped[str] = mapped_column(ForeignKey("installations.id"))
+    livemode: Mapped[bool]
+    card_token: Mapped[str] = mapped_column(ForeignKey("sandbox_cards.token"))
+    amount: Mapped[int]
+    currency: Mapped[str]
+    status: Mapped[str]
+    decline_code: Mapped[str | None]
+    amount_captured: Mapped[int] = mapped_column(server_default=text("0"))
+    amount_refunded: Mapped[int] = mapped_column(server_default=text("0"))
+    captured_at: Mapped[datetime | None]  # on the installation's sandbox clock
+    cost_amount: Mapped[int | None]
+    created_at: Mapped[datetime] = mapped_column(server_default=func.now())
+    updated_at: Mapped[datetime] = mapped_column(server_default=func.now())

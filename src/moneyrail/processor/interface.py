@@ -11,7 +11,9 @@ from moneyrail.kit.tenant import Tenant
 
 # The kinds of call a fault can be injected into (CONVENTIONS.md §11 `operation_type`).
 PROCESSOR_OPERATION_TYPES = (
+    "tokenize",
     "authorize",
+    "complete_authentication",
     "capture",
     "cancel",
     "increment_authorization",
@@ -19,6 +21,7 @@ PROCESSOR_OPERATION_TYPES = (
     "transfer",
     "transfer_reversal",
     "payout",
+    "cost_report",
 )
 
 
@@ -28,6 +31,17 @@ class ProcessorUnavailable(TransientFailure):
 
 class ProcessorRefused(PermanentFailure):
     """The processor refused the call for good (a closed account, a decline)."""
+
+
+class CardNotAccepted(ProcessorRefused):
+    """The network will not take this card at all (not a sandbox card in the sandbox, an expired card).
+
+    `decline_code` says why, as a card decline does (`test_mode_live_card`, `expired_card`).
+    """
+
+    def __init__(self, decline_code: str, message: str) -> None:
+        super().__init__("card_declined", message)
+        self.decline_code = decline_code
 
 
 def operation_key(operation_id: str, step: str) -> str:
@@ -50,7 +64,113 @@ class PayoutResult:
     status: str
 
 
+@dataclass(frozen=True)
+class CardDetails:
+    """What a payer typed. It goes to the processor and nowhere else: never stored, never logged."""
+
+    number: str
+    exp_month: int
+    exp_year: int
+    cvc: str
+
+    def __repr__(self) -> str:  # a stray log line must not carry the number
+        return f"CardDetails(last4={self.number[-4:]!r}, exp={self.exp_month}/{self.exp_year})"
+
+
+@dataclass(frozen=True)
+class TokenizedCard:
+    token: str  # the processor's reference; moneyrail stores it and never shows it
+    brand: str
+    last4: str
+    exp_month: int
+    exp_year: int
+    fingerprint: str  # the same card number gives the same fingerprint within an installation
+
+
+@dataclass(frozen=True)
+class Authorization:
+    """The network's answer to an authorization (or to the bank authentication that followed one).
+
+    status: `authorized` (amount held), `requires_action` (the payer must authenticate with the bank
+    at `action_url` first), `declined` (with `decline_code`), `canceled`.
+    """
+
+    id: str
+    status: str
+    amount: int
+    currency: str
+    decline_code: str | None = None
+    action_url: str | None = None
+
+
+@dataclass(frozen=True)
+class Capture:
+    authorization_id: str
+    amount_captured: int
+
+
+@dataclass(frozen=True)
+class RefundResult:
+    processor_id: str
+    authorization_id: str
+    amount: int
+
+
+@dataclass(frozen=True)
+class CostReport:
+    """The real cost of processing a captured payment, known some days after capture."""
+
+    authorization_id: str
+    cost_amount: int
+    currency: str
+
+
 class Processor(Protocol):
+    async def tokenize_card(self, tenant: Tenant, card: CardDetails) -> TokenizedCard:
+        """Raises CardNotAccepted for a card the network will not take."""
+        ...
+
+    async def authorize(
+        self,
+        tenant: Tenant,
+        *,
+        idempotency_key: str,
+        card_token: str,
+        amount: int,
+        currency: str,
+        off_session: bool,
+    ) -> Authorization: ...
+
+    async def complete_authentication(
+        self, tenant: Tenant, *, idempotency_key: str, authorization_id: str, approved: bool
+    ) -> Authorization:
+        """The payer finished (approved) or abandoned (not approved) the bank's authentication."""
+        ...
+
+    async def capture(
+        self, tenant: Tenant, *, idempotency_key: str, authorization_id: str, amount: int
+    ) -> Capture:
+        """Capture `amount` (at most the authorized amount); the rest of the hold is released."""
+        ...
+
+    async def cancel(
+        self, tenant: Tenant, *, idempotency_key: str, authorization_id: str
+    ) -> Authorization: ...
+
+    async def increment_authorization(
+        self, tenant: Tenant, *, idempotency_key: str, authorization_id: str, amount: int
+    ) -> Authorization:
+        """Raise the hold to `amount` (the new total); `declined` leaves the old hold in place."""
+        ...
+
+    async def refund(
+        self, tenant: Tenant, *, idempotency_key: str, authorization_id: str, amount: int
+    ) -> RefundResult: ...
+
+    async def cost_report(self, tenant: Tenant, *, authorization_id: str) -> CostReport | None:
+        """The payment's real processing cost, or None while the network has not reported it yet."""
+        ...
+
     async def create_transfer(
         self, tenant: Tenant, *, idempotency_key: str, amount: int, currency: str, destination: str
     ) -> TransferResult: ...

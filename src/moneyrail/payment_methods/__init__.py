@@ -1,0 +1,1 @@
+"""Saved cards of customers, setup intents, customer sessions (spec 4.A)."""

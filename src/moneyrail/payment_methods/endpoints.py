@@ -1,0 +1,7 @@
+from __future__ import annotations
+
+from fastapi import APIRouter
+
+from moneyrail.api.routing import MoneyrailRoute
+
+router = APIRouter(route_class=MoneyrailRoute, tags=["saved payment methods"])

@@ -1,0 +1,7 @@
+"""Hosted pages of payments: the sandbox bank's authentication screen."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter
+
+router = APIRouter(include_in_schema=False)

@@ -1,0 +1,3 @@
+"""Payment work on the `money` queue: refunds through the processor."""
+
+from __future__ import annotations
