@@ -58,6 +58,12 @@ class ReferencedResourceMissing(InvalidRequest):
     code = "resource_missing"
 
 
+class FeeAmountImmutable(InvalidRequest):
+    """The payment has a fee reserve, so its amount is fixed (spec 4.B rule 1)."""
+
+    code = "fee_amount_immutable"
+
+
 class UnsupportedVersion(InvalidRequest):
     code = "unsupported_version"
 
@@ -79,6 +85,31 @@ class AuthenticationRequired(MoneyrailError):
 
 class InvalidApiKey(AuthenticationRequired):
     code = "invalid_api_key"
+
+
+class ClientSecretInvalid(AuthenticationRequired):
+    """A client-side call whose client_secret does not belong to the object it names."""
+
+    code = "client_secret_invalid"
+
+
+# 402 ------------------------------------------------------------------------------------------
+class CardError(MoneyrailError):
+    status = 402
+    type = "card_error"
+    code = "card_declined"
+
+
+class CardDeclined(CardError):
+    """The card was refused; `decline_code` says why (generic_decline, insufficient_funds, ...)."""
+
+    def __init__(self, message: str, *, decline_code: str, param: str | None = None) -> None:
+        super().__init__(message, param=param, decline_code=decline_code)
+        self.decline_code = decline_code
+
+
+class CardAuthenticationRequired(CardError):
+    code = "authentication_required"
 
 
 class InsufficientScope(MoneyrailError):
