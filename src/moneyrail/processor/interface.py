@@ -4,6 +4,7 @@ operation (`"<operation id>:<step>"`), so a retried or re-driven attempt never m
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Protocol
 
 from moneyrail.engine.outcomes import PermanentFailure, TransientFailure
@@ -167,8 +168,14 @@ class Processor(Protocol):
         self, tenant: Tenant, *, idempotency_key: str, authorization_id: str, amount: int
     ) -> RefundResult: ...
 
-    async def cost_report(self, tenant: Tenant, *, authorization_id: str) -> CostReport | None:
-        """The payment's real processing cost, or None while the network has not reported it yet."""
+    async def cost_report(
+        self, tenant: Tenant, *, authorization_id: str, as_of: datetime | None = None
+    ) -> CostReport | None:
+        """The payment's real processing cost, or None while the network has not reported it yet.
+
+        `as_of` is the tenant's present as the caller sees it (a sandbox clock just advanced in the
+        caller's transaction); a live network answers by its own clock.
+        """
         ...
 
     async def create_transfer(

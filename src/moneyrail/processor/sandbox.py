@@ -3,89 +3,352 @@
 It keeps its own books in its own transactions, apart from moneyrail's unit of work, because it plays
 an outside system: a call it answered stays answered even if moneyrail's transaction then rolls back
 or its worker is killed. Repeating an idempotency key returns the stored answer.
+
+Card numbers reach `tokenize_card` and go no further: a tokenized card keeps its scripted behaviour,
+brand, last4, expiry and fingerprint (cards.py).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from datetime import datetime, timedelta
 from typing import Any
 
 import orjson
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from moneyrail.config import get_settings
 from moneyrail.db.raw import driver_connection
 from moneyrail.db.uow import UnitOfWork
-from moneyrail.kit.ids import random_base62
+from moneyrail.kit.ids import ID_RANDOM_LENGTH, random_base62
 from moneyrail.kit.tenant import Tenant
-from moneyrail.processor.interface import PayoutResult, ProcessorRefused, ProcessorUnavailable, TransferResult
+from moneyrail.processor import cards
+from moneyrail.processor.interface import (
+    Authorization,
+    Capture,
+    CardDetails,
+    CostReport,
+    PayoutResult,
+    ProcessorRefused,
+    ProcessorUnavailable,
+    RefundResult,
+    TokenizedCard,
+    TransferResult,
+)
+from moneyrail.sandbox.service import tenant_now
 
 # Sandbox bank accounts with a scripted outcome (CONVENTIONS.md §13).
 CLOSED_BANK_ACCOUNT = "000111111116"
+
+# The network's processing cost of a captured payment: 2.9 % plus 30 minor units, rounded up.
+COST_BASIS_POINTS = 290
+COST_FIXED_AMOUNT = 30
+
+# The authorization state machine: the statuses each change may start from, and the refusal otherwise.
+ALLOWED_FROM: dict[str, tuple[frozenset[str], str]] = {
+    "complete_authentication": (
+        frozenset({"requires_action"}),
+        "authorization_not_awaiting_authentication",
+    ),
+    "capture": (frozenset({"authorized"}), "authorization_not_capturable"),
+    "cancel": (frozenset({"authorized", "requires_action"}), "authorization_not_cancelable"),
+    "increment_authorization": (frozenset({"authorized"}), "authorization_not_incrementable"),
+    "refund": (frozenset({"captured"}), "authorization_not_refundable"),
+}
+
+
+def processing_cost(amount_captured: int) -> int:
+    # integer ceiling: a float product loses cents on large amounts
+    return -(-amount_captured * COST_BASIS_POINTS // 10_000) + COST_FIXED_AMOUNT
+
+
+def _sandbox_id(prefix: str) -> str:
+    return f"{prefix}_{random_base62(ID_RANDOM_LENGTH)}"
+
+
+@dataclass(frozen=True)
+class _Books:
+    """The simulator's records for one tenant, inside one of its own transactions."""
+
+    tenant: Tenant
+    session: AsyncSession
+    connection: Any  # the asyncpg connection under the session's transaction
+
+    async def now(self) -> datetime:
+        return await tenant_now(self.session, self.tenant)
+
+    async def take_fault(self, operation_type: str) -> str | None:
+        mode: str | None = await self.connection.fetchval(
+            _TAKE_FAULT, self.tenant.installation_id, self.tenant.livemode, operation_type
+        )
+        return mode
+
+    async def locked_authorization(self, authorization_id: str) -> Any:
+        row = await self.connection.fetchrow(
+            _LOCK_AUTHORIZATION, authorization_id, self.tenant.installation_id, self.tenant.livemode
+        )
+        if row is None:  # another tenant's authorization looks exactly like an unknown one
+            raise ProcessorRefused("no_such_authorization", f"No such authorization: {authorization_id}.")
+        return row
+
+    async def locked_for(self, change: str, authorization_id: str) -> Any:
+        """The authorization, locked until the answer is recorded, when `change` may start from its status."""
+        row = await self.locked_authorization(authorization_id)
+        allowed, refusal_code = ALLOWED_FROM[change]
+        if row["status"] not in allowed:
+            raise ProcessorRefused(refusal_code, f"The authorization is {row['status']}.")
+        return row
+
+
+Answer = Callable[[_Books], Awaitable[dict[str, Any]]]
 
 
 class SandboxProcessor:
     def __init__(self, sessionmaker: async_sessionmaker[AsyncSession]) -> None:
         self._sessionmaker = sessionmaker
 
+    # cards ------------------------------------------------------------------------------------------
+    async def tokenize_card(self, tenant: Tenant, card: CardDetails) -> TokenizedCard:
+        async with UnitOfWork(self._sessionmaker) as uow:
+            books = await _open_books(uow, tenant)
+            await _fail_if_faulted(uow, books, "tokenize")
+            digits = cards.checked_card_number(card, await books.now())
+            tokenized = TokenizedCard(
+                token=_sandbox_id("sbx_card"),
+                brand=cards.card_brand(digits),
+                last4=digits[-4:],
+                exp_month=card.exp_month,
+                exp_year=cards.full_expiry_year(card.exp_year),
+                fingerprint=cards.card_fingerprint(tenant.installation_id, digits),
+            )
+            await books.connection.execute(
+                _INSERT_CARD,
+                tokenized.token,
+                tenant.installation_id,
+                tenant.livemode,
+                cards.sandbox_behaviour(digits),
+                tokenized.brand,
+                tokenized.last4,
+                tokenized.exp_month,
+                tokenized.exp_year,
+                tokenized.fingerprint,
+            )
+            await uow.commit()
+        return tokenized
+
+    async def authorize(
+        self,
+        tenant: Tenant,
+        *,
+        idempotency_key: str,
+        card_token: str,
+        amount: int,
+        currency: str,
+        off_session: bool,
+    ) -> Authorization:
+        request = {
+            "card_token": card_token,
+            "amount": amount,
+            "currency": currency,
+            "off_session": off_session,
+        }
+
+        async def answer(books: _Books) -> dict[str, Any]:
+            if amount < 0:
+                raise ProcessorRefused("amount_invalid", "The amount must not be negative.")
+            behaviour = await books.connection.fetchval(
+                _CARD_BEHAVIOUR, card_token, tenant.installation_id, tenant.livemode
+            )
+            if behaviour is None:  # another tenant's token looks exactly like an unknown one
+                raise ProcessorRefused("no_such_card", "No such card: the token is unknown.")
+            status, decline_code = cards.authorization_outcome(behaviour, amount, off_session=off_session)
+            authorization_id = _sandbox_id("sbx_auth")
+            await books.connection.execute(
+                _INSERT_AUTHORIZATION,
+                authorization_id,
+                tenant.installation_id,
+                tenant.livemode,
+                card_token,
+                amount,
+                currency,
+                status,
+                decline_code,
+            )
+            return _authorization_answer(authorization_id, status, amount, currency, decline_code)
+
+        return _authorization(await self._call(tenant, "authorize", idempotency_key, request, answer))
+
+    async def complete_authentication(
+        self, tenant: Tenant, *, idempotency_key: str, authorization_id: str, approved: bool
+    ) -> Authorization:
+        request = {"authorization_id": authorization_id, "approved": approved}
+
+        async def answer(books: _Books) -> dict[str, Any]:
+            row = await books.locked_for("complete_authentication", authorization_id)
+            status, decline_code = ("authorized", None) if approved else ("declined", "authentication_failed")
+            await books.connection.execute(_SET_STATUS, authorization_id, status, decline_code)
+            return _authorization_answer(
+                authorization_id, status, row["amount"], row["currency"], decline_code
+            )
+
+        answered = await self._call(tenant, "complete_authentication", idempotency_key, request, answer)
+        return _authorization(answered)
+
+    async def capture(
+        self, tenant: Tenant, *, idempotency_key: str, authorization_id: str, amount: int
+    ) -> Capture:
+        request = {"authorization_id": authorization_id, "amount": amount}
+
+        async def answer(books: _Books) -> dict[str, Any]:
+            row = await books.locked_for("capture", authorization_id)
+            if amount < 1:
+                raise ProcessorRefused("amount_invalid", "The amount to capture must be at least 1.")
+            if amount > row["amount"]:
+                raise ProcessorRefused(
+                    "amount_too_large", f"At most {row['amount']} can be captured on this authorization."
+                )
+            await books.connection.execute(_CAPTURE, authorization_id, amount, await books.now())
+            return {"authorization_id": authorization_id, "amount_captured": amount}
+
+        answered = await self._call(tenant, "capture", idempotency_key, request, answer)
+        return Capture(answered["authorization_id"], answered["amount_captured"])
+
+    async def cancel(self, tenant: Tenant, *, idempotency_key: str, authorization_id: str) -> Authorization:
+        request = {"authorization_id": authorization_id}
+
+        async def answer(books: _Books) -> dict[str, Any]:
+            row = await books.locked_for("cancel", authorization_id)
+            await books.connection.execute(_SET_STATUS, authorization_id, "canceled", None)
+            return _authorization_answer(authorization_id, "canceled", row["amount"], row["currency"], None)
+
+        return _authorization(await self._call(tenant, "cancel", idempotency_key, request, answer))
+
+    async def increment_authorization(
+        self, tenant: Tenant, *, idempotency_key: str, authorization_id: str, amount: int
+    ) -> Authorization:
+        request = {"authorization_id": authorization_id, "amount": amount}
+
+        async def answer(books: _Books) -> dict[str, Any]:
+            row = await books.locked_for("increment_authorization", authorization_id)
+            if amount <= row["amount"]:
+                raise ProcessorRefused(
+                    "amount_invalid", f"The new total must be more than the {row['amount']} held."
+                )
+            decline_code = cards.charge_decline_code(row["behaviour"], amount)
+            if decline_code is not None:  # the old hold stays: the answer says how much is still held
+                return _authorization_answer(
+                    authorization_id, "declined", row["amount"], row["currency"], decline_code
+                )
+            await books.connection.execute(_SET_AMOUNT, authorization_id, amount)
+            return _authorization_answer(authorization_id, "authorized", amount, row["currency"], None)
+
+        answered = await self._call(tenant, "increment_authorization", idempotency_key, request, answer)
+        return _authorization(answered)
+
+    async def refund(
+        self, tenant: Tenant, *, idempotency_key: str, authorization_id: str, amount: int
+    ) -> RefundResult:
+        request = {"authorization_id": authorization_id, "amount": amount}
+
+        async def answer(books: _Books) -> dict[str, Any]:
+            row = await books.locked_for("refund", authorization_id)
+            if amount < 1:
+                raise ProcessorRefused("amount_invalid", "The amount to refund must be at least 1.")
+            refundable = row["amount_captured"] - row["amount_refunded"]
+            if amount > refundable:
+                raise ProcessorRefused("amount_too_large", f"At most {refundable} can still be refunded.")
+            await books.connection.execute(_ADD_REFUND, authorization_id, amount)
+            return {"id": _sandbox_id("sbx_re"), "authorization_id": authorization_id, "amount": amount}
+
+        answered = await self._call(tenant, "refund", idempotency_key, request, answer)
+        return RefundResult(answered["id"], answered["authorization_id"], answered["amount"])
+
+    async def cost_report(
+        self, tenant: Tenant, *, authorization_id: str, as_of: datetime | None = None
+    ) -> CostReport | None:
+        async with UnitOfWork(self._sessionmaker) as uow:
+            books = await _open_books(uow, tenant)
+            await _fail_if_faulted(uow, books, "cost_report")
+            row = await books.locked_authorization(authorization_id)
+            if row["status"] != "captured" or row["captured_at"] is None:
+                return None
+            reported_at = row["captured_at"] + timedelta(days=get_settings().sandbox_cost_report_days)
+            # the caller's clock may be ahead of what this transaction can see: a sandbox clock advanced
+            # in the caller's still-open transaction runs the work that fell due before it commits
+            now = max(as_of, await books.now()) if as_of is not None else await books.now()
+            if now < reported_at:
+                return None
+            # reported once: a later report gives the same figure whatever happened since
+            cost_amount = await books.connection.fetchval(
+                _SET_COST, authorization_id, processing_cost(row["amount_captured"])
+            )
+            await uow.commit()
+        return CostReport(authorization_id, int(cost_amount), row["currency"])
+
+    # transfers and payouts --------------------------------------------------------------------------
     async def create_transfer(
         self, tenant: Tenant, *, idempotency_key: str, amount: int, currency: str, destination: str
     ) -> TransferResult:
         request = {"amount": amount, "currency": currency, "destination": destination}
-        answer = await self._call(
-            tenant,
-            "transfer",
-            idempotency_key,
-            request,
-            lambda: {"id": f"sbx_tr_{random_base62(20)}", **request},
+
+        async def answer(_books: _Books) -> dict[str, Any]:
+            return {"id": _sandbox_id("sbx_tr"), **request}
+
+        answered = await self._call(tenant, "transfer", idempotency_key, request, answer)
+        return TransferResult(
+            answered["id"], answered["amount"], answered["currency"], answered["destination"]
         )
-        return TransferResult(answer["id"], answer["amount"], answer["currency"], answer["destination"])
 
     async def create_payout(
         self, tenant: Tenant, *, idempotency_key: str, amount: int, currency: str, bank_account: str
     ) -> PayoutResult:
         request = {"amount": amount, "currency": currency, "bank_account": bank_account}
 
-        def answer_payout() -> dict[str, Any]:
+        async def answer(_books: _Books) -> dict[str, Any]:
             if bank_account == CLOSED_BANK_ACCOUNT:
                 raise ProcessorRefused("account_closed", "The destination bank account is closed.")
-            return {"id": f"sbx_po_{random_base62(20)}", "status": "in_transit", **request}
+            return {"id": _sandbox_id("sbx_po"), "status": "in_transit", **request}
 
-        answer = await self._call(tenant, "payout", idempotency_key, request, answer_payout)
-        return PayoutResult(answer["id"], answer["amount"], answer["currency"], answer["status"])
+        answered = await self._call(tenant, "payout", idempotency_key, request, answer)
+        return PayoutResult(answered["id"], answered["amount"], answered["currency"], answered["status"])
 
+    # ------------------------------------------------------------------------------------------------
     async def _call(
         self,
         tenant: Tenant,
         operation_type: str,
         idempotency_key: str,
         request: dict[str, Any],
-        answer: Callable[[], dict[str, Any]],
+        answer: Answer,
     ) -> dict[str, Any]:
-        async with UnitOfWork(self._sessionmaker) as uow:
-            # the simulator answers every money operation: straight on the driver (db/raw.py)
-            connection = await driver_connection(uow.session)
-            key = (tenant.installation_id, tenant.livemode, idempotency_key)
-            stored = await connection.fetchrow(_STORED_CALL, *key)
-            if stored is not None:
-                return _replay(stored, request)
+        """One keyed call in one transaction: the stored answer, or a fresh one recorded with its effects.
 
-            mode = await connection.fetchval(
-                _TAKE_FAULT, tenant.installation_id, tenant.livemode, operation_type
-            )
+        `answer` refuses (ProcessorRefused) before it changes anything, and locks what it changes, so a
+        refusal is recorded alone and concurrent calls on one authorization take turns.
+        """
+        async with UnitOfWork(self._sessionmaker) as uow:
+            books = await _open_books(uow, tenant)
+            key = (tenant.installation_id, tenant.livemode, idempotency_key)
+            stored = await books.connection.fetchrow(_STORED_CALL, *key)
+            if stored is not None:
+                return _replay(stored, operation_type, request)
+
+            mode = await books.take_fault(operation_type)
             if mode == "transient":
                 await uow.commit()  # the fault is used up even though the call "failed"
-                raise ProcessorUnavailable(f"sandbox processor: injected transient fault on {operation_type}")
+                raise _injected_unavailable(operation_type)
             refusal: ProcessorRefused | None = None
             if mode == "permanent":
-                refusal = ProcessorRefused("processor_error", f"injected permanent fault on {operation_type}")
+                refusal = _injected_refusal(operation_type)
             else:
                 try:
-                    response = answer()
+                    response = await answer(books)
                 except ProcessorRefused as refused:
                     refusal = refused
             if refusal is not None:
                 response = {"error": {"code": refusal.code, "message": refusal.message}}
-            inserted = await connection.fetchval(
+            inserted = await books.connection.fetchval(
                 _RECORD_CALL,
                 *key,
                 operation_type,
@@ -102,8 +365,54 @@ class SandboxProcessor:
         return response
 
 
+async def _open_books(uow: UnitOfWork, tenant: Tenant) -> _Books:
+    # the simulator answers every money operation: straight on the driver (db/raw.py)
+    return _Books(tenant, uow.session, await driver_connection(uow.session))
+
+
+async def _fail_if_faulted(uow: UnitOfWork, books: _Books, operation_type: str) -> None:
+    """For calls without an idempotency key: an injected fault is used up and raised, nothing recorded."""
+    mode = await books.take_fault(operation_type)
+    if mode is None:
+        return
+    await uow.commit()
+    if mode == "transient":
+        raise _injected_unavailable(operation_type)
+    raise _injected_refusal(operation_type)
+
+
+def _injected_unavailable(operation_type: str) -> ProcessorUnavailable:
+    return ProcessorUnavailable(f"sandbox processor: injected transient fault on {operation_type}")
+
+
+def _injected_refusal(operation_type: str) -> ProcessorRefused:
+    return ProcessorRefused("processor_error", f"injected permanent fault on {operation_type}")
+
+
+def _authorization_answer(
+    authorization_id: str, status: str, amount: int, currency: str, decline_code: str | None
+) -> dict[str, Any]:
+    return {
+        "id": authorization_id,
+        "status": status,
+        "amount": amount,
+        "currency": currency,
+        "decline_code": decline_code,
+    }
+
+
+def _authorization(answer: dict[str, Any]) -> Authorization:
+    return Authorization(
+        id=answer["id"],
+        status=answer["status"],
+        amount=answer["amount"],
+        currency=answer["currency"],
+        decline_code=answer["decline_code"],
+    )
+
+
 _STORED_CALL = """
-    SELECT request, response, succeeded FROM sandbox_processor_calls
+    SELECT operation_type, request, response, succeeded FROM sandbox_processor_calls
     WHERE installation_id = $1 AND livemode = $2 AND idempotency_key = $3
     FOR UPDATE
 """
@@ -119,6 +428,44 @@ _RECORD_CALL = """
     ON CONFLICT DO NOTHING
     RETURNING idempotency_key
 """
+_INSERT_CARD = """
+    INSERT INTO sandbox_cards
+        (token, installation_id, livemode, behaviour, brand, last4, exp_month, exp_year, fingerprint)
+    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+"""
+_CARD_BEHAVIOUR = """
+    SELECT behaviour FROM sandbox_cards WHERE token = $1 AND installation_id = $2 AND livemode = $3
+"""
+_INSERT_AUTHORIZATION = """
+    INSERT INTO sandbox_authorizations
+        (id, installation_id, livemode, card_token, amount, currency, status, decline_code)
+    VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+"""
+_LOCK_AUTHORIZATION = """
+    SELECT a.status, a.amount, a.currency, a.amount_captured, a.amount_refunded, a.captured_at,
+           c.behaviour
+    FROM sandbox_authorizations a JOIN sandbox_cards c ON c.token = a.card_token
+    WHERE a.id = $1 AND a.installation_id = $2 AND a.livemode = $3
+    FOR UPDATE OF a
+"""
+_SET_STATUS = """
+    UPDATE sandbox_authorizations SET status = $2, decline_code = $3, updated_at = now() WHERE id = $1
+"""
+_SET_AMOUNT = "UPDATE sandbox_authorizations SET amount = $2, updated_at = now() WHERE id = $1"
+_CAPTURE = """
+    UPDATE sandbox_authorizations
+    SET status = 'captured', amount_captured = $2, captured_at = $3, updated_at = now()
+    WHERE id = $1
+"""
+_ADD_REFUND = """
+    UPDATE sandbox_authorizations SET amount_refunded = amount_refunded + $2, updated_at = now()
+    WHERE id = $1
+"""
+_SET_COST = """
+    UPDATE sandbox_authorizations SET cost_amount = COALESCE(cost_amount, $2), updated_at = now()
+    WHERE id = $1
+    RETURNING cost_amount
+"""
 
 
 def _json(value: Any) -> Any:
@@ -126,8 +473,8 @@ def _json(value: Any) -> Any:
     return orjson.loads(value) if isinstance(value, str | bytes) else value
 
 
-def _replay(stored: Any, request: dict[str, Any]) -> dict[str, Any]:
-    if _json(stored["request"]) != request:
+def _replay(stored: Any, operation_type: str, request: dict[str, Any]) -> dict[str, Any]:
+    if stored["operation_type"] != operation_type or _json(stored["request"]) != request:
         # a real processor refuses a key reused with other parameters; so does the sandbox
         raise ProcessorRefused("idempotency_key_reused", "The key was used with different parameters.")
     response: dict[str, Any] = _json(stored["response"])
