@@ -1,0 +1,129 @@
+"""Queries over saved cards, setup intents and customer sessions, always within one tenant."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from typing import Any
+
+from sqlalchemy import and_, select, text, update
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from moneyrail.db.pagination import newest_first_page
+from moneyrail.kit.pagination import Position
+from moneyrail.kit.tenant import Tenant
+from moneyrail.models import CustomerSession, PaymentMethod, SetupIntent
+
+
+def _owned_by(model: Any, tenant: Tenant) -> Any:
+    return and_(model.installation_id == tenant.installation_id, model.livemode == tenant.livemode)
+
+
+def _attached_to(tenant: Tenant, customer_id: str) -> Any:
+    return and_(
+        _owned_by(PaymentMethod, tenant),
+        PaymentMethod.customer_id == customer_id,
+        PaymentMethod.detached_at.is_(None),
+    )
+
+
+def _customer_lock_id(customer_id: str) -> int:
+    digest = hashlib.sha256(f"payment_methods|{customer_id}".encode()).digest()
+    return int.from_bytes(digest[:8], "big", signed=True)
+
+
+async def lock_customer_methods(session: AsyncSession, customer_id: str) -> None:
+    """Serialize changes to one customer's saved cards until the transaction ends.
+
+    Saving (dedupe, first-is-preferred), detaching and choosing the preferred card all read, then write;
+    two of them at once would otherwise both see "no preferred card yet" or "not saved yet".
+    """
+    await session.execute(
+        text("SELECT pg_advisory_xact_lock(:lock_id)"), {"lock_id": _customer_lock_id(customer_id)}
+    )
+
+
+async def add(session: AsyncSession, row: PaymentMethod | SetupIntent | CustomerSession) -> None:
+    session.add(row)
+    await session.flush()
+
+
+async def get_method(session: AsyncSession, tenant: Tenant, method_id: str) -> PaymentMethod | None:
+    return await session.scalar(
+        select(PaymentMethod).where(_owned_by(PaymentMethod, tenant), PaymentMethod.id == method_id)
+    )
+
+
+async def get_attached(
+    session: AsyncSession, tenant: Tenant, customer_id: str, method_id: str
+) -> PaymentMethod | None:
+    return await session.scalar(
+        select(PaymentMethod).where(_attached_to(tenant, customer_id), PaymentMethod.id == method_id)
+    )
+
+
+async def find_attached_by_fingerprint(
+    session: AsyncSession, tenant: Tenant, customer_id: str, fingerprint: str
+) -> PaymentMethod | None:
+    return await session.scalar(
+        select(PaymentMethod)
+        .where(_attached_to(tenant, customer_id), PaymentMethod.fingerprint == fingerprint)
+        .order_by(PaymentMethod.created_at, PaymentMethod.id)
+        .limit(1)
+    )
+
+
+async def preferred_id(session: AsyncSession, tenant: Tenant, customer_id: str) -> str | None:
+    return await session.scalar(
+        select(PaymentMethod.id).where(_attached_to(tenant, customer_id), PaymentMethod.preferred)
+    )
+
+
+async def clear_preferred(session: AsyncSession, tenant: Tenant, customer_id: str) -> None:
+    await session.execute(
+        update(PaymentMethod)
+        .where(_attached_to(tenant, customer_id), PaymentMethod.preferred)
+        .values(preferred=False)
+    )
+
+
+async def attached_page(
+    session: AsyncSession, tenant: Tenant, customer_id: str, *, limit: int, after: Position | None
+) -> Sequence[PaymentMethod]:
+    statement = newest_first_page(
+        select(PaymentMethod).where(_attached_to(tenant, customer_id)),
+        PaymentMethod,
+        limit=limit,
+        after=after,
+    )
+    return (await session.scalars(statement)).all()
+
+
+async def attached_preferred_first(
+    session: AsyncSession, tenant: Tenant, customer_id: str
+) -> Sequence[PaymentMethod]:
+    statement = (
+        select(PaymentMethod)
+        .where(_attached_to(tenant, customer_id))
+        .order_by(PaymentMethod.preferred.desc(), PaymentMethod.created_at.desc(), PaymentMethod.id.desc())
+    )
+    return (await session.scalars(statement)).all()
+
+
+async def get_setup_intent(
+    session: AsyncSession, tenant: Tenant, setup_intent_id: str, *, for_update: bool = False
+) -> SetupIntent | None:
+    statement = select(SetupIntent).where(_owned_by(SetupIntent, tenant), SetupIntent.id == setup_intent_id)
+    if for_update:
+        statement = statement.with_for_update()
+    return await session.scalar(statement)
+
+
+async def get_customer_session(
+    session: AsyncSession, tenant: Tenant, customer_session_id: str
+) -> CustomerSession | None:
+    return await session.scalar(
+        select(CustomerSession).where(
+            _owned_by(CustomerSession, tenant), CustomerSession.id == customer_session_id
+        )
+    )

@@ -1,0 +1,372 @@
+"""Saved cards of customers, the setup intents that save them, and customer sessions (spec 4.A).
+
+A card number goes to the processor and nowhere else: a saved method keeps the processor's token (never
+shown), brand, last4, expiry and a fingerprint. Client secrets are stored as SHA-256 hashes only.
+"""
+
+from __future__ import annotations
+
+import hmac
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from moneyrail.customers import service as customers
+from moneyrail.errors import (
+    CardDeclined,
+    ClientSecretInvalid,
+    Conflict,
+    ProcessorUnavailableError,
+    ReferencedResourceMissing,
+    ResourceMissing,
+)
+from moneyrail.installations.service import get_account, hash_secret
+from moneyrail.kit.clock import utcnow
+from moneyrail.kit.ids import new_id, random_base62
+from moneyrail.kit.pagination import Position
+from moneyrail.kit.tenant import Tenant
+from moneyrail.models import CustomerSession, PaymentMethod, SetupIntent
+from moneyrail.processor.interface import CardDetails, CardNotAccepted, Processor, ProcessorUnavailable
+from moneyrail.sandbox.service import tenant_now
+
+from . import repository
+
+SETUP_INTENT_LIFETIME = timedelta(hours=1)
+CUSTOMER_SESSION_LIFETIME = timedelta(minutes=30)
+CLIENT_SECRET_RANDOM_LENGTH = 32
+
+
+def new_client_secret(object_id: str) -> str:
+    return f"{object_id}_secret_{random_base62(CLIENT_SECRET_RANDOM_LENGTH)}"
+
+
+def _secret_matches(presented: str, stored_hash: str) -> bool:
+    return hmac.compare_digest(hash_secret(presented), stored_hash)
+
+
+# Saved cards: what other domains (payments, checkout, billing) call -----------------------------
+
+
+async def save_card(
+    session: AsyncSession,
+    tenant: Tenant,
+    processor: Processor,
+    card: CardDetails,
+    *,
+    customer_id: str | None,
+) -> PaymentMethod:
+    """Tokenize the card and keep the token; never the number.
+
+    `customer_id` None: a one-off method attached to nobody. Otherwise attached to that customer (one of
+    the tenant's, or 400 resource_missing `customer`); the same card saved again (same fingerprint, still
+    attached) answers the method already saved, and a customer's first card becomes the preferred one.
+    A card the network will not take: 402 card_declined with its decline_code; the network not
+    answering: 503 processor_unavailable (nothing saved, the request may be retried).
+    """
+    if customer_id is not None:
+        await _require_referenced_customer(session, tenant, customer_id)
+    try:
+        tokenized = await processor.tokenize_card(tenant, card)
+    except CardNotAccepted as refused:
+        raise CardDeclined(refused.message, decline_code=refused.decline_code, param="card[number]") from None
+    except ProcessorUnavailable:
+        raise ProcessorUnavailableError("The card network did not answer; try again.") from None
+    method = PaymentMethod(
+        id=new_id("pm"),
+        installation_id=tenant.installation_id,
+        livemode=tenant.livemode,
+        customer_id=None,
+        processor_token=tokenized.token,
+        brand=tokenized.brand,
+        last4=tokenized.last4,
+        exp_month=tokenized.exp_month,
+        exp_year=tokenized.exp_year,
+        fingerprint=tokenized.fingerprint,
+        preferred=False,
+    )
+    if customer_id is None:
+        await repository.add(session, method)
+        return method
+    await repository.lock_customer_methods(session, customer_id)
+    saved = await repository.find_attached_by_fingerprint(session, tenant, customer_id, method.fingerprint)
+    if saved is not None:
+        if (saved.exp_month, saved.exp_year) != (method.exp_month, method.exp_year):
+            # the card was re-entered with a new expiry: later charges use the fresh token
+            saved.processor_token = method.processor_token
+            saved.exp_month, saved.exp_year = method.exp_month, method.exp_year
+            await session.flush()
+        return saved
+    method.customer_id = customer_id
+    method.preferred = await repository.preferred_id(session, tenant, customer_id) is None
+    await repository.add(session, method)
+    return method
+
+
+async def attach_to_customer(
+    session: AsyncSession, tenant: Tenant, method: PaymentMethod, customer_id: str
+) -> PaymentMethod:
+    """Keep a one-off method for the customer (after a payment the customer consented to save).
+
+    The same card already saved for the customer: that method is answered and `method` stays one-off.
+    A method attached to another customer, or detached: 409 resource_state_invalid.
+    """
+    if method.customer_id == customer_id and method.detached_at is None:
+        return method
+    if method.customer_id is not None or method.detached_at is not None:
+        raise Conflict(
+            f"Payment method {method.id!r} belongs to another customer or was detached.",
+            param="payment_method",
+        )
+    await _require_referenced_customer(session, tenant, customer_id)
+    await repository.lock_customer_methods(session, customer_id)
+    saved = await repository.find_attached_by_fingerprint(session, tenant, customer_id, method.fingerprint)
+    if saved is not None:
+        return saved
+    method.customer_id = customer_id
+    method.preferred = await repository.preferred_id(session, tenant, customer_id) is None
+    await session.flush()
+    return method
+
+
+async def usable_method(
+    session: AsyncSession,
+    tenant: Tenant,
+    payment_method_id: str,
+    *,
+    customer_id: str | None,
+    param: str = "payment_method",
+) -> PaymentMethod:
+    """A method that may be charged for this customer: attached to it and not detached.
+
+    `customer_id` None: only a one-off method (attached to nobody). Anything else, including a method of
+    another customer, tenant or environment: 400 resource_missing naming `param`.
+    """
+    method = await repository.get_method(session, tenant, payment_method_id)
+    if method is None or method.detached_at is not None or method.customer_id != customer_id:
+        raise ReferencedResourceMissing(f"No such payment method: {payment_method_id!r}", param=param)
+    return method
+
+
+async def get_method(session: AsyncSession, tenant: Tenant, payment_method_id: str) -> PaymentMethod | None:
+    """Any method of the tenant, detached or not: for rendering what a payment used."""
+    return await repository.get_method(session, tenant, payment_method_id)
+
+
+async def saved_methods(session: AsyncSession, tenant: Tenant, customer_id: str) -> list[PaymentMethod]:
+    """The customer's attached cards, the preferred one first, then newest first."""
+    return list(await repository.attached_preferred_first(session, tenant, customer_id))
+
+
+# The customer's cards, through the API ----------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class CustomerMethods:
+    methods: Sequence[PaymentMethod]  # one page, fetched with limit + 1
+    preferred_id: str | None
+
+
+async def list_customer_methods(
+    session: AsyncSession, tenant: Tenant, customer_id: str, *, limit: int, after: Position | None
+) -> CustomerMethods:
+    await customers.get_customer(session, tenant, customer_id)
+    return await _customer_methods(session, tenant, customer_id, limit=limit, after=after)
+
+
+async def detach(
+    session: AsyncSession, tenant: Tenant, customer_id: str, payment_method_id: str
+) -> PaymentMethod:
+    """The card leaves the customer; the row stays for the payments that used it."""
+    await customers.get_customer(session, tenant, customer_id)
+    await repository.lock_customer_methods(session, customer_id)
+    method = await _attached_method(session, tenant, customer_id, payment_method_id)
+    method.detached_at = utcnow()
+    method.preferred = False  # detaching the preferred card leaves none preferred
+    await session.flush()
+    return method
+
+
+async def set_preferred(
+    session: AsyncSession, tenant: Tenant, customer_id: str, payment_method_id: str
+) -> PaymentMethod:
+    await customers.get_customer(session, tenant, customer_id)
+    await repository.lock_customer_methods(session, customer_id)
+    method = await _attached_method(session, tenant, customer_id, payment_method_id)
+    if not method.preferred:
+        await repository.clear_preferred(session, tenant, customer_id)  # before: a unique index guards it
+        method.preferred = True
+        await session.flush()
+    return method
+
+
+# Setup intents ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class IssuedSetupIntent:
+    setup_intent: SetupIntent
+    client_secret: str  # shown once, never stored
+
+
+async def create_setup_intent(
+    session: AsyncSession, tenant: Tenant, customer_id: str, *, metadata: dict[str, Any]
+) -> IssuedSetupIntent:
+    await customers.get_customer(session, tenant, customer_id)
+    setup_intent_id = new_id("seti")
+    client_secret = new_client_secret(setup_intent_id)
+    setup_intent = SetupIntent(
+        id=setup_intent_id,
+        installation_id=tenant.installation_id,
+        livemode=tenant.livemode,
+        customer_id=customer_id,
+        status="requires_payment_method",
+        usage="off_session",
+        client_secret_hash=hash_secret(client_secret),
+        metadata_=metadata,
+        expires_at=await tenant_now(session, tenant) + SETUP_INTENT_LIFETIME,
+    )
+    await repository.add(session, setup_intent)
+    return IssuedSetupIntent(setup_intent, client_secret)
+
+
+async def get_setup_intent(session: AsyncSession, tenant: Tenant, setup_intent_id: str) -> SetupIntent:
+    setup_intent = await repository.get_setup_intent(session, tenant, setup_intent_id)
+    if setup_intent is None:
+        raise ResourceMissing(f"No such setup intent: {setup_intent_id!r}", param="setup_intent")
+    return setup_intent
+
+
+async def confirm_setup_intent(
+    session: AsyncSession,
+    tenant: Tenant,
+    processor: Processor,
+    setup_intent_id: str,
+    *,
+    client_secret: str,
+    card: CardDetails,
+) -> SetupIntent:
+    """Client-side: the client_secret authorizes; the card is saved for the intent's customer."""
+    setup_intent = await repository.get_setup_intent(session, tenant, setup_intent_id, for_update=True)
+    if setup_intent is None:
+        raise ResourceMissing(f"No such setup intent: {setup_intent_id!r}", param="setup_intent")
+    if not _secret_matches(client_secret, setup_intent.client_secret_hash):
+        raise ClientSecretInvalid(
+            "The client_secret does not belong to this setup intent.", param="client_secret"
+        )
+    if setup_intent.status != "requires_payment_method":
+        raise Conflict(
+            f"This setup intent is {setup_intent.status}; only one that requires a payment method "
+            "can be confirmed."
+        )
+    if await tenant_now(session, tenant) >= setup_intent.expires_at:
+        raise Conflict("This setup intent has expired; create a new one.")
+    method = await save_card(session, tenant, processor, card, customer_id=setup_intent.customer_id)
+    setup_intent.status = "succeeded"
+    setup_intent.payment_method_id = method.id
+    setup_intent.updated_at = utcnow()
+    await session.flush()
+    return setup_intent
+
+
+# Customer sessions -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class IssuedCustomerSession:
+    customer_session: CustomerSession
+    client_secret: str  # shown once, never stored
+
+
+async def create_customer_session(
+    session: AsyncSession, tenant: Tenant, customer_id: str
+) -> IssuedCustomerSession:
+    await customers.get_customer(session, tenant, customer_id)
+    customer_session_id = new_id("cuss")
+    client_secret = new_client_secret(customer_session_id)
+    customer_session = CustomerSession(
+        id=customer_session_id,
+        installation_id=tenant.installation_id,
+        livemode=tenant.livemode,
+        customer_id=customer_id,
+        client_secret_hash=hash_secret(client_secret),
+        expires_at=await tenant_now(session, tenant) + CUSTOMER_SESSION_LIFETIME,
+    )
+    await repository.add(session, customer_session)
+    return IssuedCustomerSession(customer_session, client_secret)
+
+
+async def customer_session_methods(
+    session: AsyncSession,
+    tenant: Tenant,
+    customer_session_id: str,
+    *,
+    client_secret: str,
+    limit: int,
+    after: Position | None,
+) -> CustomerMethods:
+    """Client-side: the saved cards of the session's customer, while the session lasts."""
+    customer_session = await repository.get_customer_session(session, tenant, customer_session_id)
+    if customer_session is None:
+        raise ResourceMissing(f"No such customer session: {customer_session_id!r}", param="customer_session")
+    if not _secret_matches(client_secret, customer_session.client_secret_hash):
+        raise ClientSecretInvalid(
+            "The client_secret does not belong to this customer session.", param="client_secret"
+        )
+    if await tenant_now(session, tenant) >= customer_session.expires_at:
+        raise Conflict("This customer session has expired; ask your server for a new one.")
+    return await _customer_methods(session, tenant, customer_session.customer_id, limit=limit, after=after)
+
+
+@dataclass(frozen=True)
+class CustomerSheetSession:
+    customer_session: IssuedCustomerSession
+    setup_intent: IssuedSetupIntent
+    publishable_key: str
+
+    @property
+    def expires_at(self) -> datetime:
+        return min(
+            self.customer_session.customer_session.expires_at, self.setup_intent.setup_intent.expires_at
+        )
+
+
+async def create_customer_sheet_session(
+    session: AsyncSession, tenant: Tenant, customer_id: str
+) -> CustomerSheetSession:
+    """A customer session and a setup intent together: what a native customer sheet starts with."""
+    account = await get_account(session, tenant)
+    if account.publishable_key is None:
+        raise Conflict("This environment has no active publishable key for a client to use.")
+    customer_session = await create_customer_session(session, tenant, customer_id)
+    setup_intent = await create_setup_intent(session, tenant, customer_id, metadata={})
+    return CustomerSheetSession(customer_session, setup_intent, account.publishable_key)
+
+
+# ------------------------------------------------------------------------------------------------
+
+
+async def _require_referenced_customer(session: AsyncSession, tenant: Tenant, customer_id: str) -> None:
+    """A customer named in a body: one the tenant cannot see is 400 resource_missing `customer`."""
+    try:
+        await customers.get_customer(session, tenant, customer_id)
+    except ResourceMissing as missing:
+        raise ReferencedResourceMissing(missing.message, param="customer") from None
+
+
+async def _attached_method(
+    session: AsyncSession, tenant: Tenant, customer_id: str, payment_method_id: str
+) -> PaymentMethod:
+    method = await repository.get_attached(session, tenant, customer_id, payment_method_id)
+    if method is None:
+        raise ResourceMissing(f"No such payment method: {payment_method_id!r}", param="payment_method")
+    return method
+
+
+async def _customer_methods(
+    session: AsyncSession, tenant: Tenant, customer_id: str, *, limit: int, after: Position | None
+) -> CustomerMethods:
+    methods = await repository.attached_page(session, tenant, customer_id, limit=limit, after=after)
+    return CustomerMethods(methods, await repository.preferred_id(session, tenant, customer_id))
