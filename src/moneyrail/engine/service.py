@@ -225,6 +225,7 @@ async def expire_leases(session: AsyncSession, limit: int = 500) -> int:
             logger.error(
                 "operation_dead_lettered", operation_id=operation.id, type=operation.type, error=error
             )
+            await _announce(session, operation)  # its event, and the domain's own bookkeeping
         else:
             _move(operation, "pending")
             operation.next_attempt_at = utcnow()
