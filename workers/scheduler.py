@@ -18,7 +18,9 @@ from apscheduler.schedulers.asyncio import AsyncIOScheduler
 from sqlalchemy.engine import make_url
 
 import moneyrail.api.idempotency
-import moneyrail.ledger.service  # noqa: F401 - registers its sweep
+import moneyrail.ledger.service
+import moneyrail.payments.refunds
+import moneyrail.payments.service  # noqa: F401 - registers the cost-report sweep
 from moneyrail.config import Settings, get_settings
 from moneyrail.db.engine import create_engine, create_sessionmaker
 from moneyrail.db.uow import UnitOfWork

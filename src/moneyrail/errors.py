@@ -13,6 +13,9 @@ class MoneyrailError(Exception):
     status: ClassVar[int] = 500
     type: ClassVar[str] = "api_error"
     code: ClassVar[str] = "internal_error"
+    # A refusal that is itself a recorded outcome (a decline noted on the payment, with its event):
+    # the request's effect commits with the error response instead of being undone.
+    keeps_effect: ClassVar[bool] = False
 
     def __init__(self, message: str, *, param: str | None = None, **extra: Any) -> None:
         super().__init__(message)
@@ -93,6 +96,14 @@ class ClientSecretInvalid(AuthenticationRequired):
     code = "client_secret_invalid"
 
 
+class ProcessorUnavailableError(MoneyrailError):
+    """The card network did not answer: nothing was decided, so the same request may be retried."""
+
+    status = 503
+    type = "api_error"
+    code = "processor_unavailable"
+
+
 # 402 ------------------------------------------------------------------------------------------
 class CardError(MoneyrailError):
     status = 402
@@ -106,6 +117,12 @@ class CardDeclined(CardError):
     def __init__(self, message: str, *, decline_code: str, param: str | None = None) -> None:
         super().__init__(message, param=param, decline_code=decline_code)
         self.decline_code = decline_code
+
+
+class PaymentDeclined(CardDeclined):
+    """A payment's card was declined: the payment records it (last_payment_error, an event)."""
+
+    keeps_effect = True
 
 
 class CardAuthenticationRequired(CardError):

@@ -102,12 +102,16 @@ class MoneyrailRoute(APIRoute):
                     raise  # a request that never ran: nothing stored, the key stays free
                 except MoneyrailError as error:
                     claimed = idempotency.claimed_key(request)
-                    if claimed is None or not idempotency.is_storable(error.status):
+                    stored = claimed is not None and idempotency.is_storable(error.status)
+                    if not (stored or error.keeps_effect):
                         raise
-                    # A business refusal: undo its partial effect, keep the key, store the refusal.
-                    await claimed.undo_effect(uow.session)
+                    if claimed is not None and not error.keeps_effect:
+                        # A business refusal: undo its partial effect, keep the key, store the refusal.
+                        await claimed.undo_effect(uow.session)
+                    # (a refusal that is an outcome in itself, such as a recorded decline, commits its effect)
                     refusal = JSONResponse(error_body(error, request_id(request)), status_code=error.status)
-                    await idempotency.store(uow.session, claimed, error.status, bytes(refusal.body))
+                    if claimed is not None and stored:
+                        await idempotency.store(uow.session, claimed, error.status, bytes(refusal.body))
                     await uow.commit()
                     return refusal
                 claimed = idempotency.claimed_key(request)

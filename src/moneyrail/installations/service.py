@@ -149,6 +149,11 @@ class AccountView:
     publishable_key: str | None
 
 
+async def publishable_key(session: AsyncSession, tenant: Tenant) -> str | None:
+    """The environment's active publishable key, for client-side confirmation."""
+    return await repository.get_publishable_key(session, tenant.installation_id, tenant.livemode)
+
+
 async def get_account(session: AsyncSession, tenant: Tenant) -> AccountView:
     installation = await require_installation(session, tenant.installation_id)
     settings = await repository.get_settings(session, tenant.installation_id, tenant.livemode)

@@ -170,6 +170,22 @@ BALANCE = text(
 )
 
 
+async def accounts_with_codes(
+    session: AsyncSession, tenant: Tenant, codes: Sequence[str]
+) -> list[LedgerAccount]:
+    """The tenant's accounts with these codes, in every currency they exist in."""
+    accounts = await session.scalars(
+        select(LedgerAccount)
+        .where(
+            LedgerAccount.installation_id == tenant.installation_id,
+            LedgerAccount.livemode == tenant.livemode,
+            LedgerAccount.code.in_(codes),
+        )
+        .order_by(LedgerAccount.currency, LedgerAccount.code)
+    )
+    return list(accounts)
+
+
 async def account_balance(session: AsyncSession, account_id: str) -> int:
     return int(await session.scalar(BALANCE, {"account_id": account_id}) or 0)
 

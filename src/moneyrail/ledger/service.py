@@ -33,9 +33,11 @@ from .errors import IdempotencyKeyConflict, InvalidPosting, UnbalancedTransactio
 from .verification import VerificationReport, verify_ledger
 
 __all__ = [
+    "AccountBalance",
     "Posting",
     "VerificationReport",
     "balance",
+    "balances",
     "ensure_account",
     "lock_accounts",
     "post",
@@ -173,6 +175,21 @@ async def balance(session: AsyncSession, tenant: Tenant, code: str, currency: st
     accounts = await repository.find_accounts(session, tenant, [(code, currency)])
     account = accounts.get((code, currency))
     return 0 if account is None else await repository.account_balance(session, account.id)
+
+
+@dataclass(frozen=True, slots=True)
+class AccountBalance:
+    code: str
+    currency: str
+    amount: int
+
+
+async def balances(session: AsyncSession, tenant: Tenant, codes: Sequence[str]) -> list[AccountBalance]:
+    """The balance of each of the tenant's accounts with these codes, per currency (by currency, code)."""
+    return [
+        AccountBalance(account.code, account.currency, await repository.account_balance(session, account.id))
+        for account in await repository.accounts_with_codes(session, tenant, codes)
+    ]
 
 
 def account_lock_key(account_id: str) -> int:

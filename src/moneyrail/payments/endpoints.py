@@ -1,7 +1,232 @@
 from __future__ import annotations
 
-from fastapi import APIRouter
+from typing import Annotated
 
-from moneyrail.api.routing import MoneyrailRoute
+from fastapi import APIRouter, Depends, Query, Request
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from moneyrail.api.context import Principal, request_session
+from moneyrail.api.pagination import ListEnvelope, PageRequest, list_envelope, page_request
+from moneyrail.api.routing import MoneyrailRoute, client_side, scoped
+from moneyrail.installations import service as installations
+from moneyrail.kit.tenant import Tenant
+from moneyrail.models import PaymentIntent
+from moneyrail.processor.provider import processor
+
+from . import balance, refunds, service
+from .schemas import (
+    BalanceAmount,
+    BalanceOut,
+    FundsFlowItem,
+    IncrementAuthorization,
+    PaymentIntentCancel,
+    PaymentIntentCapture,
+    PaymentIntentConfirm,
+    PaymentIntentCreate,
+    PaymentIntentOut,
+    PaymentIntentUpdate,
+    PaymentQuoteCreate,
+    PaymentQuoteOut,
+    QuoteFeesOut,
+    RefundCreate,
+    RefundOut,
+    render_payment_intent,
+    render_refund,
+)
 
 router = APIRouter(route_class=MoneyrailRoute, tags=["payments"])
+
+
+def public_base_url(request: Request) -> str:
+    """Where hosted links point: the configured public address, else the address the caller used."""
+    configured: str | None = request.app.state.settings.public_base_url
+    return (configured or str(request.base_url)).rstrip("/")
+
+
+async def _render(session: AsyncSession, tenant: Tenant, payment: PaymentIntent) -> PaymentIntentOut:
+    return render_payment_intent(
+        payment, publishable_key=await installations.publishable_key(session, tenant)
+    )
+
+
+@router.post("/payment-intents", response_model=PaymentIntentOut)
+async def create_payment_intent(
+    request: Request, body: PaymentIntentCreate, principal: Annotated[Principal, scoped("payments:write")]
+) -> PaymentIntentOut:
+    session = request_session(request)
+    created = await service.create_payment_intent(session, principal.tenant, body)
+    return render_payment_intent(
+        created.payment,
+        publishable_key=await installations.publishable_key(session, principal.tenant),
+        client_secret=created.client_secret,
+    )
+
+
+@router.get("/payment-intents", response_model=ListEnvelope[PaymentIntentOut])
+async def list_payment_intents(
+    request: Request,
+    principal: Annotated[Principal, scoped("payments:read")],
+    page: Annotated[PageRequest, Depends(page_request)],
+    customer: Annotated[str | None, Query(description="Only this customer's payments")] = None,
+) -> ListEnvelope[PaymentIntentOut]:
+    session = request_session(request)
+    rows = await service.list_payment_intents(
+        session, principal.tenant, limit=page.limit, after=page.after, customer=customer
+    )
+    key = await installations.publishable_key(session, principal.tenant)
+    return list_envelope(rows, page, lambda payment: render_payment_intent(payment, publishable_key=key))
+
+
+@router.get("/payment-intents/{payment_intent}", response_model=PaymentIntentOut)
+async def get_payment_intent(
+    request: Request, payment_intent: str, principal: Annotated[Principal, scoped("payments:read")]
+) -> PaymentIntentOut:
+    session = request_session(request)
+    payment = await service.get_payment_intent(session, principal.tenant, payment_intent)
+    return await _render(session, principal.tenant, payment)
+
+
+@router.post("/payment-intents/{payment_intent}/update", response_model=PaymentIntentOut)
+async def update_payment_intent(
+    request: Request,
+    payment_intent: str,
+    body: PaymentIntentUpdate,
+    principal: Annotated[Principal, scoped("payments:write")],
+) -> PaymentIntentOut:
+    session = request_session(request)
+    payment = await service.update_payment_intent(session, principal.tenant, payment_intent, body)
+    return await _render(session, principal.tenant, payment)
+
+
+@router.post("/payment-intents/{payment_intent}/confirm", response_model=PaymentIntentOut)
+async def confirm_payment_intent(
+    request: Request,
+    payment_intent: str,
+    body: PaymentIntentConfirm,
+    principal: Annotated[Principal, client_side("payments:write")],
+) -> PaymentIntentOut:
+    """Client-side: the publishable key and the payment's client_secret, never the secret key."""
+    session = request_session(request)
+    payment = await service.confirm_payment_intent(
+        session, principal.tenant, processor(), payment_intent, body, base_url=public_base_url(request)
+    )
+    return await _render(session, principal.tenant, payment)
+
+
+@router.post("/payment-intents/{payment_intent}/capture", response_model=PaymentIntentOut)
+async def capture_payment_intent(
+    request: Request,
+    payment_intent: str,
+    principal: Annotated[Principal, scoped("payments:write")],
+    body: PaymentIntentCapture | None = None,
+) -> PaymentIntentOut:
+    session = request_session(request)
+    amount = body.amount_to_capture if body is not None else None
+    payment = await service.capture_payment_intent(
+        session, principal.tenant, processor(), payment_intent, amount
+    )
+    return await _render(session, principal.tenant, payment)
+
+
+@router.post("/payment-intents/{payment_intent}/cancel", response_model=PaymentIntentOut)
+async def cancel_payment_intent(
+    request: Request,
+    payment_intent: str,
+    principal: Annotated[Principal, scoped("payments:write")],
+    body: PaymentIntentCancel | None = None,
+) -> PaymentIntentOut:
+    session = request_session(request)
+    reason = body.cancellation_reason if body is not None else None
+    payment = await service.cancel_payment_intent(
+        session, principal.tenant, processor(), payment_intent, reason
+    )
+    return await _render(session, principal.tenant, payment)
+
+
+@router.post("/payment-intents/{payment_intent}/increment-authorization", response_model=PaymentIntentOut)
+async def increment_authorization(
+    request: Request,
+    payment_intent: str,
+    body: IncrementAuthorization,
+    principal: Annotated[Principal, scoped("payments:write")],
+) -> PaymentIntentOut:
+    session = request_session(request)
+    payment = await service.increment_authorization(
+        session, principal.tenant, processor(), payment_intent, body.amount
+    )
+    return await _render(session, principal.tenant, payment)
+
+
+@router.post("/refunds", response_model=RefundOut)
+async def create_refund(
+    request: Request, body: RefundCreate, principal: Annotated[Principal, scoped("payments:write")]
+) -> RefundOut:
+    return render_refund(await refunds.create_refund(request_session(request), principal.tenant, body))
+
+
+@router.get("/refunds", response_model=ListEnvelope[RefundOut])
+async def list_refunds(
+    request: Request,
+    principal: Annotated[Principal, scoped("payments:read")],
+    page: Annotated[PageRequest, Depends(page_request)],
+    payment_intent: Annotated[str | None, Query(description="Only this payment's refunds")] = None,
+) -> ListEnvelope[RefundOut]:
+    rows = await refunds.list_refunds(
+        request_session(request),
+        principal.tenant,
+        limit=page.limit,
+        after=page.after,
+        payment_intent=payment_intent,
+    )
+    return list_envelope(rows, page, render_refund)
+
+
+@router.get("/refunds/{refund}", response_model=RefundOut)
+async def get_refund(
+    request: Request, refund: str, principal: Annotated[Principal, scoped("payments:read")]
+) -> RefundOut:
+    return render_refund(await refunds.get_refund(request_session(request), principal.tenant, refund))
+
+
+def _amounts(per_currency: dict[str, int]) -> list[BalanceAmount]:
+    return [
+        BalanceAmount(amount=amount, currency=currency) for currency, amount in sorted(per_currency.items())
+    ]
+
+
+@router.get("/balance", response_model=BalanceOut)
+async def get_balance(
+    request: Request, principal: Annotated[Principal, scoped("payouts:read")]
+) -> BalanceOut:
+    view = await balance.get_balance(request_session(request), principal.tenant)
+    return BalanceOut(
+        livemode=principal.tenant.livemode,
+        available=_amounts(view.available),
+        pending=_amounts(view.pending),
+        fees_outstanding=_amounts(view.fees_outstanding),
+    )
+
+
+@router.post("/payment-quotes", response_model=PaymentQuoteOut)
+async def create_payment_quote(
+    request: Request, body: PaymentQuoteCreate, principal: Annotated[Principal, scoped("payments:write")]
+) -> PaymentQuoteOut:
+    quote = await balance.quote_payment(request_session(request), principal.tenant, body)
+    flow = [
+        FundsFlowItem(party="installation", role="proceeds", amount=quote.proceeds),
+        FundsFlowItem(party="service", role="commission_reserve", amount=quote.reserve),
+        FundsFlowItem(party="service", role="prior_recovery", amount=quote.prior_recovery),
+    ]
+    return PaymentQuoteOut(
+        livemode=principal.tenant.livemode,
+        amount=quote.amount,
+        currency=quote.currency,
+        funds_flow=[item for item in flow if item.amount or item.role == "proceeds"],
+        fees=QuoteFeesOut(
+            commission_basis_points=quote.basis_points,
+            commission_fixed_amount=quote.fixed_amount,
+            commission_reserve=quote.reserve,
+            prior_recovery=quote.prior_recovery,
+            amount_fixed=quote.amount_fixed,
+        ),
+    )

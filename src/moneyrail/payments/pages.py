@@ -1,7 +1,82 @@
-"""Hosted pages of payments: the sandbox bank's authentication screen."""
+"""Hosted pages of payments: the sandbox bank's authentication screen (a card that requires action).
+
+The link itself is the credential: it names one payment waiting for authentication and stops
+working once that payment has moved on.
+"""
 
 from __future__ import annotations
 
-from fastapi import APIRouter
+from typing import Annotated, Literal
+from urllib.parse import urlsplit
 
-router = APIRouter(include_in_schema=False)
+from fastapi import APIRouter, Form, Request
+from fastapi.responses import RedirectResponse, Response
+
+from moneyrail.api.context import request_session
+from moneyrail.api.routing import MoneyrailRoute
+from moneyrail.errors import ResourceMissing
+from moneyrail.processor.provider import processor
+from moneyrail.web import format_amount, render_page
+
+from . import service
+from .endpoints import public_base_url
+
+router = APIRouter(route_class=MoneyrailRoute, include_in_schema=False)
+
+LINK_EXPIRED = {
+    "heading": "This link is no longer valid",
+    "message": "The payment has moved on, or the link was already used. Return to the shop to continue.",
+    "is_error": True,
+}
+
+
+def _origin(url: str | None) -> str:
+    if not url:
+        return ""
+    parts = urlsplit(url)
+    return f"{parts.scheme}://{parts.netloc}"
+
+
+@router.get("/authenticate/{token}")
+async def authentication_page(request: Request, token: str) -> Response:
+    try:
+        view = await service.authentication_view(request_session(request), token)
+    except ResourceMissing:
+        return render_page(request, "message.html", LINK_EXPIRED, status_code=404)
+    payment = view.payment
+    return render_page(
+        request,
+        "authenticate.html",
+        {
+            "seller": view.seller,
+            "amount": format_amount(payment.amount, payment.currency),
+            "action": f"/authenticate/{token}",
+        },
+        form_targets=_origin(payment.return_url),
+    )
+
+
+@router.post("/authenticate/{token}")
+async def complete_authentication(
+    request: Request, token: str, decision: Annotated[Literal["approve", "fail"], Form()]
+) -> Response:
+    try:
+        outcome = await service.complete_authentication(
+            request_session(request),
+            processor(),
+            token,
+            approved=decision == "approve",
+            base_url=public_base_url(request),
+        )
+    except ResourceMissing:
+        return render_page(request, "message.html", LINK_EXPIRED, status_code=404)
+    if outcome.redirect_url is not None:
+        return RedirectResponse(outcome.redirect_url, status_code=303)
+    done = {
+        "heading": "Payment authenticated" if outcome.succeeded else "Authentication failed",
+        "message": "You can close this page and return to the shop."
+        if outcome.succeeded
+        else "The payment was not authorized. Return to the shop to try another card.",
+        "is_error": not outcome.succeeded,
+    }
+    return render_page(request, "message.html", done)

@@ -1,0 +1,150 @@
+"""Fees and the money of a payment in the ledger (CONVENTIONS.md §7).
+
+How a payment's money moves (accounts of the installation, per currency; + adds to a balance):
+
+    capture of A          world:card_network -A, balance:pending +(A - R - Q),
+                          service:reserve +R, fees:owed +Q
+    cost C reported       service:reserve -R, service:commission +K, fees:owed -(K - R),
+                          service:commission -C, world:processor_costs +C,
+                          balance:pending -P, balance:available +P          (the proceeds settle)
+    refund of X           world:card_network +X, balance:pending -y, balance:available -(X - y)
+
+R is the reserve the commission policy set at creation (0 without a policy). K, the final commission,
+is max(R, C): the service never takes less than what the payment really cost, and missing cost data
+is not zero commission, so K stays unknown (fees `pending`) until the processor reports C. The
+reserve is what was `collected`; a shortfall K - R is this payment's `outstanding`, a debt on
+`fees:owed` that the next captures recover (Q, their `prior_recovery`) before anything reaches the
+balance. P is what this payment still has in the pending balance; y is the part of a refund it covers.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+import structlog
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from moneyrail.kit.tenant import Tenant
+from moneyrail.ledger import service as ledger
+from moneyrail.models import PaymentIntent, Refund
+from moneyrail.processor.interface import CostReport
+
+logger = structlog.get_logger("moneyrail.payments")
+
+BALANCE_PENDING = "balance:pending"
+BALANCE_AVAILABLE = "balance:available"
+FEES_OWED = "fees:owed"
+SERVICE_RESERVE = "service:reserve"
+SERVICE_COMMISSION = "service:commission"
+WORLD_CARD_NETWORK = "world:card_network"
+WORLD_PROCESSOR_COSTS = "world:processor_costs"
+
+
+def commission_reserve(amount: int, basis_points: int, fixed_amount: int) -> int:
+    """The policy's commission on an amount: basis points rounded half up, plus the fixed part."""
+    return (amount * basis_points + 5_000) // 10_000 + fixed_amount
+
+
+def _legs(currency: str, *legs: tuple[str, int]) -> list[ledger.Posting]:
+    return [ledger.Posting(account, amount, currency) for account, amount in legs if amount != 0]
+
+
+async def outstanding_fees(session: AsyncSession, tenant: Tenant, currency: str) -> int:
+    """What earlier payments' costs still owe the service in this currency (0 or more)."""
+    return max(0, -await ledger.balance(session, tenant, FEES_OWED, currency))
+
+
+async def prior_recovery_for(
+    session: AsyncSession, tenant: Tenant, currency: str, proceeds: int, *, lock: bool
+) -> int:
+    """How much of `proceeds` goes to earlier shortfalls. With `lock`, concurrent captures take turns
+    on the debt, so two of them never recover the same shortfall twice; without a debt, no lock at all."""
+    if await outstanding_fees(session, tenant, currency) == 0:
+        return 0
+    if lock:
+        account = await ledger.ensure_account(session, tenant, FEES_OWED, currency)
+        await ledger.lock_accounts(session, [account.id])
+    return min(await outstanding_fees(session, tenant, currency), max(proceeds, 0))
+
+
+async def post_capture(session: AsyncSession, tenant: Tenant, payment: PaymentIntent) -> None:
+    captured = payment.amount_received
+    reserve = payment.fee_reserve or 0
+    recovery = await prior_recovery_for(session, tenant, payment.currency, captured - reserve, lock=True)
+    proceeds = captured - reserve - recovery
+    await ledger.post(
+        session,
+        tenant,
+        kind="payment_capture",
+        reference=payment.id,
+        idempotency_key=f"{payment.id}:capture",
+        postings=_legs(
+            payment.currency,
+            (WORLD_CARD_NETWORK, -captured),
+            (BALANCE_PENDING, proceeds),
+            (SERVICE_RESERVE, reserve),
+            (FEES_OWED, recovery),
+        ),
+    )
+    payment.fee_prior_recovery = recovery
+    payment.amount_pending_settlement = proceeds
+
+
+async def post_final_fees(
+    session: AsyncSession, tenant: Tenant, payment: PaymentIntent, report: CostReport, now: datetime
+) -> None:
+    reserve = payment.fee_reserve or 0
+    cost = report.cost_amount
+    commission = max(reserve, cost)
+    shortfall = commission - reserve
+    settling = payment.amount_pending_settlement
+    # one account may appear in two legs (service:commission): the ledger sums per account
+    await ledger.post(
+        session,
+        tenant,
+        kind="payment_fees_final",
+        reference=payment.id,
+        idempotency_key=f"{payment.id}:fees",
+        postings=_legs(
+            payment.currency,
+            (SERVICE_RESERVE, -reserve),
+            (FEES_OWED, -shortfall),
+            (SERVICE_COMMISSION, commission - cost),
+            (WORLD_PROCESSOR_COSTS, cost),
+            (BALANCE_PENDING, -settling),
+            (BALANCE_AVAILABLE, settling),
+        ),
+    )
+    payment.processing_cost = cost
+    payment.fee_commission = commission
+    payment.fee_collected = reserve
+    payment.fee_outstanding = shortfall
+    payment.fee_status = "final"
+    payment.fees_finalized_at = now
+    payment.amount_pending_settlement = 0
+    logger.info(
+        "payment_fees_final",
+        payment_intent=payment.id,
+        currency=payment.currency,
+        cost=cost,
+        commission=commission,
+        outstanding=shortfall,
+    )
+
+
+async def post_refund(session: AsyncSession, tenant: Tenant, payment: PaymentIntent, refund: Refund) -> None:
+    from_pending = min(refund.amount, payment.amount_pending_settlement)
+    await ledger.post(
+        session,
+        tenant,
+        kind="refund",
+        reference=refund.id,
+        idempotency_key=f"{refund.id}:refund",
+        postings=_legs(
+            payment.currency,
+            (WORLD_CARD_NETWORK, refund.amount),
+            (BALANCE_PENDING, -from_pending),
+            (BALANCE_AVAILABLE, -(refund.amount - from_pending)),
+        ),
+    )
+    payment.amount_pending_settlement -= from_pending

@@ -1,0 +1,167 @@
+"""Refunds: accepted at once, carried out by a worker through the processor (an operation on `money`).
+
+    pending -> succeeded   the processor refunded; `amount_refunded` and the ledger follow
+    pending -> failed      the processor refused for good (the operation failed)
+
+The payment's row is locked while a refund is accepted, so two refunds arriving at the same moment
+are checked one after the other against what was captured: together they never exceed it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import timedelta
+
+import structlog
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from moneyrail.engine.outcomes import PermanentFailure
+from moneyrail.engine.policy import RetryPolicy, register_policy
+from moneyrail.engine.service import create_operation, register_outcome_listener
+from moneyrail.errors import AmountInvalid, Conflict, ReferencedResourceMissing, ResourceMissing
+from moneyrail.events.service import record_event
+from moneyrail.kit.clock import utcnow
+from moneyrail.kit.ids import new_id
+from moneyrail.kit.pagination import Position
+from moneyrail.kit.tenant import Tenant
+from moneyrail.models import Operation, Refund
+from moneyrail.processor.interface import Processor, ProcessorRefused, operation_key
+
+from . import fees, repository
+from .schemas import RefundCreate, render_refund
+
+logger = structlog.get_logger("moneyrail.payments")
+
+REFUND_TYPE = "refund"
+REFUND_ACTOR = "payments.refund"
+register_policy(
+    REFUND_TYPE,
+    RetryPolicy(
+        max_attempts=8, base_delay=timedelta(seconds=2), max_delay=timedelta(minutes=10), queue_name="money"
+    ),
+)
+
+TRANSITIONS: dict[str, frozenset[str]] = {
+    "pending": frozenset({"succeeded", "failed", "canceled"}),
+    "succeeded": frozenset(),
+    "failed": frozenset(),
+    "canceled": frozenset(),
+}
+
+
+def _move(refund: Refund, status: str) -> None:
+    if status not in TRANSITIONS[refund.status]:
+        raise Conflict(f"A refund cannot go from {refund.status} to {status}.")
+    refund.status = status
+    refund.updated_at = utcnow()
+
+
+async def _announce(session: AsyncSession, tenant: Tenant, refund: Refund, event_type: str) -> None:
+    await record_event(session, tenant, event_type, render_refund(refund).model_dump(mode="json"))
+
+
+async def create_refund(session: AsyncSession, tenant: Tenant, command: RefundCreate) -> Refund:
+    payment = await repository.get_payment(session, tenant, command.payment_intent, for_update=True)
+    if payment is None:
+        raise ReferencedResourceMissing(
+            f"No such payment_intent: {command.payment_intent!r}", param="payment_intent"
+        )
+    if payment.status != "succeeded":
+        raise Conflict(f"A refund applies to a succeeded payment; this one is {payment.status}.")
+    remaining = payment.amount_received - await repository.refunds_in_flight_or_done(session, payment.id)
+    if remaining <= 0:
+        raise Conflict("This payment has been refunded in full already (counting refunds still pending).")
+    amount = command.amount if command.amount is not None else remaining
+    if amount > remaining:
+        raise AmountInvalid(
+            f"The refund ({amount}) is more than what is left to refund ({remaining}) of the "
+            f"{payment.amount_received} captured.",
+            param="amount",
+        )
+    now = utcnow()
+    refund = Refund(
+        id=new_id("re"),
+        installation_id=tenant.installation_id,
+        livemode=tenant.livemode,
+        payment_intent_id=payment.id,
+        amount=amount,
+        currency=payment.currency,
+        status="pending",
+        reason=command.reason,
+        metadata_=command.metadata,
+        created_at=now,
+        updated_at=now,
+    )
+    session.add(refund)
+    await session.flush()
+    operation = await create_operation(
+        session,
+        tenant,
+        operation_type=REFUND_TYPE,
+        actor_name=REFUND_ACTOR,
+        resource=refund.id,
+        payload={"refund": refund.id, "payment_intent": payment.id},
+    )
+    refund.operation_id = operation.id
+    await session.flush()
+    await _announce(session, tenant, refund, "refund.created")
+    logger.info("refund_created", refund=refund.id, payment_intent=payment.id, amount=amount)
+    return refund
+
+
+async def process_refund(session: AsyncSession, operation: Operation, processor: Processor) -> None:
+    """The `refund` operation's handler: one processor call keyed by the operation, then the books."""
+    refund = await repository.get_refund_by_operation(session, operation.id)
+    if refund is None or refund.status != "pending":
+        return  # done already, or withdrawn
+    tenant = Tenant(refund.installation_id, refund.livemode)
+    payment = await repository.get_payment(session, tenant, refund.payment_intent_id, for_update=True)
+    assert payment is not None and payment.processor_authorization is not None
+    try:
+        result = await processor.refund(
+            tenant,
+            idempotency_key=operation_key(operation.id, "refund"),
+            authorization_id=payment.processor_authorization,
+            amount=refund.amount,
+        )
+    except ProcessorRefused as refused:
+        raise PermanentFailure(refused.code, refused.message) from refused
+    _move(refund, "succeeded")
+    refund.processor_refund = result.processor_id
+    payment.amount_refunded += refund.amount
+    payment.updated_at = utcnow()
+    await fees.post_refund(session, tenant, payment, refund)
+    await session.flush()
+    await _announce(session, tenant, refund, "refund.updated")
+    logger.info("refund_succeeded", refund=refund.id, payment_intent=payment.id, amount=refund.amount)
+
+
+async def _on_refund_outcome(session: AsyncSession, operation: Operation) -> None:
+    """A refused refund ends `failed` (in the outcome's own transaction: the handler's rolled back)."""
+    if operation.type != REFUND_TYPE or operation.status != "failed":
+        return
+    refund = await repository.get_refund_by_operation(session, operation.id)
+    if refund is None or refund.status != "pending":
+        return
+    _move(refund, "failed")
+    refund.failure_reason = operation.last_error
+    await session.flush()
+    await _announce(session, Tenant(refund.installation_id, refund.livemode), refund, "refund.updated")
+
+
+register_outcome_listener(_on_refund_outcome)
+
+
+async def get_refund(session: AsyncSession, tenant: Tenant, refund_id: str) -> Refund:
+    refund = await repository.get_refund(session, tenant, refund_id)
+    if refund is None:
+        raise ResourceMissing(f"No such refund: {refund_id!r}", param="refund")
+    return refund
+
+
+async def list_refunds(
+    session: AsyncSession, tenant: Tenant, *, limit: int, after: Position | None, payment_intent: str | None
+) -> Sequence[Refund]:
+    return await repository.list_refunds(
+        session, tenant, limit=limit, after=after, payment_intent=payment_intent
+    )

@@ -1,0 +1,103 @@
+"""Queries over payment intents and refunds, always within one tenant unless a name says otherwise."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import and_, func, select
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from moneyrail.db.pagination import newest_first_page
+from moneyrail.kit.pagination import Position
+from moneyrail.kit.tenant import Tenant
+from moneyrail.models import PaymentIntent, Refund
+
+
+def _payment_of(tenant: Tenant) -> Any:
+    return and_(
+        PaymentIntent.installation_id == tenant.installation_id, PaymentIntent.livemode == tenant.livemode
+    )
+
+
+def _refund_of(tenant: Tenant) -> Any:
+    return and_(Refund.installation_id == tenant.installation_id, Refund.livemode == tenant.livemode)
+
+
+async def get_payment(
+    session: AsyncSession, tenant: Tenant, payment_id: str, *, for_update: bool = False
+) -> PaymentIntent | None:
+    statement = select(PaymentIntent).where(_payment_of(tenant), PaymentIntent.id == payment_id)
+    if for_update:
+        # a payment's state changes one request (or worker) at a time
+        statement = statement.with_for_update()
+    return await session.scalar(statement)
+
+
+async def get_payment_by_authentication_token(session: AsyncSession, token_hash: str) -> PaymentIntent | None:
+    """Across tenants: the bank-authentication link itself names the payment."""
+    return await session.scalar(
+        select(PaymentIntent).where(PaymentIntent.authentication_token_hash == token_hash).with_for_update()
+    )
+
+
+async def list_payments(
+    session: AsyncSession, tenant: Tenant, *, limit: int, after: Position | None, customer: str | None
+) -> Sequence[PaymentIntent]:
+    statement = select(PaymentIntent).where(_payment_of(tenant))
+    if customer is not None:
+        statement = statement.where(PaymentIntent.customer_id == customer)
+    return (
+        await session.scalars(newest_first_page(statement, PaymentIntent, limit=limit, after=after))
+    ).all()
+
+
+async def payments_awaiting_cost(
+    session: AsyncSession, tenant: Tenant | None, captured_before: datetime | None, limit: int
+) -> Sequence[PaymentIntent]:
+    """Captured payments whose fees are still pending, oldest capture first, locked for this sweep.
+
+    SKIP LOCKED: two sweeps (the scheduler's and a sandbox clock advance) split the work, never wait.
+    """
+    statement = select(PaymentIntent).where(
+        PaymentIntent.fee_status == "pending", PaymentIntent.captured_at.is_not(None)
+    )
+    if tenant is not None:
+        statement = statement.where(_payment_of(tenant))
+    if captured_before is not None:
+        statement = statement.where(PaymentIntent.captured_at <= captured_before)
+    statement = statement.order_by(PaymentIntent.captured_at).limit(limit).with_for_update(skip_locked=True)
+    return (await session.scalars(statement)).all()
+
+
+async def get_refund(
+    session: AsyncSession, tenant: Tenant, refund_id: str, *, for_update: bool = False
+) -> Refund | None:
+    statement = select(Refund).where(_refund_of(tenant), Refund.id == refund_id)
+    if for_update:
+        statement = statement.with_for_update()
+    return await session.scalar(statement)
+
+
+async def get_refund_by_operation(session: AsyncSession, operation_id: str) -> Refund | None:
+    return await session.scalar(select(Refund).where(Refund.operation_id == operation_id).with_for_update())
+
+
+async def refunds_in_flight_or_done(session: AsyncSession, payment_id: str) -> int:
+    """What is already promised back to the payer: pending and succeeded refunds."""
+    total = await session.scalar(
+        select(func.coalesce(func.sum(Refund.amount), 0)).where(
+            Refund.payment_intent_id == payment_id, Refund.status.in_(("pending", "succeeded"))
+        )
+    )
+    return int(total or 0)
+
+
+async def list_refunds(
+    session: AsyncSession, tenant: Tenant, *, limit: int, after: Position | None, payment_intent: str | None
+) -> Sequence[Refund]:
+    statement = select(Refund).where(_refund_of(tenant))
+    if payment_intent is not None:
+        statement = statement.where(Refund.payment_intent_id == payment_intent)
+    return (await session.scalars(newest_first_page(statement, Refund, limit=limit, after=after))).all()

@@ -1,0 +1,694 @@
+"""Payment intents, in Stripe's lifecycle (CONVENTIONS.md §6). State machines are data:
+
+    requires_payment_method -> requires_confirmation   a saved card is set (create or update)
+    requires_payment_method
+    | requires_confirmation -> requires_action         the bank wants the payer to authenticate
+                            -> requires_capture        authorized, manual capture
+                            -> succeeded               authorized and captured at once (automatic)
+                            -> requires_payment_method declined: try another card
+    requires_action         -> requires_capture | succeeded | requires_payment_method
+    requires_capture        -> succeeded               captured (all, or part without a fee reserve)
+    any but succeeded       -> canceled
+
+Confirming, capturing, cancelling and incrementing talk to the processor during the request, as a
+payer at a checkout expects an answer at once. Each processor call carries a key derived from the
+payment and its step, so a request retried after a crash repeats the call harmlessly. Refunds go
+through a worker (refunds.py).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+import structlog
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from moneyrail.config import get_settings
+from moneyrail.customers import service as customers
+from moneyrail.deliveries import service as deliveries
+from moneyrail.engine.schedule import register_periodic
+from moneyrail.errors import (
+    AmountInvalid,
+    CardDeclined,
+    ClientSecretInvalid,
+    Conflict,
+    FeeAmountImmutable,
+    ParameterInvalid,
+    ParameterMissing,
+    ParametersExclusive,
+    PaymentDeclined,
+    ProcessorUnavailableError,
+    ReferencedResourceMissing,
+    ResourceMissing,
+)
+from moneyrail.events.service import record_event
+from moneyrail.installations import service as installations
+from moneyrail.kit.clock import utcnow
+from moneyrail.kit.ids import new_id, random_base62
+from moneyrail.kit.pagination import Position
+from moneyrail.kit.tenant import Tenant
+from moneyrail.models import PaymentIntent, PaymentMethod
+from moneyrail.payment_methods import service as methods
+from moneyrail.processor import provider
+from moneyrail.processor.interface import Authorization, Processor, ProcessorRefused, ProcessorUnavailable
+from moneyrail.sandbox.service import register_due_work, tenant_now
+
+from . import fees, repository
+from .schemas import (
+    DistributionIn,
+    PaymentIntentConfirm,
+    PaymentIntentCreate,
+    PaymentIntentUpdate,
+    render_payment_intent,
+)
+
+logger = structlog.get_logger("moneyrail.payments")
+
+TRANSITIONS: dict[str, frozenset[str]] = {
+    "requires_payment_method": frozenset(
+        {"requires_confirmation", "requires_action", "requires_capture", "succeeded", "canceled"}
+    ),
+    "requires_confirmation": frozenset(
+        {"requires_payment_method", "requires_action", "requires_capture", "succeeded", "canceled"}
+    ),
+    "requires_action": frozenset({"requires_payment_method", "requires_capture", "succeeded", "canceled"}),
+    "requires_capture": frozenset({"succeeded", "canceled"}),
+    "processing": frozenset({"succeeded", "requires_payment_method", "canceled"}),
+    "succeeded": frozenset(),
+    "canceled": frozenset(),
+}
+CONFIRMABLE = frozenset({"requires_payment_method", "requires_confirmation"})
+CANCELABLE = frozenset(s for s, targets in TRANSITIONS.items() if "canceled" in targets)
+
+
+def _move(payment: PaymentIntent, status: str) -> None:
+    if status not in TRANSITIONS[payment.status]:
+        raise Conflict(f"A payment cannot go from {payment.status} to {status}.")
+    payment.status = status
+    payment.updated_at = utcnow()
+
+
+def _hash(secret: str) -> str:
+    return hashlib.sha256(secret.encode()).hexdigest()
+
+
+async def _announce(session: AsyncSession, tenant: Tenant, payment: PaymentIntent, event_type: str) -> None:
+    shown = render_payment_intent(
+        payment, publishable_key=await installations.publishable_key(session, tenant)
+    )
+    await record_event(session, tenant, event_type, shown.model_dump(mode="json"))
+
+
+# --- reading ------------------------------------------------------------------------------------
+async def get_payment_intent(session: AsyncSession, tenant: Tenant, payment_id: str) -> PaymentIntent:
+    payment = await repository.get_payment(session, tenant, payment_id)
+    if payment is None:
+        raise ResourceMissing(f"No such payment_intent: {payment_id!r}", param="payment_intent")
+    return payment
+
+
+async def _locked(session: AsyncSession, tenant: Tenant, payment_id: str) -> PaymentIntent:
+    payment = await repository.get_payment(session, tenant, payment_id, for_update=True)
+    if payment is None:
+        raise ResourceMissing(f"No such payment_intent: {payment_id!r}", param="payment_intent")
+    return payment
+
+
+async def list_payment_intents(
+    session: AsyncSession, tenant: Tenant, *, limit: int, after: Position | None, customer: str | None
+) -> Sequence[PaymentIntent]:
+    return await repository.list_payments(session, tenant, limit=limit, after=after, customer=customer)
+
+
+# --- creating -----------------------------------------------------------------------------------
+async def resolve_funds_flow(
+    session: AsyncSession, tenant: Tenant, merchant: str | None, distribution: DistributionIn | None
+) -> None:
+    """Marketplace recipients. Merchant connections and connected accounts are not built yet, so no
+    such id resolves: each is refused as an id that does not exist, naming its field."""
+    if merchant is not None:
+        raise ReferencedResourceMissing(f"No such merchant: {merchant!r}", param="merchant")
+    if distribution is None:
+        return
+    if distribution.merchant_of_record is not None:
+        raise ReferencedResourceMissing(
+            f"No such recipient: {distribution.merchant_of_record!r}",
+            param="distribution[merchant_of_record]",
+        )
+    first = distribution.allocations[0]
+    raise ReferencedResourceMissing(
+        f"No such recipient: {first.recipient!r}", param="distribution[allocations][0][recipient]"
+    )
+
+
+async def _customer_for(session: AsyncSession, tenant: Tenant, customer_id: str | None) -> str | None:
+    if customer_id is None:
+        return None
+    try:
+        return (await customers.get_customer(session, tenant, customer_id)).id
+    except ResourceMissing:
+        raise ReferencedResourceMissing(f"No such customer: {customer_id!r}", param="customer") from None
+
+
+@dataclass(frozen=True)
+class CommissionPolicy:
+    basis_points: int
+    fixed_amount: int
+
+    @property
+    def is_set(self) -> bool:
+        return self.basis_points != 0 or self.fixed_amount != 0
+
+    def reserve(self, amount: int) -> int | None:
+        return fees.commission_reserve(amount, self.basis_points, self.fixed_amount) if self.is_set else None
+
+
+async def commission_policy(session: AsyncSession, tenant: Tenant) -> CommissionPolicy:
+    settings = await installations.get_environment_settings(session, tenant)
+    return CommissionPolicy(settings.commission_basis_points, settings.commission_fixed_amount)
+
+
+def check_amount_covers(amount: int, reserve: int | None, param: str) -> None:
+    if reserve is not None and amount <= reserve:
+        raise AmountInvalid(
+            f"The amount ({amount}) must be more than the commission it carries ({reserve}).", param=param
+        )
+
+
+@dataclass(frozen=True)
+class CreatedPayment:
+    payment: PaymentIntent
+    client_secret: str
+
+
+async def create_payment_intent(
+    session: AsyncSession, tenant: Tenant, command: PaymentIntentCreate
+) -> CreatedPayment:
+    await resolve_funds_flow(session, tenant, command.merchant, command.distribution)
+    customer_id = await _customer_for(session, tenant, command.customer)
+    method: PaymentMethod | None = None
+    if command.payment_method is not None:
+        method = await methods.usable_method(session, tenant, command.payment_method, customer_id=customer_id)
+    policy = await commission_policy(session, tenant)
+    reserve = policy.reserve(command.amount)
+    check_amount_covers(command.amount, reserve, "amount")
+
+    payment_id = new_id("pi")
+    client_secret = f"{payment_id}_secret_{random_base62(24)}"
+    now = utcnow()
+    payment = PaymentIntent(
+        id=payment_id,
+        installation_id=tenant.installation_id,
+        livemode=tenant.livemode,
+        amount=command.amount,
+        currency=command.currency,
+        status="requires_confirmation" if method is not None else "requires_payment_method",
+        capture_method=command.capture_method,
+        amount_capturable=0,
+        amount_received=0,
+        amount_refunded=0,
+        customer_id=customer_id,
+        payment_method_id=method.id if method is not None else None,
+        external_reference=command.external_reference,
+        description=command.description,
+        metadata_=command.metadata,
+        receipt_email=command.receipt_email,
+        receipt_phone=command.receipt_phone,
+        client_secret_hash=_hash(client_secret),
+        commission_basis_points=policy.basis_points,
+        commission_fixed_amount=policy.fixed_amount,
+        fee_reserve=reserve,
+        fee_status="pending",
+        fee_prior_recovery=0,
+        amount_pending_settlement=0,
+        confirmations=0,
+        save_payment_method=False,
+        created_at=now,
+        updated_at=now,
+    )
+    session.add(payment)
+    await session.flush()
+    await _announce(session, tenant, payment, "payment_intent.created")
+    logger.info(
+        "payment_intent_created", payment_intent=payment.id, amount=payment.amount, currency=payment.currency
+    )
+    return CreatedPayment(payment, client_secret)
+
+
+# --- updating -----------------------------------------------------------------------------------
+async def update_payment_intent(
+    session: AsyncSession, tenant: Tenant, payment_id: str, command: PaymentIntentUpdate
+) -> PaymentIntent:
+    payment = await _locked(session, tenant, payment_id)
+    if payment.status in {"succeeded", "canceled"}:
+        raise Conflict(f"This payment is {payment.status}: it can no longer be updated.")
+    changes_terms = command.amount is not None or command.payment_method is not None
+    if changes_terms and payment.status not in CONFIRMABLE:
+        raise Conflict(
+            f"The amount and payment method can change only before confirmation; this payment is "
+            f"{payment.status}. Cancel it and create a new one, or increment an authorization."
+        )
+    if command.amount is not None and command.amount != payment.amount:
+        if payment.fee_reserve is not None:
+            raise FeeAmountImmutable(
+                "This payment carries a fee reserve, so its amount is fixed: cancel it and create a new "
+                "payment for the new amount.",
+                param="amount",
+            )
+        payment.amount = command.amount
+    if command.payment_method is not None:
+        method = await methods.usable_method(
+            session, tenant, command.payment_method, customer_id=payment.customer_id
+        )
+        payment.payment_method_id = method.id
+        if payment.status == "requires_payment_method":
+            _move(payment, "requires_confirmation")
+    if command.description is not None:
+        payment.description = command.description
+    if command.receipt_email is not None:
+        payment.receipt_email = command.receipt_email
+    if command.metadata is not None:
+        merged = {**payment.metadata_, **command.metadata}
+        payment.metadata_ = {key: value for key, value in merged.items() if value != ""}
+    payment.updated_at = utcnow()
+    await session.flush()
+    return payment
+
+
+# --- confirming ---------------------------------------------------------------------------------
+def _check_client_secret(payment: PaymentIntent, client_secret: str) -> None:
+    if _hash(client_secret) != payment.client_secret_hash:
+        raise ClientSecretInvalid("The client_secret does not belong to this payment.", param="client_secret")
+
+
+async def _method_for_confirmation(
+    session: AsyncSession,
+    tenant: Tenant,
+    processor: Processor,
+    payment: PaymentIntent,
+    command: PaymentIntentConfirm,
+) -> PaymentMethod:
+    if command.card is not None and command.payment_method is not None:
+        raise ParametersExclusive("Send either card or payment_method, not both.", param="card")
+    if command.card is not None:
+        # a one-off method; with the payer's consent it is attached to the customer once the payment works
+        return await methods.save_card(
+            session, tenant, processor, command.card.to_details(), customer_id=None
+        )
+    if command.payment_method is not None:
+        return await methods.usable_method(
+            session, tenant, command.payment_method, customer_id=payment.customer_id
+        )
+    if payment.payment_method_id is not None:
+        method = await methods.get_method(session, tenant, payment.payment_method_id)
+        if method is not None and method.detached_at is None:
+            return method
+    raise ParameterMissing("Confirming needs a card or a saved payment_method.", param="payment_method")
+
+
+async def confirm_payment_intent(
+    session: AsyncSession,
+    tenant: Tenant,
+    processor: Processor,
+    payment_id: str,
+    command: PaymentIntentConfirm,
+    *,
+    base_url: str,
+) -> PaymentIntent:
+    """Authorize with the card (and capture, for automatic capture). A decline is recorded on the
+    payment and answered as a card error; the payer may then try another card."""
+    payment = await _locked(session, tenant, payment_id)
+    _check_client_secret(payment, command.client_secret)
+    if payment.status not in CONFIRMABLE:
+        raise Conflict(
+            f"This payment is {payment.status}: only a payment that requires a payment method or "
+            "confirmation can be confirmed."
+        )
+    if command.save_payment_method and payment.customer_id is None:
+        raise ParameterInvalid(
+            "save_payment_method needs a payment created with a customer.", param="save_payment_method"
+        )
+    try:
+        method = await _method_for_confirmation(session, tenant, processor, payment, command)
+    except CardDeclined as declined:
+        await _decline(session, tenant, payment, declined.decline_code, declined.message, None)
+        raise _declined_error(payment) from None
+    payment.payment_method_id = method.id
+    payment.confirmations += 1
+    payment.save_payment_method = command.save_payment_method
+    payment.return_url = command.return_url
+    try:
+        authorization = await processor.authorize(
+            tenant,
+            idempotency_key=f"{payment.id}:authorize:{payment.confirmations}:{method.id}",
+            card_token=method.processor_token,
+            amount=payment.amount,
+            currency=payment.currency,
+            off_session=False,
+        )
+    except ProcessorUnavailable as fault:
+        raise _unavailable(fault) from fault
+    except ProcessorRefused as refused:
+        authorization = Authorization("", "declined", payment.amount, payment.currency, "processing_error")
+        logger.warning("payment_authorization_refused", payment_intent=payment.id, error=str(refused))
+    await _apply_authorization(session, tenant, processor, payment, authorization, method, base_url=base_url)
+    if payment.status == "requires_payment_method":
+        raise _declined_error(payment)
+    return payment
+
+
+def _unavailable(fault: ProcessorUnavailable) -> ProcessorUnavailableError:
+    return ProcessorUnavailableError(
+        f"The card network did not answer ({fault}). Nothing was charged; "
+        "retry with the same Idempotency-Key."
+    )
+
+
+def _declined_error(payment: PaymentIntent) -> PaymentDeclined:
+    error = payment.last_payment_error or {}
+    declined = PaymentDeclined(
+        str(error.get("message", "The card was declined.")),
+        decline_code=str(error.get("decline_code") or "generic_decline"),
+    )
+    declined.extra["payment_intent"] = payment.id
+    return declined
+
+
+DECLINE_MESSAGES = {
+    "generic_decline": "The card was declined.",
+    "insufficient_funds": "The card has insufficient funds.",
+    "authentication_failed": "The bank could not authenticate the payer.",
+    "authentication_required": "The bank requires the payer to authenticate this payment.",
+    "processing_error": "The card could not be processed. Try again or use another card.",
+}
+
+
+async def _decline(
+    session: AsyncSession,
+    tenant: Tenant,
+    payment: PaymentIntent,
+    decline_code: str,
+    message: str | None,
+    method_id: str | None,
+) -> None:
+    if payment.status != "requires_payment_method":
+        _move(payment, "requires_payment_method")
+    payment.last_payment_error = {
+        "type": "card_error",
+        "code": "card_declined",
+        "decline_code": decline_code,
+        "message": message or DECLINE_MESSAGES.get(decline_code, "The card was declined."),
+        "payment_method": method_id,
+    }
+    payment.next_action = None
+    payment.authentication_token_hash = None
+    payment.processor_authorization = None
+    await session.flush()
+    await _announce(session, tenant, payment, "payment_intent.payment_failed")
+    logger.info("payment_declined", payment_intent=payment.id, decline_code=decline_code)
+
+
+async def _apply_authorization(
+    session: AsyncSession,
+    tenant: Tenant,
+    processor: Processor,
+    payment: PaymentIntent,
+    authorization: Authorization,
+    method: PaymentMethod,
+    *,
+    base_url: str,
+) -> None:
+    if authorization.status == "requires_action":
+        token = random_base62(32)
+        payment.processor_authorization = authorization.id
+        payment.authentication_token_hash = _hash(token)
+        payment.next_action = {
+            "type": "redirect_to_url",
+            "redirect_to_url": {"url": f"{base_url}/authenticate/{token}", "return_url": payment.return_url},
+        }
+        payment.last_payment_error = None
+        _move(payment, "requires_action")
+        await session.flush()
+        await _announce(session, tenant, payment, "payment_intent.requires_action")
+        return
+    if authorization.status != "authorized":
+        await _decline(
+            session, tenant, payment, authorization.decline_code or "generic_decline", None, method.id
+        )
+        return
+    payment.processor_authorization = authorization.id
+    payment.amount_capturable = authorization.amount
+    payment.next_action = None
+    payment.authentication_token_hash = None
+    payment.last_payment_error = None
+    if payment.save_payment_method and payment.customer_id is not None:
+        await methods.attach_to_customer(session, tenant, method, payment.customer_id)
+    if payment.capture_method == "automatic":
+        await _capture(session, tenant, processor, payment, payment.amount)
+        return
+    _move(payment, "requires_capture")
+    await session.flush()
+    await _announce(session, tenant, payment, "payment_intent.amount_capturable_updated")
+
+
+# --- bank authentication (the sandbox bank's page) -------------------------------------------------
+@dataclass(frozen=True)
+class AuthenticationView:
+    payment: PaymentIntent
+    seller: str
+
+
+async def authentication_view(session: AsyncSession, token: str) -> AuthenticationView:
+    payment = await repository.get_payment_by_authentication_token(session, _hash(token))
+    if payment is None or payment.status != "requires_action":
+        raise ResourceMissing("This authentication link is no longer valid.")
+    installation = await installations.require_installation(session, payment.installation_id)
+    return AuthenticationView(payment, installation.name)
+
+
+@dataclass(frozen=True)
+class AuthenticationOutcome:
+    payment: PaymentIntent
+    succeeded: bool
+    redirect_url: str | None
+
+
+async def complete_authentication(
+    session: AsyncSession, processor: Processor, token: str, *, approved: bool, base_url: str
+) -> AuthenticationOutcome:
+    view = await authentication_view(session, token)
+    payment = view.payment
+    tenant = Tenant(payment.installation_id, payment.livemode)
+    assert payment.processor_authorization is not None  # requires_action always has one
+    try:
+        authorization = await processor.complete_authentication(
+            tenant,
+            idempotency_key=f"{payment.id}:authenticate:{payment.confirmations}",
+            authorization_id=payment.processor_authorization,
+            approved=approved,
+        )
+    except ProcessorUnavailable as fault:
+        raise _unavailable(fault) from fault
+    method = await methods.get_method(session, tenant, payment.payment_method_id or "")
+    assert method is not None
+    await _apply_authorization(session, tenant, processor, payment, authorization, method, base_url=base_url)
+    succeeded = payment.status in {"succeeded", "requires_capture"}
+    redirect = None
+    if payment.return_url:
+        redirect = _with_query(
+            payment.return_url,
+            {"payment_intent": payment.id, "redirect_status": "succeeded" if succeeded else "failed"},
+        )
+    return AuthenticationOutcome(payment, succeeded, redirect)
+
+
+def _with_query(url: str, extra: dict[str, str]) -> str:
+    parts = urlsplit(url)
+    query = urlencode([*parse_qsl(parts.query, keep_blank_values=True), *extra.items()])
+    return urlunsplit(parts._replace(query=query))
+
+
+# --- capturing, cancelling, incrementing ---------------------------------------------------------------
+async def _capture(
+    session: AsyncSession, tenant: Tenant, processor: Processor, payment: PaymentIntent, amount: int
+) -> None:
+    assert payment.processor_authorization is not None
+    try:
+        capture = await processor.capture(
+            tenant,
+            idempotency_key=f"{payment.id}:capture",
+            authorization_id=payment.processor_authorization,
+            amount=amount,
+        )
+    except ProcessorUnavailable as fault:
+        raise _unavailable(fault) from fault
+    except ProcessorRefused as refused:
+        raise CardDeclined(f"The capture was refused: {refused.message}", decline_code=refused.code) from None
+    payment.amount_received = capture.amount_captured
+    payment.amount_capturable = 0
+    payment.captured_at = await tenant_now(session, tenant)
+    _move(payment, "succeeded")
+    await fees.post_capture(session, tenant, payment)
+    await session.flush()
+    await _send_receipts(session, tenant, payment)
+    await _announce(session, tenant, payment, "payment_intent.succeeded")
+    logger.info(
+        "payment_succeeded",
+        payment_intent=payment.id,
+        amount=payment.amount_received,
+        currency=payment.currency,
+    )
+
+
+async def _send_receipts(session: AsyncSession, tenant: Tenant, payment: PaymentIntent) -> None:
+    email = payment.receipt_email
+    if email is None and payment.customer_id is not None:
+        email = (await customers.get_customer(session, tenant, payment.customer_id)).email
+    if email is not None or payment.receipt_phone is not None:
+        await deliveries.schedule_receipts(session, tenant, payment, email=email, phone=payment.receipt_phone)
+
+
+async def capture_payment_intent(
+    session: AsyncSession,
+    tenant: Tenant,
+    processor: Processor,
+    payment_id: str,
+    amount_to_capture: int | None,
+) -> PaymentIntent:
+    payment = await _locked(session, tenant, payment_id)
+    if payment.status != "requires_capture":
+        raise Conflict(f"Capture applies to an authorized payment; this one is {payment.status}.")
+    amount = amount_to_capture if amount_to_capture is not None else payment.amount_capturable
+    if amount > payment.amount_capturable:
+        raise AmountInvalid(
+            f"amount_to_capture ({amount}) is more than the authorized {payment.amount_capturable}.",
+            param="amount_to_capture",
+        )
+    if payment.fee_reserve is not None and amount != payment.amount:
+        raise FeeAmountImmutable(
+            "This payment carries a fee reserve, so it is captured in full or cancelled.",
+            param="amount_to_capture",
+        )
+    await _capture(session, tenant, processor, payment, amount)
+    return payment
+
+
+async def cancel_payment_intent(
+    session: AsyncSession, tenant: Tenant, processor: Processor, payment_id: str, reason: str | None
+) -> PaymentIntent:
+    payment = await _locked(session, tenant, payment_id)
+    if payment.status not in CANCELABLE:
+        raise Conflict(f"Cancel applies before capture; this payment is {payment.status}.")
+    if payment.processor_authorization is not None:
+        try:
+            await processor.cancel(
+                tenant,
+                idempotency_key=f"{payment.id}:cancel",
+                authorization_id=payment.processor_authorization,
+            )
+        except ProcessorUnavailable as fault:
+            raise _unavailable(fault) from fault
+    _move(payment, "canceled")
+    payment.amount_capturable = 0
+    payment.canceled_at = utcnow()
+    payment.cancellation_reason = reason
+    payment.next_action = None
+    payment.authentication_token_hash = None
+    await session.flush()
+    await _announce(session, tenant, payment, "payment_intent.canceled")
+    return payment
+
+
+async def increment_authorization(
+    session: AsyncSession, tenant: Tenant, processor: Processor, payment_id: str, amount: int
+) -> PaymentIntent:
+    payment = await _locked(session, tenant, payment_id)
+    if payment.status != "requires_capture" or payment.capture_method != "manual":
+        raise Conflict(
+            f"Increment applies to an uncaptured manual authorization; this payment is {payment.status}."
+        )
+    if payment.fee_reserve is not None:
+        raise FeeAmountImmutable(
+            "This payment carries a fee reserve, so its amount is fixed: cancel it and create a new payment "
+            "for the final amount.",
+            param="amount",
+        )
+    if amount <= payment.amount:
+        raise AmountInvalid(f"The new amount must be more than the current {payment.amount}.", param="amount")
+    assert payment.processor_authorization is not None
+    try:
+        authorization = await processor.increment_authorization(
+            tenant,
+            idempotency_key=f"{payment.id}:increment:{amount}",
+            authorization_id=payment.processor_authorization,
+            amount=amount,
+        )
+    except ProcessorUnavailable as fault:
+        raise _unavailable(fault) from fault
+    except ProcessorRefused as refused:
+        raise CardDeclined(
+            f"The increment was refused: {refused.message}", decline_code=refused.code
+        ) from None
+    if authorization.status != "authorized":
+        code = authorization.decline_code or "generic_decline"
+        raise CardDeclined(
+            f"The bank declined the increment: {DECLINE_MESSAGES.get(code, code)} The authorization of "
+            f"{payment.amount} still stands.",
+            decline_code=code,
+        )
+    payment.amount = authorization.amount
+    payment.amount_capturable = authorization.amount
+    payment.updated_at = utcnow()
+    await session.flush()
+    await _announce(session, tenant, payment, "payment_intent.amount_capturable_updated")
+    return payment
+
+
+# --- fees: the processor's cost reports -------------------------------------------------------------
+REPORT_BATCH = 200
+
+
+async def report_costs(
+    session: AsyncSession, processor: Processor, *, tenant: Tenant | None, captured_before: Any
+) -> int:
+    """Finalize the fees of captured payments whose real cost the processor now reports."""
+    finalized = 0
+    for payment in await repository.payments_awaiting_cost(session, tenant, captured_before, REPORT_BATCH):
+        owner = Tenant(payment.installation_id, payment.livemode)
+        assert payment.processor_authorization is not None
+        now = await tenant_now(session, owner)
+        try:
+            report = await processor.cost_report(
+                owner, authorization_id=payment.processor_authorization, as_of=now
+            )
+        except ProcessorUnavailable as fault:
+            logger.warning("cost_report_unavailable", payment_intent=payment.id, error=str(fault))
+            continue  # the next sweep asks again
+        if report is None:
+            continue
+        await fees.post_final_fees(session, owner, payment, report, now)
+        await session.flush()
+        await _announce(session, owner, payment, "payment_intent.fees_finalized")
+        finalized += 1
+    return finalized
+
+
+async def _report_due_costs(session: AsyncSession) -> int:
+    # Live payments report on real time; a sandbox whose clock was advanced reports when it advances.
+    days = get_settings().sandbox_cost_report_days
+    return await report_costs(
+        session, provider.processor(), tenant=None, captured_before=utcnow() - timedelta(days=days)
+    )
+
+
+async def _report_costs_on_advance(session: AsyncSession, tenant: Tenant, now: Any) -> int:
+    return await report_costs(session, provider.processor(), tenant=tenant, captured_before=now)
+
+
+register_periodic("payments.cost_reports", timedelta(seconds=30), _report_due_costs)
+register_due_work("payments.cost_reports", _report_costs_on_advance)
