@@ -55,7 +55,13 @@ from moneyrail.kit.tenant import Tenant
 from moneyrail.models import PaymentIntent, PaymentMethod
 from moneyrail.payment_methods import service as methods
 from moneyrail.processor import provider
-from moneyrail.processor.interface import Authorization, Processor, ProcessorRefused, ProcessorUnavailable
+from moneyrail.processor.interface import (
+    Authorization,
+    CardDetails,
+    Processor,
+    ProcessorRefused,
+    ProcessorUnavailable,
+)
 from moneyrail.sandbox.service import register_due_work, tenant_now
 
 from . import fees, repository
@@ -286,23 +292,31 @@ def _check_client_secret(payment: PaymentIntent, client_secret: str) -> None:
         raise ClientSecretInvalid("The client_secret does not belong to this payment.", param="client_secret")
 
 
+@dataclass(frozen=True)
+class Confirmation:
+    """What the payer chose: a new card, or a saved one of the payment's customer."""
+
+    card: CardDetails | None = None
+    payment_method: str | None = None
+    save_payment_method: bool = False
+    return_url: str | None = None
+
+
 async def _method_for_confirmation(
     session: AsyncSession,
     tenant: Tenant,
     processor: Processor,
     payment: PaymentIntent,
-    command: PaymentIntentConfirm,
+    confirmation: Confirmation,
 ) -> PaymentMethod:
-    if command.card is not None and command.payment_method is not None:
+    if confirmation.card is not None and confirmation.payment_method is not None:
         raise ParametersExclusive("Send either card or payment_method, not both.", param="card")
-    if command.card is not None:
+    if confirmation.card is not None:
         # a one-off method; with the payer's consent it is attached to the customer once the payment works
-        return await methods.save_card(
-            session, tenant, processor, command.card.to_details(), customer_id=None
-        )
-    if command.payment_method is not None:
+        return await methods.save_card(session, tenant, processor, confirmation.card, customer_id=None)
+    if confirmation.payment_method is not None:
         return await methods.usable_method(
-            session, tenant, command.payment_method, customer_id=payment.customer_id
+            session, tenant, confirmation.payment_method, customer_id=payment.customer_id
         )
     if payment.payment_method_id is not None:
         method = await methods.get_method(session, tenant, payment.payment_method_id)
@@ -320,28 +334,56 @@ async def confirm_payment_intent(
     *,
     base_url: str,
 ) -> PaymentIntent:
-    """Authorize with the card (and capture, for automatic capture). A decline is recorded on the
-    payment and answered as a card error; the payer may then try another card."""
+    """The client-side confirmation: the payment's client_secret authorizes it."""
     payment = await _locked(session, tenant, payment_id)
     _check_client_secret(payment, command.client_secret)
+    confirmation = Confirmation(
+        card=command.card.to_details() if command.card is not None else None,
+        payment_method=command.payment_method,
+        save_payment_method=command.save_payment_method,
+        return_url=command.return_url,
+    )
+    return await confirm_locked_payment(session, tenant, processor, payment, confirmation, base_url=base_url)
+
+
+async def lock_payment_intent(session: AsyncSession, tenant: Tenant, payment_id: str) -> PaymentIntent:
+    """For a hosted page that confirms on the payer's behalf: the payment, locked for this request."""
+    return await _locked(session, tenant, payment_id)
+
+
+async def confirm_locked_payment(
+    session: AsyncSession,
+    tenant: Tenant,
+    processor: Processor,
+    payment: PaymentIntent,
+    confirmation: Confirmation,
+    *,
+    base_url: str,
+) -> PaymentIntent:
+    """Authorize with the card (and capture, for automatic capture). A decline is recorded on the
+    payment and raised as PaymentDeclined (402, its effect kept); the payer may try another card.
+
+    The caller has locked the payment and established who may confirm it (a client_secret, or a
+    hosted checkout's own credential).
+    """
     if payment.status not in CONFIRMABLE:
         raise Conflict(
             f"This payment is {payment.status}: only a payment that requires a payment method or "
             "confirmation can be confirmed."
         )
-    if command.save_payment_method and payment.customer_id is None:
+    if confirmation.save_payment_method and payment.customer_id is None:
         raise ParameterInvalid(
             "save_payment_method needs a payment created with a customer.", param="save_payment_method"
         )
     try:
-        method = await _method_for_confirmation(session, tenant, processor, payment, command)
+        method = await _method_for_confirmation(session, tenant, processor, payment, confirmation)
     except CardDeclined as declined:
         await _decline(session, tenant, payment, declined.decline_code, declined.message, None)
         raise _declined_error(payment) from None
     payment.payment_method_id = method.id
     payment.confirmations += 1
-    payment.save_payment_method = command.save_payment_method
-    payment.return_url = command.return_url
+    payment.save_payment_method = confirmation.save_payment_method
+    payment.return_url = confirmation.return_url
     try:
         authorization = await processor.authorize(
             tenant,
