@@ -21,8 +21,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import timedelta
-from typing import Any
+from datetime import datetime, timedelta
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import structlog
@@ -696,16 +695,22 @@ REPORT_BATCH = 200
 
 
 async def report_costs(
-    session: AsyncSession, processor: Processor, *, tenant: Tenant | None, captured_before: Any
+    session: AsyncSession,
+    *,
+    tenant: Tenant | None,
+    captured_before: datetime,
+    processor: Processor | None = None,
 ) -> int:
     """Finalize the fees of captured payments whose real cost the processor now reports."""
     finalized = 0
-    for payment in await repository.payments_awaiting_cost(session, tenant, captured_before, REPORT_BATCH):
+    awaiting = await repository.payments_awaiting_cost(session, tenant, captured_before, REPORT_BATCH)
+    network = processor or (provider.processor() if awaiting else None)
+    for payment in awaiting:
+        assert network is not None and payment.processor_authorization is not None
         owner = Tenant(payment.installation_id, payment.livemode)
-        assert payment.processor_authorization is not None
         now = await tenant_now(session, owner)
         try:
-            report = await processor.cost_report(
+            report = await network.cost_report(
                 owner, authorization_id=payment.processor_authorization, as_of=now
             )
         except ProcessorUnavailable as fault:
@@ -723,13 +728,11 @@ async def report_costs(
 async def _report_due_costs(session: AsyncSession) -> int:
     # Live payments report on real time; a sandbox whose clock was advanced reports when it advances.
     days = get_settings().sandbox_cost_report_days
-    return await report_costs(
-        session, provider.processor(), tenant=None, captured_before=utcnow() - timedelta(days=days)
-    )
+    return await report_costs(session, tenant=None, captured_before=utcnow() - timedelta(days=days))
 
 
-async def _report_costs_on_advance(session: AsyncSession, tenant: Tenant, now: Any) -> int:
-    return await report_costs(session, provider.processor(), tenant=tenant, captured_before=now)
+async def _report_costs_on_advance(session: AsyncSession, tenant: Tenant, now: datetime) -> int:
+    return await report_costs(session, tenant=tenant, captured_before=now)
 
 
 register_periodic("payments.cost_reports", timedelta(seconds=30), _report_due_costs)
