@@ -25,7 +25,7 @@ def card(number: str = SUCCEEDS) -> dict[str, Any]:
 
 
 def create_payment(api: httpx.Client, amount: int = 2000, **fields: Any) -> dict[str, Any]:
-    response = api.post("/v1/payment-intents", json={"amount": amount, "currency": "eur", **fields})
+    response = api.post("/v1/payment-intents", json={"amount": amount, "currency": "eur"} | fields)
     assert response.status_code == 200, response.text
     created: dict[str, Any] = response.json()
     return created
