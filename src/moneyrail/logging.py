@@ -29,3 +29,7 @@ def configure_logging(level: str = "INFO", *, json: bool = True, stream: TextIO 
     # but uvicorn's access log is off: it would print raw paths, and a path may carry a credential.
     logging.basicConfig(level=level.upper(), stream=sys.stderr, format="%(levelname)s %(name)s %(message)s")
     logging.getLogger("uvicorn.access").disabled = True
+    # APScheduler logs every run of every job at INFO (a line a second with the ledger's sealer): the
+    # sweeps log what they did themselves, so keep only its warnings (misfires, errors)
+    quiet = max(logging.WARNING, logging.getLevelName(level.upper()))
+    logging.getLogger("apscheduler.executors.default").setLevel(quiet)
