@@ -24,6 +24,7 @@ from tests.deliveries.mailserver import Mailbox, mail_server
 from tests.engine.conftest import start_scheduler, start_worker, wait_for_operation
 from tests.harness import add_key
 from tests.helpers import assert_error
+from tests.payments.support import confirm, create_payment
 
 CARD_NUMBER = "4242424242424242"
 
@@ -262,3 +263,19 @@ def test_a_malformed_recipient_fails_without_retry(api, bridge, mailbox):
     sms = wait_for_delivery(api, payment.id, "sms", {"sent", "failed"})
     assert sms["status"] == "failed" and "E.164" in sms["last_error"]
     assert sms["recipient"] == "******5678"
+
+
+def test_a_payment_confirmed_over_the_api_sends_its_receipts_to_the_customer(api, db, mailbox):
+    address = unique_email("ada")
+    customer = api.post("/v1/customers", json={"email": address, "name": "Ada"}).json()
+    payment = create_payment(api, 990, customer=customer["id"], receipt_phone="+4915112345678")
+    assert confirm(api, payment, CARD_NUMBER).json()["status"] == "succeeded"
+
+    email = wait_for_delivery(api, payment["id"], "email", {"sent", "failed"})
+    sms = wait_for_delivery(api, payment["id"], "sms", {"sent", "failed"})
+    assert (email["status"], sms["status"]) == ("sent", "sent")
+    [received] = mailbox.to(address)
+    assert "€9.90" in received.body and "4242" in received.body
+    assert CARD_NUMBER not in received.body
+    [(recipient, body, _key)] = sms_rows(db, api.keys.installation_id)
+    assert recipient == "+4915112345678" and "€9.90" in body
