@@ -20,6 +20,7 @@ from tests.harness import (
     create_tenant,
     free_port,
     libpq_url,
+    verify_ledger_as_an_operator_does,
     wait_until_ready,
 )
 
@@ -30,6 +31,8 @@ def servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Servers]:
     try:
         upgrade(started.database_url)  # the schema comes from the migrations, never create_all
         yield started
+        # Money invariants hold after everything the suite did: balance, immutability, the chain
+        verify_ledger_as_an_operator_does(started)
     finally:
         started.stop()
 

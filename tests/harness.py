@@ -134,6 +134,19 @@ class Process:
                 self.popen.wait()
 
 
+def verify_ledger_as_an_operator_does(servers: Servers) -> None:
+    """`moneyrail ledger verify` in its own process; it exits non-zero on any break."""
+    result = subprocess.run(
+        [sys.executable, "-m", "moneyrail", "ledger", "verify"],
+        env=servers.environment(),
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
 def wait_until_ready(base_url: str, process: Process, timeout: float = 60) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:

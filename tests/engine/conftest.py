@@ -12,7 +12,7 @@ import pytest
 
 from moneyrail.engine.service import create_operation
 from tests.engine.probe import PROBE_ACTOR, PROBE_TYPE
-from tests.harness import OUTPUT_DIR, AsyncBridge, Process, Servers
+from tests.harness import OUTPUT_DIR, AsyncBridge, Process, Servers, verify_ledger_as_an_operator_does
 
 ENGINE_ENV = {
     "MONEYRAIL_WORKER_MODULES": "tests.engine.probe_actors",
@@ -97,17 +97,4 @@ def journal_entries(db: Any, operation_id: str) -> int:
 
 def assert_ledger_verifies(servers: Servers) -> None:
     """`moneyrail ledger verify`, as an operator runs it, after every fault test."""
-    import subprocess
-    import sys
-
-    from tests.harness import ROOT
-
-    result = subprocess.run(
-        [sys.executable, "-m", "moneyrail", "ledger", "verify"],
-        env=servers.environment(),
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert result.returncode == 0, result.stdout + result.stderr
+    verify_ledger_as_an_operator_does(servers)

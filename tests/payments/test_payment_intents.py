@@ -394,3 +394,13 @@ def test_payments_are_listed_newest_first(api):
     assert body["has_more"] is True
     rest = api.get("/v1/payment-intents", params={"cursor": body["next_cursor"]}).json()
     assert first["id"] in [item["id"] for item in rest["data"]]
+
+
+def test_live_mode_charges_no_card_while_no_network_is_connected(make_api, db):
+    live = make_api(livemode=True)
+    payment = create_payment(live, 1000)
+    assert payment["livemode"] is True and payment["publishable_key"].startswith("pk_live_")
+    error = assert_error(confirm(live, payment, SUCCEEDS), 402, "card_declined")
+    assert error["decline_code"] == "live_mode_not_connected"
+    assert live.get(f"/v1/payment-intents/{payment['id']}").json()["status"] == "requires_payment_method"
+    assert ledger_balance(db, live.keys.installation_id, "balance:pending") == 0

@@ -28,6 +28,7 @@ from moneyrail.processor.interface import (
     Authorization,
     Capture,
     CardDetails,
+    CardNotAccepted,
     CostReport,
     PayoutResult,
     ProcessorRefused,
@@ -110,6 +111,12 @@ class SandboxProcessor:
 
     # cards ------------------------------------------------------------------------------------------
     async def tokenize_card(self, tenant: Tenant, card: CardDetails) -> TokenizedCard:
+        if tenant.livemode:
+            # the simulator must never make a live payment look real: live needs a real network adapter
+            raise CardNotAccepted(
+                "live_mode_not_connected",
+                "No card network is connected to live mode yet: live cards cannot be charged.",
+            )
         async with UnitOfWork(self._sessionmaker) as uow:
             books = await _open_books(uow, tenant)
             await _fail_if_faulted(uow, books, "tokenize")
