@@ -62,6 +62,7 @@ class Settings(BaseSettings):
     sms_sender: str = "sandbox"
     # The simulated network reports a captured payment's real cost this many (sandbox) days later.
     sandbox_cost_report_days: int = 3
+    cost_report_sweep_seconds: float = 30.0  # how often the scheduler asks for due cost reports
 
     @property
     def base_url(self) -> str:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.engine.conftest import assert_ledger_verifies
+from tests.engine.conftest import assert_ledger_verifies, start_scheduler
 from tests.helpers import assert_error
 from tests.payments.support import (
     balance_of,
@@ -19,6 +19,7 @@ from tests.payments.support import (
     ledger_balance,
     paid,
     set_commission,
+    wait_for,
 )
 
 DAY = 24 * 3600
@@ -204,3 +205,22 @@ def test_the_balance_is_per_currency_and_per_installation(api, make_api):
         "pending": [],
         "fees_outstanding": [],
     }
+
+
+def test_the_scheduler_collects_due_cost_reports_on_each_tenants_own_clock(api, servers, db):
+    payment = paid(api, 10_000)
+    # the sandbox clock moves without an advance request (so no due work runs with it): only the
+    # scheduler's own sweep can notice that the report fell due
+    db.execute(
+        "INSERT INTO sandbox_clocks (installation_id, offset_seconds) VALUES (%s, %s)"
+        " ON CONFLICT (installation_id) DO UPDATE SET offset_seconds = EXCLUDED.offset_seconds",
+        (api.keys.installation_id, 3 * DAY + 60),
+    )
+    scheduler = start_scheduler(
+        servers, name="scheduler-cost-reports", MONEYRAIL_COST_REPORT_SWEEP_SECONDS="0.5"
+    )
+    try:
+        wait_for(lambda: fees_of(api, payment["id"])["status"] == "final", timeout=30)
+    finally:
+        scheduler.stop()
+    assert fees_of(api, payment["id"])["commission"] == COST_OF_10000

@@ -71,6 +71,16 @@ async def payments_awaiting_cost(
     return (await session.scalars(statement)).all()
 
 
+async def tenants_awaiting_cost(session: AsyncSession) -> list[Tenant]:
+    """Every tenant with a captured payment whose fees are still pending (the partial index answers)."""
+    rows = await session.execute(
+        select(PaymentIntent.installation_id, PaymentIntent.livemode)
+        .where(PaymentIntent.fee_status == "pending", PaymentIntent.captured_at.is_not(None))
+        .distinct()
+    )
+    return [Tenant(installation_id, livemode) for installation_id, livemode in rows]
+
+
 async def get_refund(
     session: AsyncSession, tenant: Tenant, refund_id: str, *, for_update: bool = False
 ) -> Refund | None:

@@ -726,14 +726,20 @@ async def report_costs(
 
 
 async def _report_due_costs(session: AsyncSession) -> int:
-    # Live payments report on real time; a sandbox whose clock was advanced reports when it advances.
-    days = get_settings().sandbox_cost_report_days
-    return await report_costs(session, tenant=None, captured_before=utcnow() - timedelta(days=days))
+    """The scheduler's sweep: each tenant on its own clock (a sandbox's may run days ahead)."""
+    days = timedelta(days=get_settings().sandbox_cost_report_days)
+    finalized = 0
+    for tenant in await repository.tenants_awaiting_cost(session):
+        now = await tenant_now(session, tenant)
+        finalized += await report_costs(session, tenant=tenant, captured_before=now - days)
+    return finalized
 
 
 async def _report_costs_on_advance(session: AsyncSession, tenant: Tenant, now: datetime) -> int:
     return await report_costs(session, tenant=tenant, captured_before=now)
 
 
-register_periodic("payments.cost_reports", timedelta(seconds=30), _report_due_costs)
+register_periodic(
+    "payments.cost_reports", timedelta(seconds=get_settings().cost_report_sweep_seconds), _report_due_costs
+)
 register_due_work("payments.cost_reports", _report_costs_on_advance)
