@@ -18,9 +18,10 @@ from apscheduler.schedulers.asyncio import AsyncIOScheduler
 from sqlalchemy.engine import make_url
 
 import moneyrail.api.idempotency
+import moneyrail.checkout.service
 import moneyrail.ledger.service
 import moneyrail.payments.refunds
-import moneyrail.payments.service  # noqa: F401 - registers the cost-report sweep
+import moneyrail.payments.reports  # noqa: F401 - registers the cost-report sweep
 from moneyrail.config import Settings, get_settings
 from moneyrail.db.engine import create_engine, create_sessionmaker
 from moneyrail.db.uow import UnitOfWork

@@ -13,7 +13,12 @@ from moneyrail.kit.tenant import Tenant
 from moneyrail.models import PaymentIntent
 from moneyrail.processor.provider import processor
 
-from . import balance, refunds, service
+from . import (
+    balance,
+    refunds,
+    reports,  # noqa: F401 - registers the cost reports that a sandbox clock advance collects
+    service,
+)
 from .schemas import (
     BalanceAmount,
     BalanceOut,

@@ -21,16 +21,13 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime, timedelta
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import structlog
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from moneyrail.config import get_settings
 from moneyrail.customers import service as customers
 from moneyrail.deliveries import service as deliveries
-from moneyrail.engine.schedule import register_periodic
 from moneyrail.errors import (
     AmountInvalid,
     CardDeclined,
@@ -53,7 +50,6 @@ from moneyrail.kit.pagination import Position
 from moneyrail.kit.tenant import Tenant
 from moneyrail.models import PaymentIntent, PaymentMethod
 from moneyrail.payment_methods import service as methods
-from moneyrail.processor import provider
 from moneyrail.processor.interface import (
     Authorization,
     CardDetails,
@@ -61,7 +57,7 @@ from moneyrail.processor.interface import (
     ProcessorRefused,
     ProcessorUnavailable,
 )
-from moneyrail.sandbox.service import register_due_work, tenant_now
+from moneyrail.sandbox.service import tenant_now
 
 from . import fees, repository
 from .schemas import (
@@ -102,7 +98,7 @@ def _hash(secret: str) -> str:
     return hashlib.sha256(secret.encode()).hexdigest()
 
 
-async def _announce(session: AsyncSession, tenant: Tenant, payment: PaymentIntent, event_type: str) -> None:
+async def announce(session: AsyncSession, tenant: Tenant, payment: PaymentIntent, event_type: str) -> None:
     shown = render_payment_intent(
         payment, publishable_key=await installations.publishable_key(session, tenant)
     )
@@ -238,7 +234,7 @@ async def create_payment_intent(
     )
     session.add(payment)
     await session.flush()
-    await _announce(session, tenant, payment, "payment_intent.created")
+    await announce(session, tenant, payment, "payment_intent.created")
     logger.info(
         "payment_intent_created", payment_intent=payment.id, amount=payment.amount, currency=payment.currency
     )
@@ -450,7 +446,7 @@ async def _decline(
     payment.authentication_token_hash = None
     payment.processor_authorization = None
     await session.flush()
-    await _announce(session, tenant, payment, "payment_intent.payment_failed")
+    await announce(session, tenant, payment, "payment_intent.payment_failed")
     logger.info("payment_declined", payment_intent=payment.id, decline_code=decline_code)
 
 
@@ -475,7 +471,7 @@ async def _apply_authorization(
         payment.last_payment_error = None
         _move(payment, "requires_action")
         await session.flush()
-        await _announce(session, tenant, payment, "payment_intent.requires_action")
+        await announce(session, tenant, payment, "payment_intent.requires_action")
         return
     if authorization.status != "authorized":
         await _decline(
@@ -494,7 +490,7 @@ async def _apply_authorization(
         return
     _move(payment, "requires_capture")
     await session.flush()
-    await _announce(session, tenant, payment, "payment_intent.amount_capturable_updated")
+    await announce(session, tenant, payment, "payment_intent.amount_capturable_updated")
 
 
 # --- bank authentication (the sandbox bank's page) -------------------------------------------------
@@ -577,7 +573,7 @@ async def _capture(
     await fees.post_capture(session, tenant, payment)
     await session.flush()
     await _send_receipts(session, tenant, payment)
-    await _announce(session, tenant, payment, "payment_intent.succeeded")
+    await announce(session, tenant, payment, "payment_intent.succeeded")
     logger.info(
         "payment_succeeded",
         payment_intent=payment.id,
@@ -641,7 +637,7 @@ async def cancel_payment_intent(
     payment.next_action = None
     payment.authentication_token_hash = None
     await session.flush()
-    await _announce(session, tenant, payment, "payment_intent.canceled")
+    await announce(session, tenant, payment, "payment_intent.canceled")
     return payment
 
 
@@ -686,60 +682,5 @@ async def increment_authorization(
     payment.amount_capturable = authorization.amount
     payment.updated_at = utcnow()
     await session.flush()
-    await _announce(session, tenant, payment, "payment_intent.amount_capturable_updated")
+    await announce(session, tenant, payment, "payment_intent.amount_capturable_updated")
     return payment
-
-
-# --- fees: the processor's cost reports -------------------------------------------------------------
-REPORT_BATCH = 200
-
-
-async def report_costs(
-    session: AsyncSession,
-    *,
-    tenant: Tenant | None,
-    captured_before: datetime,
-    processor: Processor | None = None,
-) -> int:
-    """Finalize the fees of captured payments whose real cost the processor now reports."""
-    finalized = 0
-    awaiting = await repository.payments_awaiting_cost(session, tenant, captured_before, REPORT_BATCH)
-    network = processor or (provider.processor() if awaiting else None)
-    for payment in awaiting:
-        assert network is not None and payment.processor_authorization is not None
-        owner = Tenant(payment.installation_id, payment.livemode)
-        now = await tenant_now(session, owner)
-        try:
-            report = await network.cost_report(
-                owner, authorization_id=payment.processor_authorization, as_of=now
-            )
-        except ProcessorUnavailable as fault:
-            logger.warning("cost_report_unavailable", payment_intent=payment.id, error=str(fault))
-            continue  # the next sweep asks again
-        if report is None:
-            continue
-        await fees.post_final_fees(session, owner, payment, report, now)
-        await session.flush()
-        await _announce(session, owner, payment, "payment_intent.fees_finalized")
-        finalized += 1
-    return finalized
-
-
-async def _report_due_costs(session: AsyncSession) -> int:
-    """The scheduler's sweep: each tenant on its own clock (a sandbox's may run days ahead)."""
-    days = timedelta(days=get_settings().sandbox_cost_report_days)
-    finalized = 0
-    for tenant in await repository.tenants_awaiting_cost(session):
-        now = await tenant_now(session, tenant)
-        finalized += await report_costs(session, tenant=tenant, captured_before=now - days)
-    return finalized
-
-
-async def _report_costs_on_advance(session: AsyncSession, tenant: Tenant, now: datetime) -> int:
-    return await report_costs(session, tenant=tenant, captured_before=now)
-
-
-register_periodic(
-    "payments.cost_reports", timedelta(seconds=get_settings().cost_report_sweep_seconds), _report_due_costs
-)
-register_due_work("payments.cost_reports", _report_costs_on_advance)

@@ -1,0 +1,75 @@
+"""Fees become final when the processor reports a payment's real cost (CONVENTIONS.md §7): a sweep of
+the leading scheduler, each tenant on its own clock, and the sandbox's due work when its clock advances.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+import structlog
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from moneyrail.config import get_settings
+from moneyrail.engine.schedule import register_periodic
+from moneyrail.kit.tenant import Tenant
+from moneyrail.processor import provider
+from moneyrail.processor.interface import Processor, ProcessorUnavailable
+from moneyrail.sandbox.service import register_due_work, tenant_now
+
+from . import fees, repository
+from .service import announce
+
+logger = structlog.get_logger("moneyrail.payments")
+
+REPORT_BATCH = 200
+
+
+async def report_costs(
+    session: AsyncSession,
+    *,
+    tenant: Tenant | None,
+    captured_before: datetime,
+    processor: Processor | None = None,
+) -> int:
+    """Finalize the fees of captured payments whose real cost the processor now reports."""
+    finalized = 0
+    awaiting = await repository.payments_awaiting_cost(session, tenant, captured_before, REPORT_BATCH)
+    network = processor or (provider.processor() if awaiting else None)
+    for payment in awaiting:
+        assert network is not None and payment.processor_authorization is not None
+        owner = Tenant(payment.installation_id, payment.livemode)
+        now = await tenant_now(session, owner)
+        try:
+            report = await network.cost_report(
+                owner, authorization_id=payment.processor_authorization, as_of=now
+            )
+        except ProcessorUnavailable as fault:
+            logger.warning("cost_report_unavailable", payment_intent=payment.id, error=str(fault))
+            continue  # the next sweep asks again
+        if report is None:
+            continue
+        await fees.post_final_fees(session, owner, payment, report, now)
+        await session.flush()
+        await announce(session, owner, payment, "payment_intent.fees_finalized")
+        finalized += 1
+    return finalized
+
+
+async def _report_due_costs(session: AsyncSession) -> int:
+    """The scheduler's sweep: each tenant on its own clock (a sandbox's may run days ahead)."""
+    days = timedelta(days=get_settings().sandbox_cost_report_days)
+    finalized = 0
+    for tenant in await repository.tenants_awaiting_cost(session):
+        now = await tenant_now(session, tenant)
+        finalized += await report_costs(session, tenant=tenant, captured_before=now - days)
+    return finalized
+
+
+async def _report_costs_on_advance(session: AsyncSession, tenant: Tenant, now: datetime) -> int:
+    return await report_costs(session, tenant=tenant, captured_before=now)
+
+
+register_periodic(
+    "payments.cost_reports", timedelta(seconds=get_settings().cost_report_sweep_seconds), _report_due_costs
+)
+register_due_work("payments.cost_reports", _report_costs_on_advance)
