@@ -12,6 +12,8 @@ from moneyrail import __version__
 from moneyrail.api import health, metrics
 from moneyrail.api.errors import install_error_handlers
 from moneyrail.api.middleware import RequestContextMiddleware
+from moneyrail.checkout.endpoints import router as checkout_router
+from moneyrail.checkout.pages import router as checkout_pages_router
 from moneyrail.config import Settings, get_settings
 from moneyrail.customers.endpoints import router as customers_router
 from moneyrail.db.engine import create_engine, create_sessionmaker
@@ -32,6 +34,7 @@ def payments_api() -> APIRouter:
     v1.include_router(customers_router)
     v1.include_router(payment_methods_router)
     v1.include_router(payments_router)
+    v1.include_router(checkout_router)
     v1.include_router(deliveries_router)
     v1.include_router(operations_router)
     v1.include_router(events_router)
@@ -69,5 +72,6 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(metrics.router)
     app.include_router(payments_api())
     app.include_router(payment_pages_router)
+    app.include_router(checkout_pages_router)
     app.add_middleware(RequestContextMiddleware)
     return app

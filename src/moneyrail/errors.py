@@ -71,6 +71,12 @@ class UnsupportedVersion(InvalidRequest):
     code = "unsupported_version"
 
 
+class UrlNotRegistered(InvalidRequest):
+    """A return URL that is not exactly one the installation registered for the environment."""
+
+    code = "url_not_registered"
+
+
 class IdempotencyKeyRequired(InvalidRequest):
     code = "idempotency_key_required"
 
@@ -133,6 +139,14 @@ class InsufficientScope(MoneyrailError):
     status = 403
     type = "permission_error"
     code = "insufficient_scope"
+
+
+class CheckoutNotEnabled(MoneyrailError):
+    """Hosted checkout is not (yet) active for this environment: the operator enables it."""
+
+    status = 403
+    type = "permission_error"
+    code = "checkout_not_enabled"
 
 
 # 404 / 405 ------------------------------------------------------------------------------------

@@ -1,6 +1,7 @@
 """Every table of moneyrail, one module per aggregate. Import this package to register them all."""
 
 from moneyrail.models.base import Base
+from moneyrail.models.checkout import CheckoutSession
 from moneyrail.models.customer import Customer
 from moneyrail.models.event import Event, WebhookEndpoint
 from moneyrail.models.idempotency import IdempotencyRecord
@@ -27,6 +28,7 @@ from moneyrail.models.sandbox import (
 __all__ = [
     "ApiKey",
     "Base",
+    "CheckoutSession",
     "Customer",
     "CustomerSession",
     "EnvironmentSettings",

@@ -1,0 +1,165 @@
+"""The hosted checkout page (spec 4.N): `/checkout/{token}`, where a payer pays one payment.
+
+The link is the credential: it is never logged (the request log carries the route template only), sent
+on as a referrer (`Referrer-Policy: no-referrer`) or shown to anyone but the payer. The page loads
+nothing from third parties, runs no script, and holds no API key or client_secret.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+from urllib.parse import urlsplit
+
+from fastapi import APIRouter, Form, Request
+from fastapi.responses import RedirectResponse, Response
+
+from moneyrail.api.context import request_session
+from moneyrail.api.routing import MoneyrailRoute
+from moneyrail.payments.endpoints import public_base_url
+from moneyrail.processor.provider import processor
+from moneyrail.web import format_amount, render_page
+
+from . import service
+from .schemas import CheckoutPaymentForm
+
+router = APIRouter(route_class=MoneyrailRoute, include_in_schema=False)
+
+NOTICES: dict[str, tuple[int, str, str]] = {
+    "missing": (
+        404,
+        "This checkout link is not valid",
+        "Check the link, or return to the shop and start the payment again.",
+    ),
+    "expired": (
+        410,
+        "This checkout has expired",
+        "Nothing was charged. Return to the shop and start the payment again.",
+    ),
+    "complete": (
+        410,
+        "This payment is complete",
+        "This checkout has already been paid, so its link no longer works. You can close this page.",
+    ),
+    "canceled": (
+        410,
+        "This payment is no longer available",
+        "The shop cancelled this payment. Nothing was charged. Return to the shop to continue.",
+    ),
+    "processing": (
+        200,
+        "Your payment is being processed",
+        "Your bank has not answered yet. Return to the shop later to check the payment.",
+    ),
+}
+FORM_STATUS = {None: 200, "declined": 402, "invalid": 400, "unavailable": 503}
+
+
+def _origin(url: str) -> str:
+    parts = urlsplit(url)
+    return f"{parts.scheme}://{parts.netloc}"
+
+
+def _form_targets(request: Request, view: service.CheckoutView) -> str:
+    """Chromium applies form-action to every redirect after a form post: the caller's return pages and
+    the bank's authentication page (on the public address) must be allowed, and nothing else."""
+    origins = [_origin(public_base_url(request)), _origin(view.success_url), _origin(view.cancel_url)]
+    return " ".join(dict.fromkeys(origins))
+
+
+def _card_label(card: service.SavedCard) -> str:
+    label = f"{card.brand.title()} ending in {card.last4}, expires {card.exp_month:02d}/{card.exp_year}"
+    return f"{label} (preferred)" if card.preferred else label
+
+
+def _form_page(request: Request, token: str, form: service.PaymentForm) -> Response:
+    view = form.view
+    offered = {card.id for card in view.saved_cards} | {"new"}
+    preferred = next((card.id for card in view.saved_cards if card.preferred), None)
+    selected = form.chosen if form.chosen in offered else preferred or "new"
+    context: dict[str, Any] = {
+        "title": view.title,
+        "seller": view.seller,
+        "amount": format_amount(view.amount, view.currency),
+        "saved_cards": [{"id": card.id, "label": _card_label(card)} for card in view.saved_cards],
+        "selected": selected,
+        "can_save_card": view.can_save_card,
+        "sandbox": not view.livemode,
+        "error": form.error,
+        "action": f"/checkout/{token}",
+        "cancel_href": f"/checkout/{token}/cancel",
+    }
+    return render_page(
+        request,
+        "checkout.html",
+        context,
+        status_code=FORM_STATUS[form.problem],
+        form_targets=_form_targets(request, view),
+    )
+
+
+def _notice_page(request: Request, reason: str) -> Response:
+    status_code, heading, message = NOTICES[reason]
+    return render_page(
+        request,
+        "checkout_notice.html",
+        {"heading": heading, "message": message, "is_error": status_code != 200},
+        status_code=status_code,
+    )
+
+
+def _answer(request: Request, token: str, step: service.PageStep) -> Response:
+    if isinstance(step, service.Redirect):
+        return RedirectResponse(step.url, status_code=303)
+    if isinstance(step, service.Notice):
+        return _notice_page(request, step.reason)
+    return _form_page(request, token, step)
+
+
+@router.get("/checkout/{token}")
+async def checkout_page(request: Request, token: str) -> Response:
+    return _answer(request, token, await service.show_checkout(request_session(request), token))
+
+
+@router.post("/checkout/{token}")
+async def pay(
+    request: Request,
+    token: str,
+    payment_method: Annotated[str | None, Form()] = None,
+    card_number: Annotated[str | None, Form()] = None,
+    exp_month: Annotated[str | None, Form()] = None,
+    exp_year: Annotated[str | None, Form()] = None,
+    cvc: Annotated[str | None, Form()] = None,
+    save_card: Annotated[str | None, Form()] = None,
+) -> Response:
+    form = CheckoutPaymentForm(
+        payment_method=payment_method,
+        card_number=card_number,
+        exp_month=exp_month,
+        exp_year=exp_year,
+        cvc=cvc,
+        save_card=save_card is not None,
+    )
+    step = await service.pay_checkout(
+        request_session(request), processor(), token, form, base_url=public_base_url(request)
+    )
+    return _answer(request, token, step)
+
+
+@router.get("/checkout/{token}/return")
+async def return_from_bank(request: Request, token: str) -> Response:
+    """The bank's page sends the payer here. Its query string is not believed: the payment's status is."""
+    step = await service.return_from_authentication(request_session(request), token)
+    if isinstance(step, service.Redirect) and _origin(step.url) != _origin(public_base_url(request)):
+        # This answer ends a redirect chain that began with the bank page's form, whose form-action
+        # allows only this site: a redirect elsewhere would be blocked, so the page forwards instead.
+        return render_page(
+            request,
+            "checkout_forward.html",
+            {"url": step.url, "heading": "Payment complete", "message": "Taking you back to the shop…"},
+        )
+    return _answer(request, token, step)
+
+
+@router.get("/checkout/{token}/cancel")
+async def cancel(request: Request, token: str) -> Response:
+    return _answer(request, token, await service.leave_checkout(request_session(request), token))

@@ -1,0 +1,557 @@
+"""Checkout sessions (spec 2, 3 and 4.N): a hosted page that takes one payment from a payer.
+
+A session's state machine is data:
+
+    open -> complete   its payment is paid (succeeded, or authorized for a manual capture)
+    open -> expired    30 minutes pass on the environment's clock (the sweep, a sandbox clock advance),
+                       or the expire operation; an unfinished one-off payment is cancelled with it
+
+The checkout URL is a credential: 43 random base62 characters (256 bits), answered once at creation
+and kept only as a SHA-256. It stops working once the session is complete or expired, and the page
+refuses a session past `expires_at` even before the sweep has run.
+
+A returning browser confirms nothing: the page reads the payment's own status, and callers confirm an
+order on `payment_intent.succeeded` and by reading the payment (spec 4.N rule 5).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Literal
+
+import structlog
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from moneyrail.engine.schedule import register_periodic
+from moneyrail.errors import (
+    CardDeclined,
+    CheckoutNotEnabled,
+    Conflict,
+    InvalidRequest,
+    MoneyrailError,
+    ParameterInvalid,
+    ParameterMissing,
+    ParametersExclusive,
+    PaymentDeclined,
+    ProcessorUnavailableError,
+    ReferencedResourceMissing,
+    ResourceMissing,
+    UrlNotRegistered,
+)
+from moneyrail.events.service import record_event
+from moneyrail.installations import service as installations
+from moneyrail.kit.clock import utcnow
+from moneyrail.kit.ids import new_id, random_base62
+from moneyrail.kit.tenant import Tenant
+from moneyrail.models import CheckoutSession, PaymentIntent
+from moneyrail.payment_methods import service as methods
+from moneyrail.payments import service as payments
+from moneyrail.processor import provider
+from moneyrail.processor.interface import CardDetails, Processor
+from moneyrail.sandbox.service import register_due_work, tenant_now
+
+from . import repository
+from .schemas import CheckoutPaymentForm, CheckoutSessionCreate, render_checkout_session
+
+logger = structlog.get_logger("moneyrail.checkout")
+
+SESSION_LIFETIME = timedelta(minutes=30)  # spec part 8
+TOKEN_LENGTH = 43  # 43 base62 characters carry 256 bits
+TRANSITIONS: dict[str, frozenset[str]] = {
+    "open": frozenset({"complete", "expired"}),
+    "complete": frozenset(),
+    "expired": frozenset(),
+}
+# A checkout is done once its payment is paid: captured, or authorized when the caller captures later
+# (the commerce flow of spec 4.B rule 3).
+PAID = frozenset({"succeeded", "requires_capture"})
+SWEEP_BATCH = 200
+SWEEP_SANDBOXES = 500
+
+
+def hash_token(token: str) -> str:
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+def checkout_url(base_url: str, token: str) -> str:
+    return f"{base_url}/checkout/{token}"
+
+
+def return_url(base_url: str, token: str) -> str:
+    """Where the sandbox bank's page sends the payer back after authentication."""
+    return f"{checkout_url(base_url, token)}/return"
+
+
+def _move(checkout: CheckoutSession, status: str) -> None:
+    if status not in TRANSITIONS[checkout.status]:
+        raise Conflict(f"A checkout session cannot go from {checkout.status} to {status}.")
+    checkout.status = status
+    checkout.updated_at = utcnow()
+
+
+async def _announce(
+    session: AsyncSession, tenant: Tenant, checkout: CheckoutSession, event_type: str
+) -> None:
+    await record_event(session, tenant, event_type, render_checkout_session(checkout).model_dump(mode="json"))
+
+
+# --- creating -----------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class CreatedCheckoutSession:
+    checkout: CheckoutSession
+    token: str  # answered once inside checkout_url, never stored
+
+
+async def _resolve_billing(command: CheckoutSessionCreate) -> None:
+    """Subscriptions, their changes and invoices are not built yet, so no such id resolves: each is
+    refused as an id that does not exist, naming its field."""
+    for param, value in (
+        ("subscription", command.subscription),
+        ("change", command.change),
+        ("invoice", command.invoice),
+    ):
+        if value is not None:
+            raise ReferencedResourceMissing(f"No such {param}: {value!r}", param=param)
+
+
+async def _payment_to_take(session: AsyncSession, tenant: Tenant, payment_id: str) -> PaymentIntent:
+    try:
+        payment = await payments.lock_payment_intent(session, tenant, payment_id)
+    except ResourceMissing:
+        raise ReferencedResourceMissing(
+            f"No such payment_intent: {payment_id!r}", param="payment_intent"
+        ) from None
+    if payment.status not in payments.CONFIRMABLE:
+        raise Conflict(
+            f"This payment is {payment.status}: a checkout takes a payment that still requires a payment "
+            "method or confirmation.",
+            param="payment_intent",
+        )
+    return payment
+
+
+async def create_checkout_session(
+    session: AsyncSession, tenant: Tenant, command: CheckoutSessionCreate
+) -> CreatedCheckoutSession:
+    settings = await installations.get_environment_settings(session, tenant)
+    if not settings.checkout_enabled:
+        raise CheckoutNotEnabled(
+            f"Hosted checkout is not enabled for this installation's {tenant.environment}; "
+            "the operator enables it (moneyrail settings set --checkout)."
+        )
+    if command.payment_intent is not None and command.subscription is not None:
+        raise ParametersExclusive(
+            "A checkout session takes either payment_intent or subscription, not both.", param="subscription"
+        )
+    if command.payment_intent is None and command.subscription is None:
+        raise ParameterMissing(
+            "A checkout session needs the payment_intent (or the subscription) it takes.",
+            param="payment_intent",
+        )
+    await _resolve_billing(command)
+    for param, url in (("success_url", command.success_url), ("cancel_url", command.cancel_url)):
+        if url not in settings.return_urls:
+            raise UrlNotRegistered(
+                f"{param} {url!r} is not a return URL registered for this environment; the operator "
+                "registers each one exactly (moneyrail settings set --return-url).",
+                param=param,
+            )
+    assert command.payment_intent is not None  # a subscription was refused above
+    payment = await _payment_to_take(session, tenant, command.payment_intent)
+
+    token = random_base62(TOKEN_LENGTH)
+    now = utcnow()
+    checkout = CheckoutSession(
+        id=new_id("cs"),
+        installation_id=tenant.installation_id,
+        livemode=tenant.livemode,
+        payment_intent_id=payment.id,
+        subscription_id=None,
+        change_id=None,
+        invoice_id=None,
+        title=command.title,
+        success_url=command.success_url,
+        cancel_url=command.cancel_url,
+        token_hash=hash_token(token),
+        status="open",
+        expires_at=await tenant_now(session, tenant) + SESSION_LIFETIME,
+        updated_at=now,
+    )
+    await repository.add(session, checkout)
+    logger.info("checkout_session_created", checkout_session=checkout.id, payment_intent=payment.id)
+    return CreatedCheckoutSession(checkout, token)
+
+
+# --- reading ------------------------------------------------------------------------------------
+async def get_checkout_session(session: AsyncSession, tenant: Tenant, checkout_id: str) -> CheckoutSession:
+    checkout = await repository.get(session, tenant, checkout_id)
+    if checkout is None:
+        raise ResourceMissing(f"No such checkout session: {checkout_id!r}", param="checkout_session")
+    return checkout
+
+
+# --- completing and expiring -----------------------------------------------------------------------
+async def _complete(session: AsyncSession, tenant: Tenant, checkout: CheckoutSession) -> None:
+    _move(checkout, "complete")
+    checkout.completed_at = await tenant_now(session, tenant)
+    await session.flush()
+    await _announce(session, tenant, checkout, "checkout.session.completed")
+    logger.info("checkout_session_completed", checkout_session=checkout.id)
+
+
+async def _expire(
+    session: AsyncSession, tenant: Tenant, processor: Processor, checkout: CheckoutSession
+) -> None:
+    """The link stops working; a one-off payment nobody paid is cancelled with it.
+
+    A payment that another open session still offers is left to that session. A subscription's
+    checkout (billing, later) only loses its link: the subscription is not cancelled (spec part 3).
+    """
+    if checkout.payment_intent_id is not None:
+        # the payment's lock first: a session being created for it meanwhile is counted, not orphaned
+        payment = await payments.lock_payment_intent(session, tenant, checkout.payment_intent_id)
+        unfinished = payment.status in payments.CANCELABLE and payment.status not in PAID
+        if unfinished and await repository.count_other_open_for_payment(session, checkout) == 0:
+            await payments.cancel_payment_intent(session, tenant, processor, payment.id, "abandoned")
+    _move(checkout, "expired")
+    checkout.expired_at = await tenant_now(session, tenant)
+    await session.flush()
+    await _announce(session, tenant, checkout, "checkout.session.expired")
+    logger.info("checkout_session_expired", checkout_session=checkout.id)
+
+
+async def expire_checkout_session(
+    session: AsyncSession, tenant: Tenant, processor: Processor, checkout_id: str
+) -> CheckoutSession:
+    checkout = await repository.get(session, tenant, checkout_id, for_update=True)
+    if checkout is None:
+        raise ResourceMissing(f"No such checkout session: {checkout_id!r}", param="checkout_session")
+    if checkout.status != "open":
+        raise Conflict(f"This checkout session is {checkout.status}; only an open one can be expired.")
+    await _expire(session, tenant, processor, checkout)
+    return checkout
+
+
+async def _settle_due(
+    session: AsyncSession, tenant: Tenant, processor: Processor, checkout: CheckoutSession
+) -> None:
+    """A session past its expiry: complete if its payment was paid meanwhile (the payer left the bank's
+    page without coming back), else expired."""
+    if checkout.payment_intent_id is not None:
+        payment = await payments.lock_payment_intent(session, tenant, checkout.payment_intent_id)
+        if payment.status in PAID:
+            await _complete(session, tenant, checkout)
+            return
+    await _expire(session, tenant, processor, checkout)
+
+
+async def _settle_due_sessions(
+    session: AsyncSession,
+    *,
+    tenant: Tenant | None,
+    livemode: bool | None,
+    now: datetime,
+    processor: Processor | None = None,
+) -> int:
+    due = await repository.due_open_sessions(
+        session, tenant=tenant, livemode=livemode, now=now, limit=SWEEP_BATCH
+    )
+    if not due:
+        return 0
+    network = processor or provider.processor()
+    settled = 0
+    for checkout in due:
+        owner = Tenant(checkout.installation_id, checkout.livemode)
+        checkout_id = checkout.id
+        try:
+            async with session.begin_nested():  # one session's failure leaves the others settled
+                await _settle_due(session, owner, network, checkout)
+        except MoneyrailError as error:  # the network did not answer, or the payment moved meanwhile
+            logger.warning("checkout_expiry_deferred", checkout_session=checkout_id, code=error.code)
+            continue  # the next sweep tries again
+        settled += 1
+    return settled
+
+
+async def expire_due_sessions(
+    session: AsyncSession, tenant: Tenant, now: datetime, *, processor: Processor | None = None
+) -> int:
+    """Due work of a sandbox clock advance: the tenant's sessions past expiry at `now`."""
+    return await _settle_due_sessions(session, tenant=tenant, livemode=None, now=now, processor=processor)
+
+
+async def sweep(session: AsyncSession, *, processor: Processor | None = None) -> int:
+    """The scheduler's sweep: live sessions on real time, each sandbox on its own clock.
+
+    A session due while a payer holds it (paying right now) is skipped and settled by the next sweep.
+    """
+    settled = await _settle_due_sessions(
+        session, tenant=None, livemode=True, now=utcnow(), processor=processor
+    )
+    for installation_id in await repository.installations_with_open_sandbox_sessions(
+        session, SWEEP_SANDBOXES
+    ):
+        sandbox = Tenant(installation_id, False)
+        now = await tenant_now(session, sandbox)
+        settled += await expire_due_sessions(session, sandbox, now, processor=processor)
+    return settled
+
+
+async def _sweep(session: AsyncSession) -> int:
+    return await sweep(session)
+
+
+register_periodic("checkout.expiry", timedelta(seconds=30), _sweep)
+register_due_work("checkout.expiry", expire_due_sessions)
+
+
+# --- the hosted page ------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class SavedCard:
+    id: str
+    brand: str
+    last4: str
+    exp_month: int
+    exp_year: int
+    preferred: bool
+
+
+@dataclass(frozen=True)
+class CheckoutView:
+    """What the page shows: decided here, on the server (the amount is the payment's, never the form's)."""
+
+    title: str
+    seller: str
+    amount: int
+    currency: str
+    saved_cards: list[SavedCard]
+    can_save_card: bool  # a payment with a customer may keep a new card, with the payer's consent
+    success_url: str
+    cancel_url: str
+    livemode: bool
+
+
+@dataclass(frozen=True)
+class PaymentForm:
+    view: CheckoutView
+    error: str | None = None
+    problem: Literal["declined", "invalid", "unavailable"] | None = None
+    chosen: str | None = None  # what the payer picked last time (`new` or a saved card), to pick again
+
+
+@dataclass(frozen=True)
+class Redirect:
+    url: str
+
+
+@dataclass(frozen=True)
+class Notice:
+    """The page cannot take a card: the link names nothing, or the session is over, or the payment is."""
+
+    reason: Literal["missing", "expired", "complete", "canceled", "processing"]
+
+
+PageStep = PaymentForm | Redirect | Notice
+
+
+@dataclass(frozen=True)
+class _Loaded:
+    checkout: CheckoutSession
+    tenant: Tenant
+    payment: PaymentIntent
+
+
+async def _load(session: AsyncSession, token: str) -> _Loaded | Notice:
+    """The session the link names and its payment, both locked for this request (session first)."""
+    checkout = await repository.get_by_token_hash(session, hash_token(token))
+    if checkout is None or checkout.payment_intent_id is None:
+        return Notice("missing")  # subscription checkouts come with billing
+    tenant = Tenant(checkout.installation_id, checkout.livemode)
+    payment = await payments.lock_payment_intent(session, tenant, checkout.payment_intent_id)
+    return _Loaded(checkout, tenant, payment)
+
+
+def _authentication_url(payment: PaymentIntent) -> str | None:
+    action = payment.next_action or {}
+    redirect = action.get("redirect_to_url") or {}
+    url = redirect.get("url")
+    return url if isinstance(url, str) else None
+
+
+async def _settled(session: AsyncSession, loaded: _Loaded, *, when_complete: PageStep) -> PageStep | None:
+    """Where a payer goes when the session cannot take a card now; None when the form is due."""
+    checkout, payment = loaded.checkout, loaded.payment
+    if checkout.status == "complete":
+        return when_complete
+    if checkout.status == "expired":
+        return Notice("expired")
+    if payment.status in PAID:  # paid meanwhile (the bank's page, a double click): the truth wins
+        await _complete(session, loaded.tenant, checkout)
+        return Redirect(checkout.success_url)
+    if await tenant_now(session, loaded.tenant) >= checkout.expires_at:
+        return Notice("expired")  # whatever the sweep did
+    if payment.status == "requires_action":
+        url = _authentication_url(payment)
+        return Redirect(url) if url is not None else Notice("processing")
+    if payment.status == "canceled":
+        return Notice("canceled")
+    if payment.status not in payments.CONFIRMABLE:
+        return Notice("processing")
+    return None
+
+
+async def _view(session: AsyncSession, loaded: _Loaded) -> CheckoutView:
+    checkout, payment, tenant = loaded.checkout, loaded.payment, loaded.tenant
+    installation = await installations.require_installation(session, tenant.installation_id)
+    cards: list[SavedCard] = []
+    if payment.customer_id is not None:  # an anonymous checkout sees no saved methods (spec 4.N rule 6)
+        cards = [
+            SavedCard(m.id, m.brand, m.last4, m.exp_month, m.exp_year, m.preferred)
+            for m in await methods.saved_methods(session, tenant, payment.customer_id)
+        ]
+    return CheckoutView(
+        title=checkout.title,
+        seller=installation.name,
+        amount=payment.amount,
+        currency=payment.currency,
+        saved_cards=cards,
+        can_save_card=payment.customer_id is not None,
+        success_url=checkout.success_url,
+        cancel_url=checkout.cancel_url,
+        livemode=checkout.livemode,
+    )
+
+
+async def show_checkout(session: AsyncSession, token: str) -> PageStep:
+    """GET of the page: the form, or where the payer belongs now."""
+    loaded = await _load(session, token)
+    if isinstance(loaded, Notice):
+        return loaded
+    step = await _settled(session, loaded, when_complete=Notice("complete"))
+    return step if step is not None else PaymentForm(await _view(session, loaded))
+
+
+async def return_from_authentication(session: AsyncSession, token: str) -> PageStep:
+    """The bank's page sent the payer back. Its query string says how it went; only the payment's own
+    status is believed."""
+    loaded = await _load(session, token)
+    if isinstance(loaded, Notice):
+        return loaded
+    step = await _settled(session, loaded, when_complete=Redirect(loaded.checkout.success_url))
+    if step is not None:
+        return step
+    error = (loaded.payment.last_payment_error or {}).get("message")
+    return PaymentForm(
+        await _view(session, loaded),
+        error=str(error) if error else None,
+        problem="declined" if error else None,
+    )
+
+
+async def leave_checkout(session: AsyncSession, token: str) -> PageStep:
+    """The payer cancels: back to the caller's cancel_url. The session stays open until it expires, so
+    the browser's back button still finds the form."""
+    checkout = await repository.get_by_token_hash(session, hash_token(token))
+    if checkout is None:
+        return Notice("missing")
+    if checkout.status == "complete":
+        return Redirect(checkout.success_url)
+    tenant = Tenant(checkout.installation_id, checkout.livemode)
+    if checkout.status == "expired" or await tenant_now(session, tenant) >= checkout.expires_at:
+        return Notice("expired")
+    return Redirect(checkout.cancel_url)
+
+
+_CARD_NUMBER_SEPARATORS = re.compile(r"[\s-]")
+
+
+def _card(form: CheckoutPaymentForm) -> CardDetails:
+    """The card fields as typed. Whether the number is a card is the network's answer; only the shape
+    is checked here, so that a typo is not recorded as a decline."""
+    number = _CARD_NUMBER_SEPARATORS.sub("", form.card_number or "")
+    if not number:
+        raise ParameterMissing("Enter the card number.", param="card_number")
+    if not re.fullmatch(r"[0-9]{12,19}", number):
+        raise ParameterInvalid("The card number should be 12 to 19 digits.", param="card_number")
+    month = form.exp_month or ""
+    if not re.fullmatch(r"[0-9]{1,2}", month) or not 1 <= int(month) <= 12:
+        raise ParameterInvalid("Enter the expiry month as a number from 1 to 12.", param="exp_month")
+    year = form.exp_year or ""
+    if not re.fullmatch(r"[0-9]{2}|[0-9]{4}", year):
+        raise ParameterInvalid("Enter the expiry year, such as 2030.", param="exp_year")
+    cvc = form.cvc or ""
+    if not re.fullmatch(r"[0-9]{3,4}", cvc):
+        raise ParameterInvalid("Enter the 3 or 4 digit security code (CVC).", param="cvc")
+    full_year = int(year) + 2000 if len(year) == 2 else int(year)
+    return CardDetails(number=number, exp_month=int(month), exp_year=full_year, cvc=cvc)
+
+
+def _confirmation(form: CheckoutPaymentForm, payment: PaymentIntent, back: str) -> payments.Confirmation:
+    choice = form.payment_method or "new"
+    if choice != "new":
+        if payment.customer_id is None:
+            raise ParameterInvalid("Choose how to pay.", param="payment_method")
+        return payments.Confirmation(payment_method=choice, return_url=back)
+    return payments.Confirmation(
+        card=_card(form),
+        save_payment_method=form.save_card and payment.customer_id is not None,
+        return_url=back,
+    )
+
+
+async def pay_checkout(
+    session: AsyncSession, processor: Processor, token: str, form: CheckoutPaymentForm, *, base_url: str
+) -> PageStep:
+    """The payer pressed Pay. The session's lock, then the payment's, make a double click or a reload
+    wait for the first attempt and then find the payment paid: it is never charged twice."""
+    loaded = await _load(session, token)
+    if isinstance(loaded, Notice):
+        return loaded
+    step = await _settled(session, loaded, when_complete=Redirect(loaded.checkout.success_url))
+    if step is not None:
+        return step
+    try:
+        confirmation = _confirmation(form, loaded.payment, return_url(base_url, token))
+    except InvalidRequest as invalid:
+        return PaymentForm(
+            await _view(session, loaded), error=invalid.message, problem="invalid", chosen=form.payment_method
+        )
+
+    declined: PaymentDeclined | None = None
+    try:
+        async with session.begin_nested():  # a refusal other than a decline leaves nothing behind
+            try:
+                await payments.confirm_locked_payment(
+                    session, loaded.tenant, processor, loaded.payment, confirmation, base_url=base_url
+                )
+            except PaymentDeclined as error:
+                declined = error  # the decline is recorded on the payment: it stays
+    except (InvalidRequest, Conflict, CardDeclined, ProcessorUnavailableError) as refused:
+        problem: Literal["invalid", "unavailable"] = (
+            "unavailable" if isinstance(refused, ProcessorUnavailableError | CardDeclined) else "invalid"
+        )
+        message = (
+            "The card could not be processed just now. Nothing was charged; please try again."
+            if problem == "unavailable"
+            else "That payment method cannot be used here. Choose another one."
+        )
+        again = await _load(session, token)
+        if isinstance(again, Notice):
+            return again
+        logger.info("checkout_attempt_refused", checkout_session=again.checkout.id, code=refused.code)
+        return PaymentForm(await _view(session, again), error=message, problem=problem, chosen="new")
+
+    if declined is not None:
+        return PaymentForm(
+            await _view(session, loaded),
+            error=declined.message,
+            problem="declined",
+            chosen=form.payment_method,
+        )
+    step = await _settled(session, loaded, when_complete=Redirect(loaded.checkout.success_url))
+    if step is not None:
+        return step
+    return PaymentForm(await _view(session, loaded))  # not reached with the sandbox's outcomes
