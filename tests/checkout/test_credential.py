@@ -25,18 +25,21 @@ def test_no_checkout_token_ever_reaches_the_log(shop, web):
     first = create_session(shop, create_payment(shop)["id"])
     second = create_session(shop, create_payment(shop)["id"])
     url = first["checkout_url"]
-    responses = [
-        httpx.get(url),
-        httpx.post(url, data=card_form(GENERIC_DECLINE)),
-        httpx.post(url, data=card_form(AUTHENTICATE)),
-    ]
-    bank_page = responses[-1].headers["location"]
-    responses.append(httpx.post(bank_page, data={"decision": "approve"}))
-    responses.append(httpx.get(responses[-1].headers["location"]))  # the return to the page
-    responses.append(httpx.get(url))  # spent
-    responses.append(httpx.get(f"{second['checkout_url']}/cancel"))
-    responses.append(httpx.post(second["checkout_url"], data=card_form(SUCCEEDS)))
-    responses.append(httpx.get(second["checkout_url"] + "x"))  # a wrong token
+    with httpx.Client() as browser:  # keeps cookies, as a browser does across the bank's page
+        responses = [
+            browser.get(url),
+            browser.post(url, data=card_form(GENERIC_DECLINE)),
+            browser.post(url, data=card_form(AUTHENTICATE)),
+        ]
+        bank_page = responses[-1].headers["location"]
+        responses.append(browser.post(bank_page, data={"decision": "approve"}))
+        returned_to = responses[-1].headers["location"]
+        assert token_of(first) not in returned_to  # the return address carries no credential
+        responses.append(browser.get(returned_to))  # the return to the page
+        responses.append(browser.get(url))  # spent
+        responses.append(browser.get(f"{second['checkout_url']}/cancel"))
+        responses.append(browser.post(second["checkout_url"], data=card_form(SUCCEEDS)))
+        responses.append(browser.get(second["checkout_url"] + "x"))  # a wrong token
     request_ids = [response.headers["Request-Id"] for response in responses]
 
     log = _log_after(web, request_ids)
@@ -54,10 +57,26 @@ def test_no_checkout_token_ever_reaches_the_log(shop, web):
     assert len(routes) == len(request_ids)
     assert set(routes) == {
         "/checkout/{token}",
-        "/checkout/{token}/return",
+        "/checkout/return/{checkout_session}",
         "/checkout/{token}/cancel",
         "/authenticate/{token}",
     }
+
+
+def test_the_payment_and_its_events_never_hold_the_checkout_token(shop, db):
+    payment = create_payment(shop)
+    checkout = create_session(shop, payment["id"])
+    with httpx.Client() as browser:
+        assert browser.post(checkout["checkout_url"], data=card_form(AUTHENTICATE)).status_code == 303
+    token = token_of(checkout)
+    stored = shop.get(f"/v1/payment-intents/{payment['id']}").json()
+    assert stored["status"] == "requires_action"
+    assert token not in json.dumps(stored)
+    events = shop.get("/v1/events", params={"limit": 100}).json()
+    assert token not in json.dumps(events)
+    for table in ("payment_intents", "events", "checkout_sessions", "operations"):
+        dump = db.execute(f"SELECT coalesce(string_agg(t::text, ' '), '') FROM {table} t").fetchone()[0]
+        assert token not in dump, table
 
 
 def test_a_spent_or_revoked_link_opens_nothing(shop):

@@ -149,40 +149,41 @@ def test_bank_authentication_returns_to_the_page_which_believes_only_the_payment
     payment = create_payment(shop, 4500)
     checkout = create_session(shop, payment["id"])
     token = token_of(checkout)
-    started = httpx.post(checkout["checkout_url"], data=card_form(AUTHENTICATE))
-    assert started.status_code == 303
-    bank_page = started.headers["location"]
-    assert "/authenticate/" in bank_page
-    assert shop.get(f"/v1/payment-intents/{payment['id']}").json()["status"] == "requires_action"
+    return_address = f"{shop.base_url}/checkout/return/{checkout['id']}"
+    with httpx.Client() as browser:
+        started = browser.post(checkout["checkout_url"], data=card_form(AUTHENTICATE))
+        assert started.status_code == 303
+        bank_page = started.headers["location"]
+        assert "/authenticate/" in bank_page
+        assert shop.get(f"/v1/payment-intents/{payment['id']}").json()["status"] == "requires_action"
 
-    # a forged return confirms nothing: the payment is still waiting for the bank
-    forged = httpx.get(
-        f"{checkout['checkout_url']}/return",
-        params={"payment_intent": payment["id"], "redirect_status": "succeeded"},
-    )
-    assert forged.status_code == 303 and forged.headers["location"] == bank_page
-    assert session_status(shop, checkout) == "open"
+        # a forged return confirms nothing: the payment is still waiting for the bank
+        forged = browser.get(
+            return_address, params={"payment_intent": payment["id"], "redirect_status": "succeeded"}
+        )
+        assert forged.status_code == 303 and forged.headers["location"] == bank_page
+        assert session_status(shop, checkout) == "open"
 
-    approved = httpx.post(bank_page, data={"decision": "approve"})
-    assert approved.status_code == 303
-    back = approved.headers["location"]
-    assert back.startswith(f"{checkout['checkout_url']}/return?")
-    returned = httpx.get(back)
+        approved = browser.post(bank_page, data={"decision": "approve"})
+        assert approved.status_code == 303
+        back = approved.headers["location"]
+        assert back.startswith(f"{return_address}?") and token not in back
+        returned = browser.get(back)
     # the bank page's form-action allows this site only, so the page forwards to success_url itself
     assert returned.status_code == 200
     assert f'<meta http-equiv="refresh" content="0; url={SUCCESS_URL}">' in returned.text
     assert session_status(shop, checkout) == "complete"
     assert shop.get(f"/v1/payment-intents/{payment['id']}").json()["status"] == "succeeded"
-    assert token in back  # (the return address is the payer's own link)
 
 
 def test_a_failed_bank_authentication_shows_the_form_again_to_try_another_card(shop):
     payment = create_payment(shop)
     checkout = create_session(shop, payment["id"])
-    bank_page = httpx.post(checkout["checkout_url"], data=card_form(AUTHENTICATE)).headers["location"]
-    failed = httpx.post(bank_page, data={"decision": "fail"})
-    assert failed.status_code == 303
-    returned = httpx.get(failed.headers["location"])
+    with httpx.Client() as browser:
+        bank_page = browser.post(checkout["checkout_url"], data=card_form(AUTHENTICATE)).headers["location"]
+        failed = browser.post(bank_page, data={"decision": "fail"})
+        assert failed.status_code == 303
+        returned = browser.get(failed.headers["location"])
     assert returned.status_code == 402
     assert 'role="alert"' in returned.text and "authenticate" in returned.text
     assert "<form" in returned.text
@@ -190,16 +191,21 @@ def test_a_failed_bank_authentication_shows_the_form_again_to_try_another_card(s
     assert paid.headers["location"] == SUCCESS_URL
 
 
-def test_a_forged_success_return_for_an_unpaid_payment_shows_the_form(shop):
+def test_a_return_without_the_payers_link_moves_nothing_unless_the_payment_is_paid(shop):
     payment = create_payment(shop)
     checkout = create_session(shop, payment["id"])
+    return_address = f"{shop.base_url}/checkout/return/{checkout['id']}"
     forged = httpx.get(
-        f"{checkout['checkout_url']}/return",
-        params={"payment_intent": payment["id"], "redirect_status": "succeeded"},
+        return_address, params={"payment_intent": payment["id"], "redirect_status": "succeeded"}
     )
-    assert forged.status_code == 200 and "<form" in forged.text
+    assert forged.status_code == 200 and "<form" not in forged.text and "Return to the shop" in forged.text
     assert session_status(shop, checkout) == "open"
     assert shop.get(f"/v1/payment-intents/{payment['id']}").json()["status"] == "requires_payment_method"
+    # once the payment is paid (here through the page), any return completes the session
+    assert httpx.post(checkout["checkout_url"], data=card_form(SUCCEEDS)).status_code == 303
+    assert httpx.get(return_address).status_code == 200
+    assert session_status(shop, checkout) == "complete"
+    assert httpx.get(f"{shop.base_url}/checkout/return/cs_000000000000000000000000").status_code == 404
 
 
 def test_the_cancel_link_goes_to_cancel_url_and_leaves_the_session_open(shop):
@@ -254,7 +260,7 @@ def test_an_unknown_link_is_a_404_page(web):
     assert page.status_code == 404
     assert "not valid" in page.text and "<form" not in page.text
     assert page.headers["content-type"].startswith("text/html")
-    for suffix in ("/return", "/cancel"):
+    for suffix in ("/cancel",):
         assert httpx.get(f"{web.base_url}/checkout/{'x' * 43}{suffix}").status_code == 404
     assert httpx.post(f"{web.base_url}/checkout/{'x' * 43}", data=card_form(SUCCEEDS)).status_code == 404
 

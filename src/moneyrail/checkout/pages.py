@@ -45,6 +45,11 @@ NOTICES: dict[str, tuple[int, str, str]] = {
         "This payment is no longer available",
         "The shop cancelled this payment. Nothing was charged. Return to the shop to continue.",
     ),
+    "returned": (
+        200,
+        "Your bank has answered",
+        "Return to the shop to see how the payment went, or open your checkout link again.",
+    ),
     "processing": (
         200,
         "Your payment is being processed",
@@ -52,6 +57,7 @@ NOTICES: dict[str, tuple[int, str, str]] = {
     ),
 }
 FORM_STATUS = {None: 200, "declined": 402, "invalid": 400, "unavailable": 503}
+RETURN_COOKIE = "moneyrail_checkout"
 
 
 def _origin(url: str) -> str:
@@ -139,16 +145,34 @@ async def pay(
         cvc=cvc,
         save_card=save_card is not None,
     )
-    step = await service.pay_checkout(
-        request_session(request), processor(), token, form, base_url=public_base_url(request)
-    )
-    return _answer(request, token, step)
+    session = request_session(request)
+    step = await service.pay_checkout(session, processor(), token, form, base_url=public_base_url(request))
+    answer = _answer(request, token, step)
+    checkout_id = await service.checkout_id_for(session, token)
+    if checkout_id is not None:
+        # The bank's page returns to an address without the token; the browser brings it back itself,
+        # to that one address only, and to nothing on another site.
+        answer.set_cookie(
+            RETURN_COOKIE,
+            token,
+            max_age=1800,
+            path=f"/checkout/return/{checkout_id}",
+            secure=public_base_url(request).startswith("https://"),
+            httponly=True,
+            samesite="lax",
+        )
+    return answer
 
 
-@router.get("/checkout/{token}/return")
-async def return_from_bank(request: Request, token: str) -> Response:
+@router.get("/checkout/return/{checkout_session}")
+async def return_from_bank(request: Request, checkout_session: str) -> Response:
     """The bank's page sends the payer here. Its query string is not believed: the payment's status is."""
-    step = await service.return_from_authentication(request_session(request), token)
+    session = request_session(request)
+    token = request.cookies.get(RETURN_COOKIE)
+    if token is not None and await service.checkout_id_for(session, token) == checkout_session:
+        step = await service.return_from_authentication(session, token)
+    else:
+        token, step = "", await service.return_without_link(session, checkout_session)
     if isinstance(step, service.Redirect) and _origin(step.url) != _origin(public_base_url(request)):
         # This answer ends a redirect chain that began with the bank page's form, whose form-action
         # allows only this site: a redirect elsewhere would be blocked, so the page forwards instead.

@@ -35,6 +35,16 @@ async def get(
     return await session.scalar(statement.execution_options(populate_existing=True))
 
 
+async def get_by_id_any_tenant(session: AsyncSession, checkout_id: str) -> CheckoutSession | None:
+    """Across tenants, locked: the bank's return address names the session by id."""
+    return await session.scalar(
+        select(CheckoutSession)
+        .where(CheckoutSession.id == checkout_id)
+        .with_for_update()
+        .execution_options(populate_existing=True)
+    )
+
+
 async def get_by_token_hash(session: AsyncSession, token_hash: str) -> CheckoutSession | None:
     """Across tenants, locked: the hosted page's link itself names the session.
 

@@ -80,9 +80,11 @@ def checkout_url(base_url: str, token: str) -> str:
     return f"{base_url}/checkout/{token}"
 
 
-def return_url(base_url: str, token: str) -> str:
-    """Where the sandbox bank's page sends the payer back after authentication."""
-    return f"{checkout_url(base_url, token)}/return"
+def return_url(base_url: str, checkout_id: str) -> str:
+    """Where the sandbox bank's page sends the payer back after authentication. It names the session,
+    not its token: the address is stored on the payment and shown in its events, where a credential
+    must not be. The payer's browser brings the token back in a cookie (see pages.py)."""
+    return f"{base_url}/checkout/return/{checkout_id}"
 
 
 def _move(checkout: CheckoutSession, status: str) -> None:
@@ -351,7 +353,7 @@ class Redirect:
 class Notice:
     """The page cannot take a card: the link names nothing, or the session is over, or the payment is."""
 
-    reason: Literal["missing", "expired", "complete", "canceled", "processing"]
+    reason: Literal["missing", "expired", "complete", "canceled", "processing", "returned"]
 
 
 PageStep = PaymentForm | Redirect | Notice
@@ -451,6 +453,27 @@ async def return_from_authentication(session: AsyncSession, token: str) -> PageS
     )
 
 
+async def checkout_id_for(session: AsyncSession, token: str) -> str | None:
+    checkout = await repository.get_by_token_hash(session, hash_token(token))
+    return checkout.id if checkout is not None else None
+
+
+async def return_without_link(session: AsyncSession, checkout_id: str) -> PageStep:
+    """A return from the bank in a browser that lost the payer's link (another browser, cookies
+    cleared): only a paid payment moves anything, and then only to the caller's success_url."""
+    checkout = await repository.get_by_id_any_tenant(session, checkout_id)
+    if checkout is None or checkout.payment_intent_id is None:
+        return Notice("missing")
+    tenant = Tenant(checkout.installation_id, checkout.livemode)
+    payment = await payments.lock_payment_intent(session, tenant, checkout.payment_intent_id)
+    step = await _settled(
+        session, _Loaded(checkout, tenant, payment), when_complete=Redirect(checkout.success_url)
+    )
+    if isinstance(step, Redirect) and step.url == checkout.success_url:
+        return step
+    return Notice("returned")
+
+
 async def leave_checkout(session: AsyncSession, token: str) -> PageStep:
     """The payer cancels: back to the caller's cancel_url. The session stays open until it expires, so
     the browser's back button still finds the form."""
@@ -514,7 +537,7 @@ async def pay_checkout(
     if step is not None:
         return step
     try:
-        confirmation = _confirmation(form, loaded.payment, return_url(base_url, token))
+        confirmation = _confirmation(form, loaded.payment, return_url(base_url, loaded.checkout.id))
     except InvalidRequest as invalid:
         return PaymentForm(
             await _view(session, loaded), error=invalid.message, problem="invalid", chosen=form.payment_method
