@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from concurrent.futures import ThreadPoolExecutor
 
 import httpx
 import pytest
@@ -283,3 +284,24 @@ def test_after_a_declined_new_card_the_form_offers_a_new_card_again(shop):
     radios = dict(re.findall(r'<input type="radio"[^>]*value="([^"]+)"([^>]*)>', declined.text))
     assert "checked" in radios["new"]
     assert [value for value, attributes in radios.items() if "checked" in attributes] == ["new"]
+
+
+def test_two_pays_at_the_same_moment_charge_once(shop, db):
+    payment = create_payment(shop, 3000)
+    checkout = create_session(shop, payment["id"])
+
+    def pay(_: int) -> httpx.Response:
+        return httpx.post(checkout["checkout_url"], data=card_form(SUCCEEDS), timeout=30)
+
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        answers = list(pool.map(pay, range(4)))
+    # every click ends on the shop's success page: the first pays, the others find it paid
+    assert [answer.status_code for answer in answers] == [303] * 4
+    assert {answer.headers["location"] for answer in answers} == {SUCCESS_URL}
+    after = shop.get(f"/v1/payment-intents/{payment['id']}").json()
+    assert (after["status"], after["amount_received"]) == ("succeeded", 3000)
+    assert ledger_balance(db, shop.keys.installation_id, "world:card_network") == -3000
+    assert event_types(shop, payment["id"]).count("payment_intent.succeeded") == 1
+    # a reload of the form's post after the fact charges nothing either
+    assert pay(0).headers["location"] == SUCCESS_URL
+    assert ledger_balance(db, shop.keys.installation_id, "world:card_network") == -3000

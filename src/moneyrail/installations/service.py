@@ -150,8 +150,17 @@ class AccountView:
 
 
 async def publishable_key(session: AsyncSession, tenant: Tenant) -> str | None:
-    """The environment's active publishable key, for client-side confirmation."""
-    return await repository.get_publishable_key(session, tenant.installation_id, tenant.livemode)
+    """The environment's active publishable key, for client-side confirmation. Remembered for the rest
+    of the unit of work: a payment request renders it more than once (its answer, its events)."""
+    cache: dict[Tenant, str | None] = session.info.setdefault("moneyrail.publishable_keys", {})
+    if tenant not in cache:
+        cache[tenant] = await repository.get_publishable_key(session, tenant.installation_id, tenant.livemode)
+    return cache[tenant]
+
+
+async def environment_settings_of(session: AsyncSession, tenant: Tenant) -> EnvironmentSettings:
+    """For a tenant that already authenticated (so its installation exists): one lookup, no check."""
+    return await repository.get_settings(session, tenant.installation_id, tenant.livemode)
 
 
 async def get_account(session: AsyncSession, tenant: Tenant) -> AccountView:

@@ -170,7 +170,7 @@ class CommissionPolicy:
 
 
 async def commission_policy(session: AsyncSession, tenant: Tenant) -> CommissionPolicy:
-    settings = await installations.get_environment_settings(session, tenant)
+    settings = await installations.environment_settings_of(session, tenant)
     return CommissionPolicy(settings.commission_basis_points, settings.commission_fixed_amount)
 
 
