@@ -1,0 +1,951 @@
+"""The payments benchmark: create + confirm (4242) + capture of manual payments, against the bare endpoint.
+
+    .venv/bin/python bench/payments.py [--duration 20] [--clients 64]
+
+In one run, on one machine, the script sets up a fresh database, migrates it, creates an installation
+and a sandbox key (bench/intake.py's helpers, imported), starts `moneyrail web` (one uvicorn process, as
+in production) and bench/bare_app.py on free ports, then loads each in turn, alone, with the same load
+generator: this script's `generate` command in its own process, asyncio on uvloop, one keep-alive
+HTTP/1.1 connection per client.
+
+- moneyrail: every client loops `POST /v1/payment-intents` (secret key, 2000 eur, manual capture),
+  `POST /v1/payment-intents/{id}/confirm` (publishable key, client_secret, card 4242...) and
+  `POST /v1/payment-intents/{id}/capture` (secret key), each with its own Idempotency-Key;
+- bare: every client loops `POST /v1/customers` (the bare endpoint of the intake benchmark);
+- bare with wrk: the intake benchmark's own measurement of the bare endpoint (bench/intake.lua), the
+  reference that tells whether the Python generator holds the bare endpoint back.
+
+A multi-step flow needs a generator that keeps each client's payment between requests, which wrk's
+Lua cannot time per step; so both targets get this generator, and wrk only calibrates it. Recorded:
+payments/s, requests/s, p50/p90/p99 per step, the bare endpoint's requests/s and latency, every
+non-200 answer, CPU use of each process (the generator's included) and moneyrail's ratios to bare.
+After the load, straight in the database: succeeded payments = successful captures, and
+`moneyrail ledger verify` passes. Results: bench/results/payments-<UTC date>.json and
+bench/results/PAYMENTS.md. Exit code 0 for a clean run, 1 when any request failed or a check broke
+(the run is then not a valid measurement).
+
+PostgreSQL and Redis: those of DATABASE_URL and REDIS_URL when set, else the embedded servers (as
+bench/intake.py). Every process started here is stopped on the way out, Ctrl-C and SIGTERM included.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import math
+import os
+import resource
+import secrets
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter, defaultdict
+from collections.abc import Callable, Mapping
+from contextlib import ExitStack
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Protocol
+
+import asyncpg
+import intake
+from intake import REPO_DIR, BenchError, Processes, Target, http
+
+RESULTS_PAGE = intake.RESULTS_DIR / "PAYMENTS.md"
+NOTES_MARK = "<!-- notes: everything below is kept when bench/payments.py rewrites the page -->"
+REQUEST_TIMEOUT_S = 30.0  # far above any healthy latency: a slow answer is measured, not dropped
+GENERATOR_SATURATED = 90.0  # % of one core: the generator itself is then the limit
+QUIET_BUSY = 10.0  # % of all CPUs: the machine is quiet enough to start a load
+BENCH_DATABASE = f"{intake.BENCH_DATABASE}_payments"  # its own: the intake benchmark drops its database
+
+CARD = {"number": "4242424242424242", "exp_month": 12, "exp_year": 2034, "cvc": "123"}
+CREATE_BODY = json.dumps({"amount": 2000, "currency": "eur", "capture_method": "manual"}).encode()
+STEPS = ("create", "confirm", "capture")
+# what a 200 must say, as (field, value): anything else is counted as a failure
+EXPECTED = {
+    "create": ("status", "requires_payment_method"),
+    "confirm": ("status", "requires_capture"),
+    "capture": ("status", "succeeded"),
+    "customer": ("object", "customer"),
+}
+
+
+# ---------------------------------------------------------------------------------------------- clients
+
+
+class Connection(Protocol):
+    async def post(self, path: str, headers: Mapping[str, str], body: bytes) -> tuple[int, bytes]: ...
+
+    async def close(self) -> None: ...
+
+
+class RawConnection:
+    """One keep-alive HTTP/1.1 connection, one request at a time: about the least a Python client costs."""
+
+    def __init__(self, host: str, port: int) -> None:
+        self.host, self.port = host, port
+        self.reader: asyncio.StreamReader | None = None
+        self.writer: asyncio.StreamWriter | None = None
+
+    async def post(self, path: str, headers: Mapping[str, str], body: bytes) -> tuple[int, bytes]:
+        if self.reader is None or self.writer is None:
+            self.reader, self.writer = await asyncio.open_connection(self.host, self.port)
+        lines = "".join(f"{name}: {value}\r\n" for name, value in headers.items())
+        head = (
+            f"POST {path} HTTP/1.1\r\nHost: {self.host}:{self.port}\r\n{lines}"
+            f"Content-Length: {len(body)}\r\n\r\n"
+        )
+        self.writer.write(head.encode() + body)
+        try:
+            status, answer, keep = await self._answer(self.reader)
+        except BaseException:
+            await self.close()
+            raise
+        if not keep:
+            await self.close()
+        return status, answer
+
+    @staticmethod
+    async def _answer(reader: asyncio.StreamReader) -> tuple[int, bytes, bool]:
+        head = await reader.readuntil(b"\r\n\r\n")
+        status = int(head[9:12])
+        length, chunked, keep = -1, False, True
+        for line in head.split(b"\r\n")[1:]:
+            name, _, value = line.partition(b":")
+            name = name.strip().lower()
+            if name == b"content-length":
+                length = int(value)
+            elif name == b"transfer-encoding":
+                chunked = b"chunked" in value.lower()
+            elif name == b"connection":
+                keep = b"close" not in value.lower()
+        if chunked:
+            parts = []
+            while size := int((await reader.readuntil(b"\r\n")).split(b";")[0], 16):
+                parts.append(await reader.readexactly(size + 2))
+            await reader.readuntil(b"\r\n")  # the empty trailer
+            return status, b"".join(part[:-2] for part in parts), keep
+        if length >= 0:
+            return status, await reader.readexactly(length), keep
+        return status, await reader.read(), False
+
+    async def close(self) -> None:
+        if self.writer is not None:
+            self.writer.close()
+        self.reader = self.writer = None
+
+
+class HttpxConnection:
+    """A client of one shared httpx.AsyncClient (its pool holds one connection per client)."""
+
+    def __init__(self, client: Any) -> None:
+        self.client = client
+
+    async def post(self, path: str, headers: Mapping[str, str], body: bytes) -> tuple[int, bytes]:
+        response = await self.client.post(path, content=body, headers=dict(headers))
+        return int(response.status_code), bytes(response.content)
+
+    async def close(self) -> None:
+        return None
+
+
+# ---------------------------------------------------------------------------------------------- generator
+
+
+@dataclass
+class Recorder:
+    """What the clients saw: every answer counted by phase, step and status; latencies of the window."""
+
+    phase: str = "warmup"  # warmup -> measure -> drain (no new flow starts)
+    started: float = 0.0
+    ended: float = 0.0
+    cpu_started: float = 0.0
+    cpu_ended: float = 0.0
+    counts: dict[str, dict[str, Counter[str]]] = field(
+        default_factory=lambda: defaultdict(lambda: defaultdict(Counter))
+    )
+    latencies: dict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
+    flows: list[float] = field(default_factory=list)  # whole payments completed in the window
+    succeeded: int = 0  # captures answered 200 `succeeded`, every phase
+    failures: list[dict[str, Any]] = field(default_factory=list)  # the first few, for the logs
+
+    def answer(self, step: str, started: float, outcome: str, detail: str = "") -> None:
+        self.counts[self.phase][step][outcome] += 1
+        if self.phase == "measure":
+            self.latencies[step].append(time.perf_counter() - started)
+        if outcome != "200" and len(self.failures) < 20:
+            self.failures.append({"phase": self.phase, "step": step, "outcome": outcome, "detail": detail})
+
+    def switch(self, phase: str) -> None:
+        now, usage = time.perf_counter(), resource.getrusage(resource.RUSAGE_SELF)
+        if phase == "measure":
+            self.started, self.cpu_started = now, usage.ru_utime + usage.ru_stime
+        else:
+            self.ended, self.cpu_ended = now, usage.ru_utime + usage.ru_stime
+        self.phase = phase
+        print(f"PHASE {phase}", flush=True)  # the orchestrator takes its CPU snapshots on these lines
+
+
+async def step(
+    connection: Connection,
+    recorder: Recorder,
+    name: str,
+    path: str,
+    headers: Mapping[str, str],
+    body: bytes,
+) -> dict[str, Any] | None:
+    """One request; the answer's document when it is a 200 that says what it should, else None."""
+    started = time.perf_counter()
+    try:
+        async with asyncio.timeout(REQUEST_TIMEOUT_S):
+            status, raw = await connection.post(path, headers, body)
+    except TimeoutError:
+        await connection.close()
+        recorder.answer(name, started, "timeout")
+        return None
+    except Exception as error:  # a refused or broken connection: counted, and a breath before retrying
+        recorder.answer(name, started, "socket_error", repr(error))
+        await asyncio.sleep(0.1)
+        return None
+    if status != 200:
+        recorder.answer(name, started, str(status), raw[:300].decode(errors="replace"))
+        return None
+    document: dict[str, Any] = json.loads(raw)
+    key, wanted = EXPECTED[name]
+    if document.get(key) != wanted:
+        recorder.answer(name, started, f"200 {key}={document.get(key)}", raw[:300].decode(errors="replace"))
+        return None
+    recorder.answer(name, started, "200")
+    return document
+
+
+async def payment_client(
+    connection: Connection, recorder: Recorder, secret: str, tag: str, clients_done: Callable[[], None]
+) -> None:
+    """create -> confirm -> capture, again and again; a flow begun before the window closes is finished."""
+    json_secret = {"Authorization": f"Bearer {secret}", "Content-Type": "application/json"}
+    n = 0
+    while recorder.phase != "drain":
+        n += 1
+        key = f"bench-{tag}-{n}"
+        began = time.perf_counter()
+        created = await step(
+            connection,
+            recorder,
+            "create",
+            "/v1/payment-intents",
+            {**json_secret, "Idempotency-Key": f"{key}-create"},
+            CREATE_BODY,
+        )
+        if created is None:
+            continue
+        path = f"/v1/payment-intents/{created['id']}"
+        confirm_body = json.dumps({"client_secret": created["client_secret"], "card": CARD}).encode()
+        publishable = {
+            "Authorization": f"Bearer {created['publishable_key']}",
+            "Content-Type": "application/json",
+            "Idempotency-Key": f"{key}-confirm",
+        }
+        if await step(connection, recorder, "confirm", f"{path}/confirm", publishable, confirm_body) is None:
+            continue
+        capture_headers = {"Authorization": f"Bearer {secret}", "Idempotency-Key": f"{key}-capture"}
+        if await step(connection, recorder, "capture", f"{path}/capture", capture_headers, b"") is None:
+            continue
+        recorder.succeeded += 1
+        if recorder.phase == "measure":
+            recorder.flows.append(time.perf_counter() - began)
+    await connection.close()
+    clients_done()
+
+
+async def bare_client(
+    connection: Connection, recorder: Recorder, secret: str, tag: str, clients_done: Callable[[], None]
+) -> None:
+    """`POST /v1/customers` again and again, the body and key of bench/intake.lua."""
+    n = 0
+    while recorder.phase != "drain":
+        n += 1
+        name = f"{tag}-{n}"
+        headers = {
+            "Authorization": f"Bearer {secret}",
+            "Content-Type": "application/json",
+            "Idempotency-Key": f"bench-{name}",
+        }
+        body = json.dumps({"email": f"c{name}@example.com", "name": f"Bench {name}"}).encode()
+        await step(connection, recorder, "customer", "/v1/customers", headers, body)
+    await connection.close()
+    clients_done()
+
+
+def percentiles(seconds: list[float]) -> dict[str, float]:
+    """Nearest-rank percentiles in milliseconds."""
+    if not seconds:
+        return {}
+    ordered = sorted(seconds)
+
+    def rank(q: float) -> float:
+        return round(1000 * ordered[max(0, math.ceil(q * len(ordered)) - 1)], 2)
+
+    return {
+        "p50_ms": rank(0.50),
+        "p90_ms": rank(0.90),
+        "p99_ms": rank(0.99),
+        "p99_9_ms": rank(0.999),
+        "max_ms": round(1000 * ordered[-1], 2),
+        "mean_ms": round(1000 * sum(ordered) / len(ordered), 2),
+    }
+
+
+def summary(recorder: Recorder, steps: tuple[str, ...]) -> dict[str, Any]:
+    seconds = recorder.ended - recorder.started
+    measured = {name: dict(recorder.counts["measure"][name]) for name in steps}
+    report: dict[str, Any] = {
+        "duration_s": round(seconds, 3),
+        "steps": {
+            name: {
+                "requests": len(recorder.latencies[name]),
+                "requests_per_s": round(len(recorder.latencies[name]) / seconds, 1),
+                "statuses": measured[name],
+                **percentiles(recorder.latencies[name]),
+            }
+            for name in steps
+        },
+        "statuses_by_phase": {
+            phase: {name: dict(counter) for name, counter in by_step.items()}
+            for phase, by_step in recorder.counts.items()
+        },
+        "failed": sum(
+            count
+            for by_step in recorder.counts.values()
+            for counter in by_step.values()
+            for outcome, count in counter.items()
+            if outcome != "200"
+        ),
+        "failures_sample": recorder.failures,
+        "generator_cpu_percent_of_one_core": round(
+            100.0 * (recorder.cpu_ended - recorder.cpu_started) / seconds, 1
+        ),
+    }
+    every = [latency for name in steps for latency in recorder.latencies[name]]
+    report["requests"] = len(every)
+    report["requests_per_s"] = round(len(every) / seconds, 1)
+    report["all_requests"] = percentiles(every)
+    if "capture" in steps:
+        ok = recorder.counts["measure"]["capture"]["200"]
+        report["payments"] = ok
+        report["payments_per_s"] = round(ok / seconds, 1)
+        report["payment"] = percentiles(recorder.flows)  # create sent -> capture answered
+        report["succeeded_in_all_phases"] = recorder.succeeded
+    return report
+
+
+async def generate(args: argparse.Namespace) -> dict[str, Any]:
+    recorder = Recorder()
+    flow, steps = (payment_client, STEPS) if args.flow == "payments" else (bare_client, ("customer",))
+    host, port = args.url.removeprefix("http://").split(":")
+    shared = None
+    if args.client == "httpx":
+        import httpx
+
+        limits = httpx.Limits(max_connections=args.clients, max_keepalive_connections=args.clients)
+        shared = httpx.AsyncClient(base_url=args.url, limits=limits, timeout=REQUEST_TIMEOUT_S)
+    remaining = args.clients
+
+    def client_done() -> None:
+        nonlocal remaining
+        remaining -= 1
+
+    def connection() -> Connection:
+        return RawConnection(host, int(port)) if shared is None else HttpxConnection(shared)
+
+    async def phases() -> None:
+        if args.warmup > 0:
+            await asyncio.sleep(args.warmup)
+        recorder.switch("measure")
+        await asyncio.sleep(args.duration)
+        recorder.switch("drain")
+
+    tasks = [
+        flow(connection(), recorder, args.secret, f"{args.run_id}-{client}", client_done)
+        for client in range(args.clients)
+    ]
+    await asyncio.gather(phases(), *tasks)
+    if shared is not None:
+        await shared.aclose()
+    assert remaining == 0
+    return summary(recorder, steps)
+
+
+def generator_main(args: argparse.Namespace) -> int:
+    import uvloop
+
+    report = uvloop.run(generate(args))
+    print("RESULT " + json.dumps(report), flush=True)
+    return 0
+
+
+# ---------------------------------------------------------------------------------------------- orchestrator
+
+
+@dataclass
+class CpuWindow:
+    """Process and machine CPU between two snapshots (bench/intake.py's /proc readers)."""
+
+    started: float
+    table: dict[int, intake.Proc]
+    machine: tuple[int, int, int]
+
+    @classmethod
+    def now(cls) -> CpuWindow:
+        return cls(time.monotonic(), intake.process_table(), intake.machine_cpu_ticks())
+
+    def until_now(self, server: int, generator: int, database: str) -> dict[str, Any]:
+        later = CpuWindow.now()
+        seconds = later.started - self.started
+        hz = os.sysconf("SC_CLK_TCK")
+        used = intake.cpu_delta(self.table, later.table)
+        groups = {
+            "server": intake.tree_members(later.table, server),
+            "postgres": intake.postgres_members(later.table, database),
+            "redis": {pid for pid, proc in later.table.items() if proc.name.startswith("redis-server")},
+            "generator": intake.tree_members(later.table, generator),
+        }
+        ticks = {name: sum(used[pid] for pid in pids) for name, pids in groups.items()}
+        ticks["postgres"] += intake.postmasters_reaped(self.table, later.table)
+        busy, interrupts, total = (b - a for a, b in zip(self.machine, later.machine, strict=True))
+        ticks["interrupts"] = interrupts
+        ticks["other"] = max(0, busy - sum(ticks.values()))
+        ours = set().union(*groups.values(), {os.getpid()})
+        outside = sorted(((used[pid], pid) for pid in used.keys() - ours), reverse=True)[:3]
+        return {
+            "cpu_percent_of_one_core": {k: round(100.0 * v / hz / seconds, 1) for k, v in ticks.items()},
+            "machine_cpu_busy_percent": round(100.0 * busy / total, 1) if total else 0.0,
+            "other_processes": {
+                f"{later.table[pid].name}[{pid}]": round(100.0 * t / hz / seconds, 1)
+                for t, pid in outside
+                if t > 0
+            },
+        }
+
+
+def wait_until_quiet(max_wait_s: float) -> float | None:
+    """Before a load, on a shared machine: wait (at most max_wait_s) for 5 s of a machine below QUIET_BUSY.
+
+    The busy share seen last, in % of all CPUs; the load starts anyway when the wait is over.
+    """
+    if max_wait_s <= 0:
+        return None
+    deadline = time.monotonic() + max_wait_s
+    while True:
+        before = intake.machine_cpu_ticks()
+        time.sleep(5.0)
+        after = intake.machine_cpu_ticks()
+        busy = 100.0 * (after[0] - before[0]) / max(1, after[2] - before[2])
+        if busy < QUIET_BUSY or time.monotonic() >= deadline:
+            return round(busy, 1)
+        print(f"the machine is {busy:.0f}% busy: waiting for it to calm down", file=sys.stderr)
+
+
+def load(target: Target, flow: str, secret: str, run_id: str, args: argparse.Namespace) -> dict[str, Any]:
+    """One target under the generator; CPU measured over the generator's window."""
+    assert target.database_url is not None
+    quiet = wait_until_quiet(args.quiet_wait)
+    asyncio.run(intake.checkpoint(target.database_url))  # before the warm-up: the load never pauses
+    sessions_before: int | None = None
+    argv = [
+        sys.executable,
+        str(Path(__file__).resolve()),
+        "generate",
+        *("--url", target.base_url, "--flow", flow, "--secret", secret, "--run-id", run_id),
+        *("--clients", str(args.clients), "--client", args.client),
+        *("--warmup", str(args.warmup), "--duration", str(args.duration)),
+    ]
+    print(f"{target.name}: {flow}, {args.warmup} s warm-up, {args.duration} s measured", file=sys.stderr)
+    intake.LOG_DIR.mkdir(parents=True, exist_ok=True)
+    with (intake.LOG_DIR / f"generator-{target.name}-{run_id}.log").open("wb") as log:
+        generator = subprocess.Popen(
+            argv, stdout=subprocess.PIPE, stderr=log, cwd=REPO_DIR, text=True, start_new_session=True
+        )
+        try:
+            window: CpuWindow | None = None
+            cpu: dict[str, Any] = {}
+            report: dict[str, Any] | None = None
+            assert generator.stdout is not None
+            for line in generator.stdout:
+                if line.startswith("PHASE measure"):
+                    window = CpuWindow.now()
+                    sessions_before = asyncio.run(intake.sessions_opened(target.database_url))
+                elif line.startswith("PHASE drain") and window is not None:
+                    cpu = window.until_now(target.process.pid, generator.pid, args.database)
+                elif line.startswith("RESULT "):
+                    report = json.loads(line.removeprefix("RESULT "))
+            generator.wait()
+        finally:
+            intake.stop_process(generator)
+    if report is None or generator.returncode != 0:
+        raise BenchError(
+            f"the generator failed on {target.name} ({generator.returncode}): see bench/.work/logs"
+        )
+    cpu["cpu_percent_of_one_core"]["generator"] = report["generator_cpu_percent_of_one_core"]
+    time.sleep(1.0)  # backends publish their statistics at most once a second
+    sessions_after = asyncio.run(intake.sessions_opened(target.database_url))
+    opened = None
+    if sessions_before is not None and sessions_after is not None:
+        opened = max(0, sessions_after - sessions_before - 1)  # less the counting connection
+    return {**report, **cpu, "postgres_sessions_opened": opened, "machine_busy_before_percent": quiet}
+
+
+def post_json(
+    target: Target, path: str, key: str, idempotency_key: str, body: bytes
+) -> tuple[int, dict[str, str], Any]:
+    headers = {"Authorization": f"Bearer {key}", "Idempotency-Key": idempotency_key}
+    if body:
+        headers["Content-Type"] = "application/json"
+    status, answer_headers, raw = http("POST", f"{target.base_url}{path}", body=body, headers=headers)
+    return status, {k.lower(): v for k, v in answer_headers.items()}, json.loads(raw or b"{}")
+
+
+def smoke_payment(target: Target) -> dict[str, Any]:
+    """One whole payment before the load, and the replay of its creation's Idempotency-Key."""
+    key = f"smoke-{secrets.token_hex(8)}"
+    status, _, created = post_json(target, "/v1/payment-intents", target.secret, f"{key}-create", CREATE_BODY)
+    if status != 200 or created.get("status") != "requires_payment_method":
+        raise BenchError(f"moneyrail: POST /v1/payment-intents answered {status}: {created}")
+    again, again_headers, replayed = post_json(
+        target, "/v1/payment-intents", target.secret, f"{key}-create", CREATE_BODY
+    )
+    if again != 200 or again_headers.get("idempotent-replayed") != "true" or replayed["id"] != created["id"]:
+        raise BenchError(f"moneyrail did not replay the creation's Idempotency-Key: {again} {again_headers}")
+    path = f"/v1/payment-intents/{created['id']}"
+    confirm_body = json.dumps({"client_secret": created["client_secret"], "card": CARD}).encode()
+    status, _, confirmed = post_json(
+        target, f"{path}/confirm", created["publishable_key"], f"{key}-confirm", confirm_body
+    )
+    if status != 200 or confirmed.get("status") != "requires_capture":
+        raise BenchError(f"moneyrail: confirm answered {status}: {confirmed}")
+    status, _, captured = post_json(target, f"{path}/capture", target.secret, f"{key}-capture", b"")
+    if status != 200 or captured.get("status") != "succeeded":
+        raise BenchError(f"moneyrail: capture answered {status}: {captured}")
+    return {"payment": "succeeded", "idempotent_replay": True}
+
+
+async def database_counts(database_url: str) -> dict[str, Any]:
+    connection = await asyncpg.connect(database_url)
+    try:
+        statuses = await connection.fetch("SELECT status, count(*) FROM payment_intents GROUP BY status")
+        journal = await connection.fetchval(
+            "SELECT count(*) FROM journal_transactions WHERE kind = 'payment_capture'"
+        )
+        captured = await connection.fetchval(
+            "SELECT coalesce(sum(amount_received), 0) FROM payment_intents WHERE status = 'succeeded'"
+        )
+    finally:
+        await connection.close()
+    return {
+        "payment_intents_by_status": {row["status"]: row["count"] for row in statuses},
+        "capture_journal_transactions": journal,
+        "amount_received_total": int(captured),
+    }
+
+
+def check_database(
+    database_url: str, env: Mapping[str, str], captures_ok: int
+) -> tuple[dict[str, Any], list[str]]:
+    """Straight in the database: one succeeded payment and one capture posting per 200 capture."""
+    counts = asyncio.run(database_counts(database_url))
+    verify = subprocess.run(
+        [str(intake.MONEYRAIL), "ledger", "verify", "--json"], env=dict(env), capture_output=True, text=True
+    )
+    try:
+        report = intake.parse_cli_json(verify.stdout)
+    except BenchError:
+        report = {"output": (verify.stdout + verify.stderr)[-2000:]}
+    succeeded = counts["payment_intents_by_status"].get("succeeded", 0)
+    check = {
+        **counts,
+        "captures_answered_200": captures_ok,
+        "ledger_verify": {"exit_code": verify.returncode, "report": report},
+    }
+    problems = []
+    if succeeded != captures_ok:
+        problems.append(
+            f"{succeeded} succeeded payments in the database, {captures_ok} captures answered 200"
+        )
+    if counts["capture_journal_transactions"] != succeeded:
+        problems.append(
+            f"{counts['capture_journal_transactions']} capture journal transactions, {succeeded} succeeded"
+        )
+    if counts["amount_received_total"] != 2000 * succeeded:
+        problems.append(f"amount received {counts['amount_received_total']}, expected {2000 * succeeded}")
+    if verify.returncode != 0:
+        problems.append(f"moneyrail ledger verify exited with {verify.returncode}")
+    check["ok"] = not problems
+    return check, problems
+
+
+# ---------------------------------------------------------------------------------------------- report
+
+
+def ratios(moneyrail: dict[str, Any], bare: dict[str, Any], bare_wrk: dict[str, Any]) -> dict[str, Any]:
+    """moneyrail ÷ bare: for rates higher is better for moneyrail, for latencies lower is."""
+    bare_all = bare["all_requests"]
+    return {
+        "steps_per_s": round(moneyrail["requests_per_s"] / bare["requests_per_s"], 3),
+        "payments_per_s": round(moneyrail["payments_per_s"] / bare["requests_per_s"], 3),
+        "p50": {name: round(s["p50_ms"] / bare_all["p50_ms"], 2) for name, s in moneyrail["steps"].items()},
+        "p99": {name: round(s["p99_ms"] / bare_all["p99_ms"], 2) for name, s in moneyrail["steps"].items()},
+        "steps_per_s_vs_bare_wrk": round(moneyrail["requests_per_s"] / bare_wrk["requests_per_s"], 3),
+        "bare_generator_vs_bare_wrk": round(bare["requests_per_s"] / bare_wrk["requests_per_s"], 3),
+    }
+
+
+def generator_verdict(client: str, results: Mapping[str, Any], compared: Mapping[str, Any]) -> dict[str, Any]:
+    used = {name: results[name]["cpu_percent_of_one_core"]["generator"] for name in ("moneyrail", "bare")}
+    saturated = [name for name, percent in used.items() if percent >= GENERATOR_SATURATED]
+    calibration = compared["bare_generator_vs_bare_wrk"]
+    if saturated:
+        verdict = (
+            f"the generator was the limit on {', '.join(saturated)} (≥ {GENERATOR_SATURATED:.0f}% of a core)"
+        )
+    else:
+        verdict = (
+            f"the generator was not the limit (at most {max(used.values())}% of one core); on this machine it"
+            f" still shares the CPUs with the server and PostgreSQL: bare reached {calibration:.2f} of its"
+            " throughput under wrk"
+        )
+    return {"client": client, "cpu_percent_of_one_core": used, "saturated": saturated, "verdict": verdict}
+
+
+def row(*cells: object) -> str:
+    return "| " + " | ".join(str(cell) for cell in cells) + " |"
+
+
+def latency_cells(result: Mapping[str, Any], *keys: str) -> list[str]:
+    return [f"{result[key]:.2f}" for key in keys]
+
+
+def results_page(latest: dict[str, Any], name: str, notes: str) -> str:
+    machine, settings, software = latest["machine"], latest["settings"], latest["software"]
+    mr, bare, wrk = (latest["results"][key] for key in ("moneyrail", "bare", "bare_wrk"))
+    compared, check = latest["ratios"], latest["database_check"]
+    spread = ("p50_ms", "p90_ms", "p99_ms", "p99_9_ms", "max_ms")
+    lines = [
+        "# Payments benchmark results",
+        "",
+        "Written by `bench/payments.py` (see `bench/README.md`); each run rewrites this page down to the",
+        "notes and writes its `payments-<UTC date>.json`. Latency in milliseconds, CPU in % of one core.",
+        "",
+        f"## Latest run: {latest['started_at']} (`{name}`)",
+        "",
+        f"- Command: `{settings['command']}`",
+        f"- Machine: {machine['cpu_count']} CPUs ({machine['cpu_model']}), {machine['memory_gib']} GiB,"
+        f" Linux {machine['kernel']}; Python {machine['python']}; PostgreSQL {machine['postgresql']}"
+        f" ({machine['postgresql_source']}); Redis ({machine['redis_source']}); {machine['wrk']}",
+        f"- moneyrail {software['moneyrail']} at `{(software['git_commit'] or '?')[:12]}`"
+        + (" with local changes in src/" if software["src_modified"] else ""),
+        f"- Load: {settings['clients']} clients, {settings['warmup_s']} s warm-up then"
+        f" {settings['duration_s']} s measured per target, one target after the other; generator"
+        f" `{settings['client']}` (asyncio, uvloop, one keep-alive connection per client); bare also under"
+        f" `wrk -t{settings['wrk_threads']} -c{settings['clients']}` (bench/intake.lua)",
+        "",
+        "### moneyrail: one payment = create + confirm (4242) + capture, manual capture, 2000 eur",
+        "",
+        f"**{mr['payments_per_s']:.1f} payments/s**, {mr['requests_per_s']:.1f} requests/s"
+        f" ({mr['payments']} payments, {mr['requests']} requests in {mr['duration_s']:.1f} s).",
+        "",
+        row("step", "requests", "req/s", "p50", "p90", "p99", "p99.9", "max", "non-200"),
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for step_name, s in mr["steps"].items():
+        failed = sum(count for outcome, count in s["statuses"].items() if outcome != "200")
+        lines.append(
+            row(step_name, s["requests"], f"{s['requests_per_s']:.1f}", *latency_cells(s, *spread), failed)
+        )
+    lines += [
+        row(
+            "all steps",
+            mr["requests"],
+            f"{mr['requests_per_s']:.1f}",
+            *latency_cells(mr["all_requests"], *spread),
+            "",
+        ),
+        row(
+            "whole payment",
+            mr["payments"],
+            f"{mr['payments_per_s']:.1f}",
+            *latency_cells(mr["payment"], *spread),
+            "",
+        ),
+        "",
+        "### Each target",
+        "",
+        row(
+            *("target", "generator", "req/s", "p50", "p99", "failed", "CPU server", "CPU postgres"),
+            *("CPU redis", "CPU generator", "CPU interrupts", "CPU other", "machine busy"),
+            "new PG connections",
+        ),
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for label, result in (("moneyrail payments", mr), ("bare", bare)):
+        cpu = result["cpu_percent_of_one_core"]
+        lines.append(
+            row(
+                *(label, settings["client"], f"{result['requests_per_s']:.1f}"),
+                *latency_cells(result["all_requests"], "p50_ms", "p99_ms"),
+                *(result["failed"], cpu["server"], cpu["postgres"], cpu["redis"], cpu["generator"]),
+                *(cpu["interrupts"], cpu["other"], f"{result['machine_cpu_busy_percent']}%"),
+                result["postgres_sessions_opened"],
+            )
+        )
+    cpu = wrk["cpu_percent_of_one_core"]
+    lines += [
+        row(
+            *("bare", "wrk", f"{wrk['requests_per_s']:.1f}", f"{wrk['p50_ms']:.2f}", f"{wrk['p99_ms']:.2f}"),
+            *(wrk["non_2xx"] + sum(wrk["socket_errors"].values()), cpu["server"], cpu["postgres"], "-"),
+            *(cpu["wrk"], cpu["interrupts"], cpu["other"], f"{wrk['machine_cpu_busy_percent']}%"),
+            wrk["postgres_sessions_opened"],
+        ),
+        "",
+        row("moneyrail ÷ bare (same generator)", *STEPS),
+        "|---|---:|---:|---:|",
+        row("p50", *(compared["p50"][s] for s in STEPS)),
+        row("p99", *(compared["p99"][s] for s in STEPS)),
+        "",
+        f"- **Payment steps/s ÷ bare requests/s: {compared['steps_per_s']:.3f}**"
+        f" (payments/s ÷ bare requests/s: {compared['payments_per_s']:.3f};"
+        f" steps/s ÷ bare under wrk: {compared['steps_per_s_vs_bare_wrk']:.3f}).",
+        f"- Generator: {latest['generator']['verdict']}.",
+        f"- Database after the run: payment intents {check['payment_intents_by_status']},"
+        f" {check['captures_answered_200']} captures answered 200 (the smoke payment's included),"
+        f" {check['capture_journal_transactions']} capture journal transactions; `moneyrail ledger verify`"
+        f" exit code {check['ledger_verify']['exit_code']}: "
+        + ("consistent." if check["ok"] else "**NOT consistent**."),
+        "",
+    ]
+    if latest["problems"]:
+        lines += ["**Not a valid measurement:**", "", *(f"- {problem}" for problem in latest["problems"]), ""]
+    else:
+        lines += ["Every request of every target answered 200 with the expected status.", ""]
+    if latest["warnings"]:
+        lines += ["**Noisy machine:**", "", *(f"- {warning}" for warning in latest["warnings"]), ""]
+    lines += [
+        "## All recorded runs",
+        "",
+        row(
+            *("run", "CPUs", "payments/s", "steps/s", "bare req/s", "steps ÷ bare"),
+            *(f"{s} p99" for s in STEPS),
+            "valid",
+        ),
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|",
+    ]
+    for path in sorted(intake.RESULTS_DIR.glob("payments-*.json"), reverse=True):
+        run = json.loads(path.read_text())
+        mine = run["results"]["moneyrail"]
+        lines.append(
+            row(
+                *(f"[{run['started_at']}]({path.name})", run["machine"]["cpu_count"]),
+                *(f"{mine['payments_per_s']:.1f}", f"{mine['requests_per_s']:.1f}"),
+                *(f"{run['results']['bare']['requests_per_s']:.1f}", f"{run['ratios']['steps_per_s']:.3f}"),
+                *(f"{mine['steps'][s]['p99_ms']:.1f}" for s in STEPS),
+                "yes" if run["valid"] else "no",
+            )
+        )
+    return "\n".join([*lines, "", NOTES_MARK, notes.strip("\n"), ""])
+
+
+def write_results(document: dict[str, Any]) -> Path:
+    path = intake.RESULTS_DIR / f"payments-{document['started_at'][:10]}.json"
+    path.write_text(json.dumps(document, indent=2) + "\n")
+    old = RESULTS_PAGE.read_text() if RESULTS_PAGE.exists() else ""
+    notes = old.split(NOTES_MARK, 1)[1] if NOTES_MARK in old else ""
+    RESULTS_PAGE.write_text(results_page(document, path.name, notes))
+    return path
+
+
+# ---------------------------------------------------------------------------------------------- profile
+
+
+def summarize_profile(path: Path, top: int = 30) -> None:
+    """Samples by the package of the running frame, and moneyrail's functions with what they call.
+
+    SQLAlchemy's async layer runs in greenlets and uvloop is C, so a sample's stack may begin anywhere
+    in the coroutine chain: read shares within a stack, not as a call tree.
+    """
+    running: Counter[str] = Counter()
+    inclusive: Counter[str] = Counter()
+    total = 0
+    for line in path.read_text().splitlines():
+        stack, _, count = line.rpartition(" ")
+        samples, frames = int(count), [frame.rsplit(":", 1)[0] + ")" for frame in stack.split(";")]
+        total += samples
+        where = frames[-1][frames[-1].rfind("(") + 1 : -1]
+        running[where.split("/")[0] if "/" in where else where] += samples
+        for frame in set(frames):
+            inclusive[frame] += samples
+    print(f"{total} samples; by the package of the running frame:")
+    for package, samples in running.most_common(top):
+        print(f"{100.0 * samples / total:6.1f}%  {package}")
+    print("moneyrail's functions, with what they call:")
+    for frame, samples in [item for item in inclusive.most_common() if "moneyrail/" in item[0]][:top]:
+        print(f"{100.0 * samples / total:6.1f}%  {frame}")
+
+
+def profile(py_spy: str, target: Target, run_id: str, args: argparse.Namespace) -> int:
+    """The moneyrail load under py-spy (sampling the web process): a profile, never a recorded result."""
+    output = intake.WORK_DIR / f"profile-{run_id}.txt"
+    argv = [py_spy, "record", "--pid", str(target.process.pid), "--format", "raw", "--output", str(output)]
+    argv += ["--rate", "200", "--duration", str(args.warmup + args.duration), "--nonblocking"]
+    sampler = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        result = load(target, "payments", target.secret, run_id, args)
+        sampler.wait(timeout=60)
+    finally:
+        intake.stop_process(sampler)
+    print(f"{result['payments_per_s']} payments/s under py-spy; collapsed stacks in {output}")
+    summarize_profile(output)
+    return 0
+
+
+# ---------------------------------------------------------------------------------------------- main
+
+
+def parse_args(argv: list[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description="moneyrail payments benchmark (see bench/README.md)")
+    parser.add_argument("--duration", type=int, default=20, help="measured seconds per target")
+    parser.add_argument("--warmup", type=int, default=3, help="unmeasured seconds of load first (0: none)")
+    parser.add_argument("--clients", type=int, default=64, help="concurrent clients (= connections)")
+    parser.add_argument(
+        "--client", choices=("raw", "httpx"), default="raw", help="the generator's HTTP client"
+    )
+    parser.add_argument("--wrk-threads", type=int, default=2, help="wrk threads for the bare reference")
+    parser.add_argument("--database", default=BENCH_DATABASE, help="dropped and created for the run")
+    parser.add_argument(
+        "--quiet-wait",
+        type=float,
+        default=300,
+        help="before each load, wait up to this many seconds for a quiet machine (0: never wait)",
+    )
+    parser.add_argument("--profile", metavar="PY_SPY", help="only profile moneyrail's run with this py-spy")
+    if argv[:1] == ["generate"]:  # the generator, in its own process
+        parser.add_argument("command")
+        parser.add_argument("--url", required=True)
+        parser.add_argument("--flow", choices=("payments", "bare"), required=True)
+        parser.add_argument("--secret", required=True)
+        parser.add_argument("--run-id", required=True)
+    return parser.parse_args(argv)
+
+
+def bench(args: argparse.Namespace, argv: list[str]) -> int:
+    wrk = intake.ensure_wrk()
+    started_at = datetime.now(UTC)
+    software = intake.software_info()  # before the servers start: the code they run
+    run_id = started_at.strftime("%H%M%S") + secrets.token_hex(2)
+    processes = Processes()
+    with ExitStack() as stack:  # unwinds in reverse: servers, then PostgreSQL and Redis
+        running = stack.enter_context(intake.services(args.database))
+        stack.callback(processes.stop_all)
+        env = {**os.environ, "DATABASE_URL": running.database_url, "REDIS_URL": running.redis_url}
+        secret = intake.moneyrail_key(env)
+        targets = intake.start_targets(processes, running, secret, ["moneyrail", "bare"], None)
+        smoke = {"moneyrail": smoke_payment(targets["moneyrail"]), "bare": intake.smoke_test(targets["bare"])}
+        if args.profile:
+            return profile(args.profile, targets["moneyrail"], run_id, args)
+        results = {
+            "moneyrail": load(targets["moneyrail"], "payments", secret, f"{run_id}m", args),
+            "bare": load(targets["bare"], "bare", secret, f"{run_id}b", args),
+        }
+        wrk_args = argparse.Namespace(
+            duration=args.duration,
+            warmup=args.warmup,
+            connections=args.clients,
+            threads=args.wrk_threads,
+            database=args.database,
+        )
+        quiet = wait_until_quiet(args.quiet_wait)
+        results["bare_wrk"] = {
+            **asdict(intake.load(wrk, targets["bare"], f"{run_id}k", wrk_args)),
+            "machine_busy_before_percent": quiet,
+        }
+        captures_ok = results["moneyrail"]["succeeded_in_all_phases"] + 1  # and the smoke payment
+        database, problems = check_database(running.database_url, env, captures_ok)
+        machine = intake.machine_info(wrk, running)
+    finished_at = datetime.now(UTC)
+
+    mr, bare, bare_wrk = results["moneyrail"], results["bare"], results["bare_wrk"]
+    for name, result in (("moneyrail", mr), ("bare", bare)):
+        if result["failed"]:
+            statuses = result["statuses_by_phase"]
+            problems.append(f"{name}: {result['failed']} failed requests {statuses}")
+    wrk_failed = bare_wrk["non_2xx"] + sum(bare_wrk["socket_errors"].values())
+    if wrk_failed:
+        problems.append(f"bare under wrk: {wrk_failed} failed requests {bare_wrk['statuses']}")
+    warnings = [
+        f"{name}: other processes used {result['cpu_percent_of_one_core']['other']}% of one core"
+        f" (busiest: {result['other_processes'] or 'short-lived ones'})"
+        for name, result in results.items()
+        if result["cpu_percent_of_one_core"]["other"] > intake.BACKGROUND_CPU_WARNING
+    ]
+    compared = ratios(mr, bare, bare_wrk)
+    document = {
+        "benchmark": "payments",
+        "started_at": started_at.isoformat(timespec="seconds"),
+        "finished_at": finished_at.isoformat(timespec="seconds"),
+        "flow": "POST /v1/payment-intents (2000 eur, manual capture) -> /confirm (card 4242, publishable key)"
+        " -> /capture (secret key), an Idempotency-Key on each; bare: POST /v1/customers",
+        "settings": {
+            "command": " ".join([".venv/bin/python", "bench/payments.py", *argv]),
+            "duration_s": args.duration,
+            "warmup_s": args.warmup,
+            "clients": args.clients,
+            "client": args.client,
+            "wrk_threads": args.wrk_threads,
+            "request_timeout_s": REQUEST_TIMEOUT_S,
+            "quiet_wait_s": args.quiet_wait,
+            "quiet_below_percent": QUIET_BUSY,
+        },
+        "machine": machine,
+        "software": software,
+        "smoke": smoke,
+        "results": results,
+        "ratios": compared,
+        "generator": generator_verdict(args.client, results, compared),
+        "database_check": database,
+        "problems": problems,
+        "warnings": warnings,
+        "valid": not problems,
+    }
+    p99 = ", ".join(f"{s} {mr['steps'][s]['p99_ms']} ms" for s in STEPS)
+    print(
+        f"\nmoneyrail: {mr['payments_per_s']} payments/s, {mr['requests_per_s']} steps/s, p99 {p99}"
+        f"\nbare: {bare['requests_per_s']} req/s (generator), {bare_wrk['requests_per_s']} req/s (wrk)"
+        f"\nsteps/s ÷ bare req/s: {compared['steps_per_s']}; generator: {document['generator']['verdict']}"
+    )
+    for problem in problems:
+        print(f"INVALID RUN: {problem}")
+    for warning in warnings:
+        print(f"NOISY MACHINE: {warning}")
+    path = write_results(document)
+    print(f"wrote {path.relative_to(REPO_DIR)} and {RESULTS_PAGE.relative_to(REPO_DIR)}")
+    return 1 if problems else 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    args = parse_args(argv)
+    if argv[:1] == ["generate"]:
+        return generator_main(args)
+    signal.signal(signal.SIGTERM, intake._raise_keyboard_interrupt)
+    try:
+        return bench(args, argv)
+    except KeyboardInterrupt:
+        print("interrupted: every started process was stopped", file=sys.stderr)
+        return 130
+    except BenchError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
