@@ -3,11 +3,16 @@ draining no-op messages with the same 2 processes x 8 threads on the same Redis,
 
     .venv/bin/python bench/engine.py [--operations 3000]
 
-Each operation is the probe of tests/engine/probe_actors.py: the worker claims its row, calls the
-sandbox processor with the operation's idempotency key, posts one balanced two-leg journal transaction
-and completes. Operations are committed in one transaction (as a burst of requests would leave them);
-the scheduler's relay publishes them, woken by NOTIFY. Recorded: operations/s, and p50/p99 from
-acceptance (the row's created_at) to done (finished_at). Target: at least 30% of the no-op rate.
+Each operation is the probe of tests/engine/probe_actors.py as the issue defines the measurement: the
+worker claims its row, posts one balanced two-leg journal transaction and completes (the probe's
+processor call is switched off: the engine alone is measured). Two phases on the same fleet:
+
+- burst: the operations are committed in one transaction (as a burst of requests would leave them);
+  the scheduler's relay publishes them, woken by NOTIFY. Recorded: operations/s, and p50/p99 from
+  acceptance (the row's created_at) to done (finished_at), which here is mostly the backlog's wait.
+  Target: at least 30% of the no-op rate.
+- steady: then operations arrive one per transaction at half the burst's rate for 15 s, as requests
+  do; p50/p99 from acceptance to done measure one operation's path through outbox, relay and worker.
 
 Servers: DATABASE_URL / REDIS_URL when set (a fresh `moneyrail_bench_engine` database is made on that
 server), else 127.0.0.1:5432 (user postgres) and redis://127.0.0.1:6379/0.
@@ -47,6 +52,7 @@ from moneyrail.kit.tenant import Tenant  # noqa: E402
 from tests.engine.probe import PROBE_ACTOR, PROBE_TYPE  # noqa: E402
 
 PROCESSES, THREADS = 2, 8
+STEADY_SECONDS = 15.0
 
 
 def _plain(url: str) -> str:
@@ -116,6 +122,39 @@ async def _prepare(database_url: str) -> Tenant:
     return Tenant(installation.id, False)
 
 
+def _payload(number: int, phase: str) -> dict[str, Any]:
+    return {
+        "amount": 100 + number % 900,
+        "currency": "eur",
+        "destination": f"acct_{number % 50}",
+        "call_processor": False,
+        "phase": phase,
+    }
+
+
+async def _arrive_steadily(database_url: str, tenant: Tenant, rate: float, seconds: float) -> int:
+    """One operation per transaction, on a fixed schedule: requests arriving at `rate` per second."""
+    engine = create_engine(Settings(DATABASE_URL=database_url))
+    sessionmaker = create_sessionmaker(engine)
+    count = int(rate * seconds)
+    start = time.perf_counter()
+    for number in range(count):
+        delay = start + number / rate - time.perf_counter()
+        if delay > 0:
+            await asyncio.sleep(delay)
+        async with UnitOfWork(sessionmaker) as uow:
+            await create_operation(
+                uow.session,
+                tenant,
+                operation_type=PROBE_TYPE,
+                actor_name=PROBE_ACTOR,
+                payload=_payload(number, "steady"),
+            )
+            await uow.commit()
+    await engine.dispose()
+    return count
+
+
 async def _create_operations(database_url: str, tenant: Tenant, count: int) -> float:
     engine = create_engine(Settings(DATABASE_URL=database_url))
     async with UnitOfWork(create_sessionmaker(engine)) as uow:
@@ -125,11 +164,7 @@ async def _create_operations(database_url: str, tenant: Tenant, count: int) -> f
                 tenant,
                 operation_type=PROBE_TYPE,
                 actor_name=PROBE_ACTOR,
-                payload={
-                    "amount": 100 + number % 900,
-                    "currency": "eur",
-                    "destination": f"acct_{number % 50}",
-                },
+                payload=_payload(number, "burst"),
             )
         committed_at = time.perf_counter()
         await uow.commit()
@@ -151,7 +186,7 @@ async def _progress(database_url: str, installation_id: str) -> tuple[int, int]:
         await connection.close()
 
 
-async def _latencies(database_url: str, installation_id: str) -> dict[str, float]:
+async def _latencies(database_url: str, installation_id: str, phase: str) -> dict[str, float]:
     connection = await asyncpg.connect(_plain(database_url))
     try:
         row = await connection.fetchrow(
@@ -160,13 +195,17 @@ async def _latencies(database_url: str, installation_id: str) -> dict[str, float
                    percentile_cont(0.99) WITHIN GROUP (ORDER BY extract(epoch FROM finished_at - created_at)),
                    extract(epoch FROM max(finished_at) - min(created_at)),
                    count(*) FILTER (WHERE attempts > 1)
-            FROM operations WHERE installation_id = $1 AND type = $2
+            FROM operations WHERE installation_id = $1 AND type = $2 AND payload->>'phase' = $3
             """,
             installation_id,
             PROBE_TYPE,
+            phase,
         )
         postings = await connection.fetchval(
-            "SELECT count(*) FROM journal_transactions WHERE installation_id = $1", installation_id
+            "SELECT count(*) FROM journal_transactions j JOIN operations o ON o.id = j.reference"
+            " WHERE j.installation_id = $1 AND o.payload->>'phase' = $2",
+            installation_id,
+            phase,
         )
         return {
             "p50_ms": round(float(row[0]) * 1000, 1),
@@ -177,6 +216,14 @@ async def _latencies(database_url: str, installation_id: str) -> dict[str, float
         }
     finally:
         await connection.close()
+
+
+def _wait_until_done(database_url: str, installation_id: str) -> None:
+    while True:
+        done, total = asyncio.run(_progress(database_url, installation_id))
+        if done >= total:
+            return
+        time.sleep(0.05)
 
 
 def engine_rate(database_url: str, redis_url: str, operations: int) -> dict[str, Any]:
@@ -199,20 +246,21 @@ def engine_rate(database_url: str, redis_url: str, operations: int) -> dict[str,
     try:
         time.sleep(4)  # let the fleet boot: the measurement is of steady work, not of start-up
         committed_at = asyncio.run(_create_operations(database_url, tenant, operations))
-        while True:
-            done, total = asyncio.run(_progress(database_url, tenant.installation_id))
-            if done >= total:
-                break
-            time.sleep(0.05)
+        _wait_until_done(database_url, tenant.installation_id)
         elapsed = time.perf_counter() - committed_at
+        steady_rate = round(operations / elapsed / 2, 1)
+        steady_count = asyncio.run(_arrive_steadily(database_url, tenant, steady_rate, STEADY_SECONDS))
+        _wait_until_done(database_url, tenant.installation_id)
     finally:
         _stop([workers, scheduler])
-    latencies = asyncio.run(_latencies(database_url, tenant.installation_id))
+    burst = asyncio.run(_latencies(database_url, tenant.installation_id, "burst"))
+    steady = asyncio.run(_latencies(database_url, tenant.installation_id, "steady"))
     return {
         "operations": operations,
         "seconds": round(elapsed, 3),
         "per_second": round(operations / elapsed, 1),
-        **latencies,
+        **burst,
+        "steady": {"arrival_per_second": steady_rate, "operations": steady_count, **steady},
     }
 
 

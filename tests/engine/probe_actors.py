@@ -24,13 +24,15 @@ from workers.broker import broker  # actors bind to the configured broker, not d
 async def execute_probe(session: AsyncSession, operation: Operation) -> None:
     tenant = Tenant(operation.installation_id, operation.livemode)
     payload = operation.payload
-    result = await runtime.processor().create_transfer(
-        tenant,
-        idempotency_key=operation_key(operation.id, "transfer"),
-        amount=payload["amount"],
-        currency=payload["currency"],
-        destination=payload["destination"],
-    )
+    if payload.get("call_processor", True):  # the engine benchmark measures the engine alone
+        result = await runtime.processor().create_transfer(
+            tenant,
+            idempotency_key=operation_key(operation.id, "transfer"),
+            amount=payload["amount"],
+            currency=payload["currency"],
+            destination=payload["destination"],
+        )
+        operation.payload = {**payload, "processor_transfer": result.processor_id}
     if operation.attempts == 1 and payload.get("pause_after_processor_seconds"):
         # the window in which a test kills the worker: the processor answered, nothing committed yet
         await asyncio.sleep(payload["pause_after_processor_seconds"])
@@ -46,7 +48,6 @@ async def execute_probe(session: AsyncSession, operation: Operation) -> None:
             ledger.Posting(f"recipient:{payload['destination']}", payload["amount"], payload["currency"]),
         ],
     )
-    operation.payload = {**payload, "processor_transfer": result.processor_id}
 
 
 @dramatiq.actor(actor_name=PROBE_ACTOR, queue_name="money", broker=broker)
