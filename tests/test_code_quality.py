@@ -24,6 +24,6 @@ def test_ruff_format_is_applied():
     assert result.returncode == 0, result.stdout + result.stderr
 
 
-def test_mypy_strict_finds_nothing_in_src():
+def test_mypy_strict_finds_nothing_in_src_and_workers():
     result = _run("mypy")
     assert result.returncode == 0, result.stdout + result.stderr

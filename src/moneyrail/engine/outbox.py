@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Protocol
+from typing import Any, Protocol
 
 import structlog
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
@@ -24,7 +24,9 @@ logger = structlog.get_logger("moneyrail.relay")
 
 
 class Broker(Protocol):
-    def enqueue(self, message: object, *, delay: int | None = None) -> object: ...
+    # Any, not object: a dramatiq broker takes only its own Message, and a protocol's parameter must
+    # accept no more than the implementation does
+    def enqueue(self, message: Any, *, delay: int | None = None) -> object: ...
 
 
 @dataclass(frozen=True)
