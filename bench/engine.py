@@ -226,7 +226,7 @@ def _wait_until_done(database_url: str, installation_id: str) -> None:
         time.sleep(0.05)
 
 
-def engine_rate(database_url: str, redis_url: str, operations: int) -> dict[str, Any]:
+def engine_rate(database_url: str, redis_url: str, operations: int, threads: int) -> dict[str, Any]:
     tenant = asyncio.run(_prepare(database_url))
     env = {
         **os.environ,
@@ -235,11 +235,13 @@ def engine_rate(database_url: str, redis_url: str, operations: int) -> dict[str,
         "MONEYRAIL_WORKER_MODULES": "tests.engine.probe_actors",
         "MONEYRAIL_LOG_LEVEL": "WARNING",
         "MONEYRAIL_WORKER_METRICS_PORT": "19292",
+        # one connection per thread and a few spare: an operation never waits for the pool
+        "MONEYRAIL_DB_POOL_SIZE": str(max(20, threads + 4)),
     }
     moneyrail = [sys.executable, "-m", "moneyrail"]
     scheduler = _start([*moneyrail, "scheduler"], env, "engine-scheduler.log")
     workers = _start(
-        [*moneyrail, "worker", "--processes", str(PROCESSES), "--threads", str(THREADS)],
+        [*moneyrail, "worker", "--processes", str(PROCESSES), "--threads", str(threads)],
         env,
         "engine-workers.log",
     )
@@ -278,6 +280,12 @@ async def _fresh_database(admin_url: str, name: str) -> tuple[str, str]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--operations", type=int, default=3000)
+    parser.add_argument(
+        "--threads",
+        type=int,
+        default=THREADS,
+        help="threads per moneyrail worker process (the no-op reference keeps 8: the issue's figure)",
+    )
     args = parser.parse_args()
     admin_url = os.environ.get("DATABASE_URL", "postgresql://postgres@127.0.0.1:5432/postgres")
     redis_url = os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/0")
@@ -285,12 +293,12 @@ def main() -> None:
     upgrade(database_url)
 
     noop = noop_rate(redis_url, args.operations * 3)
-    engine = engine_rate(database_url, redis_url, args.operations)
+    engine = engine_rate(database_url, redis_url, args.operations, args.threads)
     ratio = engine["per_second"] / noop["per_second"]
     result = {
         "run": datetime.now(UTC).isoformat(timespec="seconds"),
         "machine": {"cpus": os.cpu_count(), "python": platform.python_version(), "postgresql": pg_version},
-        "workers": f"{PROCESSES} processes x {THREADS} threads",
+        "workers": f"{PROCESSES} processes x {args.threads} threads (no-op reference: x {THREADS})",
         "noop": noop,
         "moneyrail": engine,
         "ratio": round(ratio, 3),
