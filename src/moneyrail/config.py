@@ -59,6 +59,9 @@ class Settings(BaseSettings):
     # chosen by name; `sandbox` records messages in the database.
     smtp_url: str | None = None
     smtp_from: str = "receipts@moneyrail.localhost"
+    # receipts back off from this delay, doubling to 10 min: about 9 to 17 minutes over 10 attempts
+    receipt_retry_base_seconds: float = 2.0
+    receipt_max_attempts: int = 10
     sms_sender: str = "sandbox"
     # The simulated network reports a captured payment's real cost this many (sandbox) days later.
     sandbox_cost_report_days: int = 3

@@ -50,13 +50,14 @@ RECEIPT_TYPE = "receipt_delivery"
 RECEIPT_ACTOR = "deliveries.send_receipt"
 RECEIPT_QUEUE = "default"
 CHANNELS = ("email", "sms")
-# 2 s doubling to a 10 min ceiling over 10 attempts: about 9 to 17 minutes in all, long enough to outlast
-# a greylisting mail server (typically 5 minutes), short enough that a receipt is still timely.
+# By default 2 s doubling to a 10 min ceiling over 10 attempts (the receipt_* settings): about 9 to 17
+# minutes in all, long enough to outlast a greylisting mail server (typically 5 minutes), short enough
+# that a receipt is still timely.
 register_policy(
     RECEIPT_TYPE,
     RetryPolicy(
-        max_attempts=10,
-        base_delay=timedelta(seconds=2),
+        max_attempts=get_settings().receipt_max_attempts,
+        base_delay=timedelta(seconds=get_settings().receipt_retry_base_seconds),
         max_delay=timedelta(minutes=10),
         queue_name=RECEIPT_QUEUE,
     ),
