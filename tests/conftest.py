@@ -10,6 +10,7 @@ import httpx
 import psycopg
 import pytest
 
+import moneyrail.domains  # noqa: F401 - service calls made from tests reach every registered listener
 from moneyrail.db.migrate import upgrade
 from tests.harness import (
     OUTPUT_DIR,

@@ -15,6 +15,7 @@ os.environ.setdefault("PROMETHEUS_MULTIPROC_DIR", _metrics_dir)
 
 import importlib  # noqa: E402
 
+import moneyrail.domains  # noqa: E402, F401 - policies and outcome listeners of every domain
 from moneyrail.config import get_settings  # noqa: E402
 from moneyrail.logging import configure_logging  # noqa: E402
 from workers import deliveries, payments, webhooks  # noqa: E402, F401 - register the actors

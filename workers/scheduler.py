@@ -17,11 +17,7 @@ import structlog
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 from sqlalchemy.engine import make_url
 
-import moneyrail.api.idempotency
-import moneyrail.checkout.service
-import moneyrail.ledger.service
-import moneyrail.payments.refunds
-import moneyrail.payments.reports  # noqa: F401 - registers the cost-report sweep
+import moneyrail.domains  # noqa: F401 - every sweep, policy and outcome listener
 from moneyrail.config import Settings, get_settings
 from moneyrail.db.engine import create_engine, create_sessionmaker
 from moneyrail.db.uow import UnitOfWork
@@ -29,7 +25,6 @@ from moneyrail.engine.broker import build_broker
 from moneyrail.engine.outbox import relay_once
 from moneyrail.engine.repository import NOTIFY_CHANNEL
 from moneyrail.engine.schedule import PeriodicJob, periodic_jobs
-from moneyrail.events import service as events  # noqa: F401 - expiring a lease may dead-letter: its event
 from moneyrail.logging import configure_logging
 
 logger = structlog.get_logger("moneyrail.scheduler")

@@ -13,6 +13,7 @@ from typing import Annotated, Any, TypeVar
 
 import typer
 
+import moneyrail.domains  # noqa: F401 - operator decisions reach every domain's outcome listener
 from moneyrail.clihelpers import in_unit_of_work
 from moneyrail.config import get_settings
 from moneyrail.engine.cli import dead_letters_app

@@ -131,10 +131,6 @@ class PaymentDeclined(CardDeclined):
     keeps_effect = True
 
 
-class CardAuthenticationRequired(CardError):
-    code = "authentication_required"
-
-
 class InsufficientScope(MoneyrailError):
     status = 403
     type = "permission_error"

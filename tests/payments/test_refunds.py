@@ -7,6 +7,7 @@ from concurrent.futures import ThreadPoolExecutor
 import httpx
 import pytest
 
+from moneyrail.engine.service import discard_dead_letter
 from tests.engine.conftest import assert_ledger_verifies, start_scheduler, start_worker, wait_for_operation
 from tests.helpers import assert_error, count_rows
 from tests.payments.support import balance_of, confirm, create_payment, event_types, ledger_balance, paid
@@ -133,3 +134,35 @@ def test_a_permanent_processor_refusal_fails_the_refund_and_moves_no_money(api, 
 
 def test_unknown_refunds_are_not_found(api):
     assert_error(api.get("/v1/refunds/re_000000000000000000000000"), 404, "resource_missing", "refund")
+
+
+def test_a_discarded_dead_letter_cancels_the_refund_and_frees_its_amount(api, db, bridge, refund_stack):
+    payment = paid(api, 600)
+    api.post(
+        "/v1/test-helpers/processor-faults",
+        json={"operation_type": "refund", "mode": "transient", "count": 50},
+    )
+    created = refund(api, payment["id"]).json()
+    db.execute("UPDATE operations SET max_attempts = 1 WHERE id = %s", (created["operation"],))
+    wait_for_operation(api, created["operation"], {"dead_letter"})
+    # dead-lettered: the money has not moved and the amount stays held until an operator decides
+    assert api.get(f"/v1/refunds/{created['id']}").json()["status"] == "pending"
+    assert_error(refund(api, payment["id"]), 409, "resource_state_invalid")
+
+    async def discard(session):
+        await discard_dead_letter(
+            session, created["operation"], operator="ops@example.com", reason="paid by bank transfer"
+        )
+
+    bridge.in_unit_of_work(discard)
+    done = api.get(f"/v1/refunds/{created['id']}").json()
+    assert (done["status"], done["failure_reason"]) == ("canceled", "paid by bank transfer")
+    assert event_types(api, created["id"]) == ["refund.created", "refund.updated"]
+    assert api.get(f"/v1/payment-intents/{payment['id']}").json()["amount_refunded"] == 0
+    assert ledger_balance(db, api.keys.installation_id, "balance:pending") == 600
+    api.post(
+        "/v1/test-helpers/processor-faults",
+        json={"operation_type": "refund", "mode": "transient", "count": 0},
+    )
+    again = refund(api, payment["id"]).json()  # the canceled refund no longer holds its amount
+    assert again["amount"] == 600

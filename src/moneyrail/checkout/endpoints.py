@@ -6,8 +6,8 @@ from fastapi import APIRouter, Request
 
 from moneyrail.api.context import Principal, request_session
 from moneyrail.api.routing import MoneyrailRoute, scoped
-from moneyrail.payments.endpoints import public_base_url
 from moneyrail.processor.provider import processor
+from moneyrail.web import public_base_url
 
 from . import service
 from .schemas import (

@@ -8,16 +8,15 @@ nothing from third parties, runs no script, and holds no API key or client_secre
 from __future__ import annotations
 
 from typing import Annotated, Any
-from urllib.parse import urlsplit
 
 from fastapi import APIRouter, Form, Request
 from fastapi.responses import RedirectResponse, Response
 
 from moneyrail.api.context import request_session
 from moneyrail.api.routing import MoneyrailRoute
-from moneyrail.payments.endpoints import public_base_url
+from moneyrail.kit.money import format_amount
 from moneyrail.processor.provider import processor
-from moneyrail.web import format_amount, render_page
+from moneyrail.web import origin_of, public_base_url, render_page
 
 from . import service
 from .schemas import CheckoutPaymentForm
@@ -60,15 +59,10 @@ FORM_STATUS = {None: 200, "declined": 402, "invalid": 400, "unavailable": 503}
 RETURN_COOKIE = "moneyrail_checkout"
 
 
-def _origin(url: str) -> str:
-    parts = urlsplit(url)
-    return f"{parts.scheme}://{parts.netloc}"
-
-
 def _form_targets(request: Request, view: service.CheckoutView) -> str:
     """Chromium applies form-action to every redirect after a form post: the caller's return pages and
     the bank's authentication page (on the public address) must be allowed, and nothing else."""
-    origins = [_origin(public_base_url(request)), _origin(view.success_url), _origin(view.cancel_url)]
+    origins = [origin_of(public_base_url(request)), origin_of(view.success_url), origin_of(view.cancel_url)]
     return " ".join(dict.fromkeys(origins))
 
 
@@ -173,7 +167,7 @@ async def return_from_bank(request: Request, checkout_session: str) -> Response:
         step = await service.return_from_authentication(session, token)
     else:
         token, step = "", await service.return_without_link(session, checkout_session)
-    if isinstance(step, service.Redirect) and _origin(step.url) != _origin(public_base_url(request)):
+    if isinstance(step, service.Redirect) and origin_of(step.url) != origin_of(public_base_url(request)):
         # This answer ends a redirect chain that began with the bank page's form, whose form-action
         # allows only this site: a redirect elsewhere would be blocked, so the page forwards instead.
         return render_page(

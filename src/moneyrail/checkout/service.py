@@ -16,7 +16,6 @@ order on `payment_intent.succeeded` and by reading the payment (spec 4.N rule 5)
 
 from __future__ import annotations
 
-import hashlib
 import re
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -43,6 +42,7 @@ from moneyrail.errors import (
 )
 from moneyrail.events.service import record_event
 from moneyrail.installations import service as installations
+from moneyrail.installations.service import hash_secret
 from moneyrail.kit.clock import utcnow
 from moneyrail.kit.ids import new_id, random_base62
 from moneyrail.kit.tenant import Tenant
@@ -70,10 +70,6 @@ TRANSITIONS: dict[str, frozenset[str]] = {
 PAID = frozenset({"succeeded", "requires_capture"})
 SWEEP_BATCH = 200
 SWEEP_SANDBOXES = 500
-
-
-def hash_token(token: str) -> str:
-    return hashlib.sha256(token.encode()).hexdigest()
 
 
 def checkout_url(base_url: str, token: str) -> str:
@@ -177,7 +173,7 @@ async def create_checkout_session(
         title=command.title,
         success_url=command.success_url,
         cancel_url=command.cancel_url,
-        token_hash=hash_token(token),
+        token_hash=hash_secret(token),
         status="open",
         expires_at=await tenant_now(session, tenant) + SESSION_LIFETIME,
         updated_at=now,
@@ -368,7 +364,7 @@ class _Loaded:
 
 async def _load(session: AsyncSession, token: str) -> _Loaded | Notice:
     """The session the link names and its payment, both locked for this request (session first)."""
-    checkout = await repository.get_by_token_hash(session, hash_token(token))
+    checkout = await repository.get_by_token_hash(session, hash_secret(token))
     if checkout is None or checkout.payment_intent_id is None:
         return Notice("missing")  # subscription checkouts come with billing
     tenant = Tenant(checkout.installation_id, checkout.livemode)
@@ -454,7 +450,7 @@ async def return_from_authentication(session: AsyncSession, token: str) -> PageS
 
 
 async def checkout_id_for(session: AsyncSession, token: str) -> str | None:
-    checkout = await repository.get_by_token_hash(session, hash_token(token))
+    checkout = await repository.get_by_token_hash(session, hash_secret(token))
     return checkout.id if checkout is not None else None
 
 
@@ -477,7 +473,7 @@ async def return_without_link(session: AsyncSession, checkout_id: str) -> PageSt
 async def leave_checkout(session: AsyncSession, token: str) -> PageStep:
     """The payer cancels: back to the caller's cancel_url. The session stays open until it expires, so
     the browser's back button still finds the form."""
-    checkout = await repository.get_by_token_hash(session, hash_token(token))
+    checkout = await repository.get_by_token_hash(session, hash_secret(token))
     if checkout is None:
         return Notice("missing")
     if checkout.status == "complete":

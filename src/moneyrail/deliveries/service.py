@@ -20,12 +20,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from decimal import Decimal
 from email.message import EmailMessage
 from email.utils import format_datetime, parseaddr
 
 import structlog
-from babel.numbers import format_currency
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from moneyrail.config import get_settings
@@ -35,7 +33,7 @@ from moneyrail.engine.service import create_operation, register_outcome_listener
 from moneyrail.errors import Conflict, ResourceMissing
 from moneyrail.kit.clock import utcnow
 from moneyrail.kit.ids import new_id
-from moneyrail.kit.money import minor_unit_exponent
+from moneyrail.kit.money import format_amount
 from moneyrail.kit.pagination import Position
 from moneyrail.kit.tenant import Tenant
 from moneyrail.models import Operation, PaymentIntent, PaymentMethod, ReceiptDelivery
@@ -138,13 +136,6 @@ async def list_deliveries(
 
 
 # --- composing ---------------------------------------------------------------------------------
-def format_amount(amount: int, currency: str) -> str:
-    """Minor units as people read them: 1234 eur -> `€12.34`, 1234 jpy -> `¥1,234`."""
-    value = Decimal(amount).scaleb(-minor_unit_exponent(currency))
-    formatted: str = format_currency(value, currency.upper(), locale="en")
-    return formatted
-
-
 def describe_card(card: PaymentMethod) -> str:
     """Brand and last4 only: a card number is never stored, so it can never be written."""
     brand = CARD_BRANDS.get(card.brand.lower(), card.brand.title())

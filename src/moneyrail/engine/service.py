@@ -42,8 +42,9 @@ TRANSITIONS: dict[str, frozenset[str]] = {
 }
 
 Handler = Callable[[AsyncSession, Operation], Awaitable[None]]
-# Called in the same transaction as an operation's final outcome (succeeded, failed, dead_letter):
-# the events domain registers one that writes the matching event.
+# Called in the same transaction as an operation's final outcome (succeeded, failed, dead_letter, and
+# canceled when an operator discards a dead letter): the events domain writes the matching event, and
+# the domain that owns the work settles its own record (a refund, a receipt).
 OutcomeListener = Callable[[AsyncSession, Operation], Awaitable[None]]
 _outcome_listeners: list[OutcomeListener] = []
 
@@ -303,5 +304,6 @@ async def discard_dead_letter(
     operation.finished_at = utcnow()
     operation.updated_at = utcnow()
     await session.flush()
+    await _announce(session, operation)
     logger.info("dead_letter_discarded", operation_id=operation_id, operator=operator, reason=reason)
     return operation

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from decimal import Decimal
 
-from babel.numbers import get_currency_precision, is_currency
+from babel.numbers import format_currency, get_currency_precision, is_currency
 
 MAX_AMOUNT = 99_999_999  # spec part 8: computed totals stay within 1 to 99999999 minor units
 
@@ -16,6 +17,12 @@ def is_valid_currency(code: str) -> bool:
 
 def minor_unit_exponent(currency: str) -> int:
     return int(get_currency_precision(currency.upper()))
+
+
+def format_amount(amount: int, currency: str, locale: str = "en") -> str:
+    """Minor units as a person reads them, decided on the server: 1234 eur -> €12.34."""
+    major = Decimal(amount).scaleb(-minor_unit_exponent(currency))
+    return str(format_currency(major, currency.upper(), locale=locale))
 
 
 class CurrencyMismatch(ValueError):

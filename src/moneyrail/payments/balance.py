@@ -47,6 +47,15 @@ class Quote:
     proceeds: int
     amount_fixed: bool
 
+    def funds_flow(self) -> list[tuple[str, str, int]]:
+        """(party, role, amount): the proceeds always, the service's parts when there are any."""
+        flow = [
+            ("installation", "proceeds", self.proceeds),
+            ("service", "commission_reserve", self.reserve),
+            ("service", "prior_recovery", self.prior_recovery),
+        ]
+        return [item for item in flow if item[2] or item[1] == "proceeds"]
+
 
 async def quote_payment(session: AsyncSession, tenant: Tenant, command: PaymentQuoteCreate) -> Quote:
     """What a payment of this amount would do, without creating it: the same rules as creation."""

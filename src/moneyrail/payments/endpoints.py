@@ -12,6 +12,7 @@ from moneyrail.installations import service as installations
 from moneyrail.kit.tenant import Tenant
 from moneyrail.models import PaymentIntent
 from moneyrail.processor.provider import processor
+from moneyrail.web import public_base_url
 
 from . import (
     balance,
@@ -40,12 +41,6 @@ from .schemas import (
 )
 
 router = APIRouter(route_class=MoneyrailRoute, tags=["payments"])
-
-
-def public_base_url(request: Request) -> str:
-    """Where hosted links point: the configured public address, else the address the caller used."""
-    configured: str | None = request.app.state.settings.public_base_url
-    return (configured or str(request.base_url)).rstrip("/")
 
 
 async def _render(session: AsyncSession, tenant: Tenant, payment: PaymentIntent) -> PaymentIntentOut:
@@ -217,16 +212,14 @@ async def create_payment_quote(
     request: Request, body: PaymentQuoteCreate, principal: Annotated[Principal, scoped("payments:write")]
 ) -> PaymentQuoteOut:
     quote = await balance.quote_payment(request_session(request), principal.tenant, body)
-    flow = [
-        FundsFlowItem(party="installation", role="proceeds", amount=quote.proceeds),
-        FundsFlowItem(party="service", role="commission_reserve", amount=quote.reserve),
-        FundsFlowItem(party="service", role="prior_recovery", amount=quote.prior_recovery),
-    ]
     return PaymentQuoteOut(
         livemode=principal.tenant.livemode,
         amount=quote.amount,
         currency=quote.currency,
-        funds_flow=[item for item in flow if item.amount or item.role == "proceeds"],
+        funds_flow=[
+            FundsFlowItem.model_validate({"party": party, "role": role, "amount": amount})
+            for party, role, amount in quote.funds_flow()
+        ],
         fees=QuoteFeesOut(
             commission_basis_points=quote.basis_points,
             commission_fixed_amount=quote.fixed_amount,

@@ -7,7 +7,6 @@ working once that payment has moved on.
 from __future__ import annotations
 
 from typing import Annotated, Literal
-from urllib.parse import urlsplit
 
 from fastapi import APIRouter, Form, Request
 from fastapi.responses import RedirectResponse, Response
@@ -15,11 +14,11 @@ from fastapi.responses import RedirectResponse, Response
 from moneyrail.api.context import request_session
 from moneyrail.api.routing import MoneyrailRoute
 from moneyrail.errors import ResourceMissing
+from moneyrail.kit.money import format_amount
 from moneyrail.processor.provider import processor
-from moneyrail.web import format_amount, render_page
+from moneyrail.web import origin_of, public_base_url, render_page
 
 from . import service
-from .endpoints import public_base_url
 
 router = APIRouter(route_class=MoneyrailRoute, include_in_schema=False)
 
@@ -28,13 +27,6 @@ LINK_EXPIRED = {
     "message": "The payment has moved on, or the link was already used. Return to the shop to continue.",
     "is_error": True,
 }
-
-
-def _origin(url: str | None) -> str:
-    if not url:
-        return ""
-    parts = urlsplit(url)
-    return f"{parts.scheme}://{parts.netloc}"
 
 
 @router.get("/authenticate/{token}")
@@ -52,7 +44,7 @@ async def authentication_page(request: Request, token: str) -> Response:
             "amount": format_amount(payment.amount, payment.currency),
             "action": f"/authenticate/{token}",
         },
-        form_targets=_origin(payment.return_url),
+        form_targets=origin_of(payment.return_url),
     )
 
 

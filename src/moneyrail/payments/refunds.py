@@ -136,15 +136,21 @@ async def process_refund(session: AsyncSession, operation: Operation, processor:
     logger.info("refund_succeeded", refund=refund.id, payment_intent=payment.id, amount=refund.amount)
 
 
+OUTCOME_STATUSES = {"failed": "failed", "canceled": "canceled"}
+
+
 async def _on_refund_outcome(session: AsyncSession, operation: Operation) -> None:
-    """A refused refund ends `failed` (in the outcome's own transaction: the handler's rolled back)."""
-    if operation.type != REFUND_TYPE or operation.status != "failed":
+    """A refused refund ends `failed`; one whose dead letter an operator discarded ends `canceled`, so
+    its amount is free to refund again. In the outcome's own transaction: the handler's rolled back.
+    A dead-lettered refund stays `pending` (its amount held) until the operator decides."""
+    status = OUTCOME_STATUSES.get(operation.status)
+    if operation.type != REFUND_TYPE or status is None:
         return
     refund = await repository.get_refund_by_operation(session, operation.id)
     if refund is None or refund.status != "pending":
         return
-    _move(refund, "failed")
-    refund.failure_reason = operation.last_error
+    _move(refund, status)
+    refund.failure_reason = operation.discard_reason if status == "canceled" else operation.last_error
     await session.flush()
     await _announce(session, Tenant(refund.installation_id, refund.livemode), refund, "refund.updated")
 

@@ -18,9 +18,10 @@ through a worker (refunds.py).
 
 from __future__ import annotations
 
-import hashlib
-from collections.abc import Sequence
+from collections.abc import Coroutine, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import structlog
@@ -44,6 +45,7 @@ from moneyrail.errors import (
 )
 from moneyrail.events.service import record_event
 from moneyrail.installations import service as installations
+from moneyrail.installations.service import hash_secret
 from moneyrail.kit.clock import utcnow
 from moneyrail.kit.ids import new_id, random_base62
 from moneyrail.kit.pagination import Position
@@ -92,10 +94,6 @@ def _move(payment: PaymentIntent, status: str) -> None:
         raise Conflict(f"A payment cannot go from {payment.status} to {status}.")
     payment.status = status
     payment.updated_at = utcnow()
-
-
-def _hash(secret: str) -> str:
-    return hashlib.sha256(secret.encode()).hexdigest()
 
 
 async def announce(session: AsyncSession, tenant: Tenant, payment: PaymentIntent, event_type: str) -> None:
@@ -220,7 +218,7 @@ async def create_payment_intent(
         metadata_=command.metadata,
         receipt_email=command.receipt_email,
         receipt_phone=command.receipt_phone,
-        client_secret_hash=_hash(client_secret),
+        client_secret_hash=hash_secret(client_secret),
         commission_basis_points=policy.basis_points,
         commission_fixed_amount=policy.fixed_amount,
         fee_reserve=reserve,
@@ -283,7 +281,7 @@ async def update_payment_intent(
 
 # --- confirming ---------------------------------------------------------------------------------
 def _check_client_secret(payment: PaymentIntent, client_secret: str) -> None:
-    if _hash(client_secret) != payment.client_secret_hash:
+    if hash_secret(client_secret) != payment.client_secret_hash:
         raise ClientSecretInvalid("The client_secret does not belong to this payment.", param="client_secret")
 
 
@@ -379,24 +377,47 @@ async def confirm_locked_payment(
     payment.confirmations += 1
     payment.save_payment_method = confirmation.save_payment_method
     payment.return_url = confirmation.return_url
-    try:
-        authorization = await processor.authorize(
+    authorization = await _authorization_or_decline(
+        payment,
+        processor.authorize(
             tenant,
             idempotency_key=f"{payment.id}:authorize:{payment.confirmations}:{method.id}",
             card_token=method.processor_token,
             amount=payment.amount,
             currency=payment.currency,
             off_session=False,
-        )
-    except ProcessorUnavailable as fault:
-        raise _unavailable(fault) from fault
-    except ProcessorRefused as refused:
-        authorization = Authorization("", "declined", payment.amount, payment.currency, "processing_error")
-        logger.warning("payment_authorization_refused", payment_intent=payment.id, error=str(refused))
+        ),
+    )
     await _apply_authorization(session, tenant, processor, payment, authorization, method, base_url=base_url)
     if payment.status == "requires_payment_method":
         raise _declined_error(payment)
     return payment
+
+
+async def _authorization_or_decline(
+    payment: PaymentIntent, answer: Coroutine[Any, Any, Authorization]
+) -> Authorization:
+    """An authorization step's answer; the network refusing the call itself is a decline the payer
+    can act on (another card), not an error of the API."""
+    try:
+        return await answer
+    except ProcessorUnavailable as fault:
+        raise _unavailable(fault) from fault
+    except ProcessorRefused as refused:
+        logger.warning("payment_authorization_refused", payment_intent=payment.id, error=str(refused))
+        return Authorization("", "declined", payment.amount, payment.currency, "processing_error")
+
+
+@contextmanager
+def _network_answers(step: str) -> Iterator[None]:
+    """The processor's faults as the API's errors: an outage decided nothing (503, the same request may
+    be retried); a refusal of this step is a card error, and the payment stays as it was."""
+    try:
+        yield
+    except ProcessorUnavailable as fault:
+        raise _unavailable(fault) from fault
+    except ProcessorRefused as refused:
+        raise CardDeclined(f"The {step} was refused: {refused.message}", decline_code=refused.code) from None
 
 
 def _unavailable(fault: ProcessorUnavailable) -> ProcessorUnavailableError:
@@ -463,7 +484,7 @@ async def _apply_authorization(
     if authorization.status == "requires_action":
         token = random_base62(32)
         payment.processor_authorization = authorization.id
-        payment.authentication_token_hash = _hash(token)
+        payment.authentication_token_hash = hash_secret(token)
         payment.next_action = {
             "type": "redirect_to_url",
             "redirect_to_url": {"url": f"{base_url}/authenticate/{token}", "return_url": payment.return_url},
@@ -501,7 +522,7 @@ class AuthenticationView:
 
 
 async def authentication_view(session: AsyncSession, token: str) -> AuthenticationView:
-    payment = await repository.get_payment_by_authentication_token(session, _hash(token))
+    payment = await repository.get_payment_by_authentication_token(session, hash_secret(token))
     if payment is None or payment.status != "requires_action":
         raise ResourceMissing("This authentication link is no longer valid.")
     installation = await installations.require_installation(session, payment.installation_id)
@@ -522,15 +543,15 @@ async def complete_authentication(
     payment = view.payment
     tenant = Tenant(payment.installation_id, payment.livemode)
     assert payment.processor_authorization is not None  # requires_action always has one
-    try:
-        authorization = await processor.complete_authentication(
+    authorization = await _authorization_or_decline(
+        payment,
+        processor.complete_authentication(
             tenant,
             idempotency_key=f"{payment.id}:authenticate:{payment.confirmations}",
             authorization_id=payment.processor_authorization,
             approved=approved,
-        )
-    except ProcessorUnavailable as fault:
-        raise _unavailable(fault) from fault
+        ),
+    )
     method = await methods.get_method(session, tenant, payment.payment_method_id or "")
     assert method is not None
     await _apply_authorization(session, tenant, processor, payment, authorization, method, base_url=base_url)
@@ -555,17 +576,13 @@ async def _capture(
     session: AsyncSession, tenant: Tenant, processor: Processor, payment: PaymentIntent, amount: int
 ) -> None:
     assert payment.processor_authorization is not None
-    try:
+    with _network_answers("capture"):
         capture = await processor.capture(
             tenant,
             idempotency_key=f"{payment.id}:capture",
             authorization_id=payment.processor_authorization,
             amount=amount,
         )
-    except ProcessorUnavailable as fault:
-        raise _unavailable(fault) from fault
-    except ProcessorRefused as refused:
-        raise CardDeclined(f"The capture was refused: {refused.message}", decline_code=refused.code) from None
     payment.amount_received = capture.amount_captured
     payment.amount_capturable = 0
     payment.captured_at = await tenant_now(session, tenant)
@@ -622,14 +639,12 @@ async def cancel_payment_intent(
     if payment.status not in CANCELABLE:
         raise Conflict(f"Cancel applies before capture; this payment is {payment.status}.")
     if payment.processor_authorization is not None:
-        try:
+        with _network_answers("cancellation"):
             await processor.cancel(
                 tenant,
                 idempotency_key=f"{payment.id}:cancel",
                 authorization_id=payment.processor_authorization,
             )
-        except ProcessorUnavailable as fault:
-            raise _unavailable(fault) from fault
     _move(payment, "canceled")
     payment.amount_capturable = 0
     payment.canceled_at = utcnow()
@@ -658,19 +673,13 @@ async def increment_authorization(
     if amount <= payment.amount:
         raise AmountInvalid(f"The new amount must be more than the current {payment.amount}.", param="amount")
     assert payment.processor_authorization is not None
-    try:
+    with _network_answers("increment"):
         authorization = await processor.increment_authorization(
             tenant,
             idempotency_key=f"{payment.id}:increment:{amount}",
             authorization_id=payment.processor_authorization,
             amount=amount,
         )
-    except ProcessorUnavailable as fault:
-        raise _unavailable(fault) from fault
-    except ProcessorRefused as refused:
-        raise CardDeclined(
-            f"The increment was refused: {refused.message}", decline_code=refused.code
-        ) from None
     if authorization.status != "authorized":
         code = authorization.decline_code or "generic_decline"
         raise CardDeclined(

@@ -1,26 +1,31 @@
-"""The hosted pages' shared pieces: templates, a strict Content-Security-Policy, amounts for people."""
+"""The hosted pages' shared pieces: templates, a strict Content-Security-Policy, public addresses."""
 
 from __future__ import annotations
 
 import secrets
-from decimal import Decimal
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
-from babel.numbers import format_currency
 from fastapi import Request
 from fastapi.responses import HTMLResponse
 from fastapi.templating import Jinja2Templates
 
-from moneyrail.kit.money import minor_unit_exponent
-
 TEMPLATES = Jinja2Templates(directory=str(Path(__file__).parent / "templates"))
 
 
-def format_amount(amount: int, currency: str, locale: str = "en_US") -> str:
-    """Minor units as a person reads them, decided on the server: 1234 eur -> €12.34."""
-    major = Decimal(amount).scaleb(-minor_unit_exponent(currency))
-    return str(format_currency(major, currency.upper(), locale=locale))
+def public_base_url(request: Request) -> str:
+    """Where hosted links point: the configured public address, else the address the caller used."""
+    configured: str | None = request.app.state.settings.public_base_url
+    return (configured or str(request.base_url)).rstrip("/")
+
+
+def origin_of(url: str | None) -> str:
+    """`https://shop.example/paid?x=1` -> `https://shop.example` (empty for no URL)."""
+    if not url:
+        return ""
+    parts = urlsplit(url)
+    return f"{parts.scheme}://{parts.netloc}"
 
 
 def render_page(

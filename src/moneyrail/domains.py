@@ -1,0 +1,17 @@
+"""Every module that registers something with the engine when imported: retry policies, outcome
+listeners, periodic sweeps and sandbox due work.
+
+A process that runs, schedules or decides operations (web, worker, scheduler, the operator CLI)
+imports this once, so none of them misses a registration: an operator discarding a dead-lettered
+refund must cancel that refund whichever process does it.
+"""
+
+from __future__ import annotations
+
+import moneyrail.api.idempotency
+import moneyrail.checkout.service
+import moneyrail.deliveries.service
+import moneyrail.events.service
+import moneyrail.ledger.service
+import moneyrail.payments.refunds
+import moneyrail.payments.reports  # noqa: F401 - cost reports (sweep and due work)
