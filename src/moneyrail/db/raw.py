@@ -7,11 +7,17 @@ as the unit of work, so they commit or roll back with it.
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager
+from typing import Any, TypeVar
 
-from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
+from sqlalchemy.orm import configure_mappers
+
+from moneyrail.models.base import Base
 
 _KEY = "moneyrail.driver_connection"
+Model = TypeVar("Model", bound=Base)
 
 
 async def driver_connection(session: AsyncSession) -> Any:
@@ -37,3 +43,29 @@ async def driver_connection(session: AsyncSession) -> Any:
 def forget_driver_connection(session: AsyncSession) -> None:
     """After commit or rollback the pool may hand the session another connection."""
     session.info.pop(_KEY, None)
+
+
+@asynccontextmanager
+async def autocommit_connection(sessionmaker: async_sessionmaker[AsyncSession]) -> AsyncIterator[Any]:
+    """A pooled asyncpg connection outside any transaction: each statement commits by itself.
+
+    For a single statement that must commit before anything else happens (an operation's claim):
+    one round trip instead of BEGIN, statement, COMMIT.
+    """
+    engine: AsyncEngine = sessionmaker.kw["bind"]
+    async with engine.connect() as connection:  # no statement through SQLAlchemy: nothing begins
+        pooled = await connection.get_raw_connection()
+        yield pooled.driver_connection
+
+
+def from_row(model: type[Model], row: Mapping[str, Any]) -> Model:
+    """An instance holding a row's values, attached to no session: for reading, never for writing.
+
+    A statement on the driver returns plain rows; building the model through its constructor (every
+    attribute through the ORM's instrumentation) costs more than the round trip on hot paths.
+    """
+    if not model.__mapper__.configured:
+        configure_mappers()  # what the first query would do: the attributes need their mapper
+    instance: Model = model.__mapper__.class_manager.new_instance()
+    instance.__dict__.update(row)
+    return instance

@@ -9,7 +9,7 @@ from typing import Any
 from sqlalchemy import and_, or_, select, text, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from moneyrail.db.raw import driver_connection
+from moneyrail.db.raw import driver_connection, from_row
 from moneyrail.kit.tenant import Tenant
 from moneyrail.models import Operation, OperationAttempt
 
@@ -54,13 +54,55 @@ _CLAIM = """
 """
 
 
-async def claim(session: AsyncSession, operation_id: str, lease: timedelta, worker: str) -> int | None:
+async def claim(connection: Any, operation_id: str, lease: timedelta, worker: str) -> int | None:
     """Take a due, pending operation for one attempt and open the attempt's record; None when someone
     else has it or it is not due. One statement decides, so duplicate or concurrent deliveries of one
-    message act once. Every message passes here, so straight on the driver (db/raw.py)."""
-    connection = await driver_connection(session)
+    message act once. Every message passes here: straight on the driver (db/raw.py), and on a
+    connection outside any transaction, so the statement commits by itself (it is the lease)."""
     number = await connection.fetchval(_CLAIM, operation_id, lease.total_seconds(), worker)
     return int(number) if number is not None else None
+
+
+# The column list comes from the model, never from input.
+_LOCK_ATTEMPT = (
+    f"SELECT {', '.join(column.name for column in Operation.__table__.columns)} FROM operations"  # noqa: S608
+    " WHERE id = $1 AND status = 'running' AND attempts = $2 FOR UPDATE"
+)
+
+
+async def lock_attempt(session: AsyncSession, operation_id: str, attempt: int) -> Operation | None:
+    """The operation, locked for this transaction, if this attempt still holds it (else None: the
+    lease ran out and the relay handed the work to another attempt). The object is attached to no
+    session: record_success writes what changes."""
+    connection = await driver_connection(session)
+    row = await connection.fetchrow(_LOCK_ATTEMPT, operation_id, attempt)
+    return None if row is None else from_row(Operation, row)
+
+
+_SUCCEED = """
+    WITH attempt AS (
+        UPDATE operation_attempts SET outcome = 'succeeded', error = NULL, finished_at = now()
+        WHERE operation_id = $1 AND number = $2
+    )
+    UPDATE operations
+    SET status = 'succeeded', finished_at = now(), lease_expires_at = NULL, last_error = NULL,
+        updated_at = now(), payload = coalesce($3, payload)
+    WHERE id = $1 AND status = 'running' AND attempts = $2
+    RETURNING finished_at
+"""
+
+
+async def record_success(session: AsyncSession, operation: Operation, *, new_payload: str | None) -> None:
+    """The operation (with the handler's new payload, as JSON, if it changed one) and its attempt end
+    `succeeded`, in one statement on the caller's transaction, which holds the row (lock_attempt)."""
+    connection = await driver_connection(session)
+    finished_at = await connection.fetchval(_SUCCEED, operation.id, operation.attempts, new_payload)
+    if finished_at is None:
+        raise RuntimeError(f"operation {operation.id} attempt {operation.attempts} was not held")
+    operation.status = "succeeded"
+    operation.finished_at = operation.updated_at = finished_at
+    operation.lease_expires_at = None
+    operation.last_error = None
 
 
 async def finish_attempt(

@@ -16,9 +16,11 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
+import orjson
 import structlog
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from moneyrail.db.raw import autocommit_connection
 from moneyrail.db.uow import UnitOfWork
 from moneyrail.engine import repository
 from moneyrail.engine.metrics import record_attempt
@@ -116,36 +118,43 @@ async def run_operation(
 ) -> RunResult:
     """Claim, act, record. Safe to call for any delivery of the operation's message, any number of times.
 
-    Two units of work: the claim commits first (it is the lease that lets the relay re-drive an
-    attempt whose worker died), then the handler's effect commits with the outcome.
+    The claim commits on its own first (it is the lease that lets the relay re-drive an attempt whose
+    worker died); then the handler's effect commits with the outcome, in one unit of work. Every
+    operation passes here, so the path is the fewest round trips: the claim alone in its implicit
+    transaction, then the locked row, the effect, the outcome and its event.
     """
-    async with UnitOfWork(sessionmaker) as uow:
-        attempt = await repository.claim(uow.session, operation_id, lease, worker)
-        if attempt is None:
-            return RunResult("skipped")  # a duplicate message, or already done, or not due yet
-        await uow.commit()
+    async with autocommit_connection(sessionmaker) as connection:
+        attempt = await repository.claim(connection, operation_id, lease, worker)
+    if attempt is None:
+        return RunResult("skipped")  # a duplicate message, or already done, or not due yet
 
-    log = logger.bind(operation_id=operation_id, attempt=attempt)
     failure: BaseException
     try:
         async with UnitOfWork(sessionmaker) as uow:
-            operation = await _still_ours(uow.session, operation_id, attempt)
+            operation = await repository.lock_attempt(uow.session, operation_id, attempt)
             if operation is None:
                 return RunResult("superseded", attempt)
+            payload = orjson.dumps(operation.payload)
             await handler(uow.session, operation)
-            _move(operation, "succeeded")
-            operation.finished_at = utcnow()
-            operation.lease_expires_at = None
-            operation.last_error = None
-            operation.updated_at = utcnow()
-            await repository.finish_attempt(uow.session, operation_id, attempt, "succeeded", None)
+            changed = orjson.dumps(operation.payload)  # a handler may note what it learnt (an id)
+            await repository.record_success(
+                uow.session, operation, new_payload=changed.decode() if changed != payload else None
+            )
             await _announce(uow.session, operation)
             await uow.commit()
-            log.info("operation_succeeded", type=operation.type, resource=operation.resource)
-            record_attempt(operation.type, "succeeded", _age(operation))
-            return RunResult("succeeded", attempt)
     except Exception as error:  # any failure is recorded; the worker itself must not die of it
         failure = error
+    else:
+        logger.info(
+            "operation_succeeded",
+            operation_id=operation_id,
+            attempt=attempt,
+            type=operation.type,
+            resource=operation.resource,
+        )
+        record_attempt(operation.type, "succeeded", _age(operation))
+        return RunResult("succeeded", attempt)
+    log = logger.bind(operation_id=operation_id, attempt=attempt)
     return await _record_failure(sessionmaker, operation_id, attempt, failure, log)
 
 

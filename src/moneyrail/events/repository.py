@@ -3,10 +3,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+import orjson
 from sqlalchemy import and_, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from moneyrail.db.pagination import newest_first_page
+from moneyrail.db.raw import driver_connection
 from moneyrail.kit.pagination import Position
 from moneyrail.kit.tenant import Tenant
 from moneyrail.models import Event, WebhookEndpoint
@@ -24,6 +26,38 @@ def _endpoint_owned_by(tenant: Tenant) -> Any:
     )
 
 
+# The event, and in the same round trip the endpoints that listen for it (most often none).
+_INSERT_EVENT = """
+    WITH event AS (
+        INSERT INTO events (id, installation_id, livemode, type, api_version, data, created_at)
+        VALUES ($1, $2, $3, $4, $5, $6, $7)
+    )
+    SELECT id FROM webhook_endpoints
+    WHERE installation_id = $2 AND livemode = $3 AND deleted_at IS NULL
+      AND enabled_events && ARRAY[$4::text, '*']
+    ORDER BY id
+"""
+
+
+async def insert_event(session: AsyncSession, event: Event) -> list[str]:
+    """Insert the event; return the ids of the tenant's endpoints listening for its type.
+
+    Every operation's outcome and every payment step writes one: straight on the driver (db/raw.py).
+    """
+    connection = await driver_connection(session)
+    rows = await connection.fetch(
+        _INSERT_EVENT,
+        event.id,
+        event.installation_id,
+        event.livemode,
+        event.type,
+        event.api_version,
+        orjson.dumps(event.data).decode(),
+        event.created_at,
+    )
+    return [row["id"] for row in rows]
+
+
 async def get_event(session: AsyncSession, tenant: Tenant, event_id: str) -> Event | None:
     return await session.scalar(select(Event).where(_event_owned_by(tenant), Event.id == event_id))
 
@@ -35,19 +69,6 @@ async def list_events(
     if event_type:
         statement = statement.where(Event.type == event_type)
     return (await session.scalars(newest_first_page(statement, Event, limit=limit, after=after))).all()
-
-
-async def endpoints_listening(
-    session: AsyncSession, tenant: Tenant, event_type: str
-) -> Sequence[WebhookEndpoint]:
-    return (
-        await session.scalars(
-            select(WebhookEndpoint).where(
-                _endpoint_owned_by(tenant),
-                WebhookEndpoint.enabled_events.overlap([event_type, "*"]),
-            )
-        )
-    ).all()
 
 
 async def get_endpoint(session: AsyncSession, tenant: Tenant, endpoint_id: str) -> WebhookEndpoint | None:

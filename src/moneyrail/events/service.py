@@ -73,16 +73,14 @@ async def record_event(
         data={"object": data_object},
         created_at=utcnow(),
     )
-    session.add(event)
-    await session.flush()
-    for endpoint in await repository.endpoints_listening(session, tenant, event_type):
+    for endpoint_id in await repository.insert_event(session, event):
         await create_operation(
             session,
             tenant,
             operation_type=DELIVERY_TYPE,
             actor_name=DELIVERY_ACTOR,
             resource=event.id,
-            payload={"event": event.id, "endpoint": endpoint.id},
+            payload={"event": event.id, "endpoint": endpoint_id},
         )
     return event
 
