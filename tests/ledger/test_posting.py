@@ -133,6 +133,55 @@ def test_postgresql_refuses_a_posting_in_another_currency_than_its_account(bridg
         _insert_raw(db, tenant.installation_id, new_id("jtx"), [(cash, -100, "eur"), (fees, 100, "eur")])
 
 
+def test_postgresql_refuses_a_posting_on_an_account_that_does_not_exist(bridge, db, tenant):
+    (cash,) = ensure_accounts(bridge, tenant.tenant, "customer_funds")
+    with (
+        pytest.raises(psycopg.errors.ForeignKeyViolation, match=r"1 leg\(s\) on an account that does not"),
+        db.transaction(),
+    ):
+        _insert_raw(
+            db, tenant.installation_id, new_id("jtx"), [(cash, -100, "usd"), ("la_nowhere", 100, "usd")]
+        )
+
+
+def test_postgresql_refuses_a_posting_on_another_tenants_account(bridge, db, tenant, make_tenant):
+    # Hand-written SQL cannot move money between installations: each leg's account is the journal's.
+    other = make_tenant()
+    (cash,) = ensure_accounts(bridge, tenant.tenant, "customer_funds")
+    (theirs,) = ensure_accounts(bridge, other.tenant, "customer_funds")
+    with (
+        pytest.raises(psycopg.errors.ForeignKeyViolation, match="another installation's or environment's"),
+        db.transaction(),
+    ):
+        _insert_raw(db, tenant.installation_id, new_id("jtx"), [(cash, -100, "usd"), (theirs, 100, "usd")])
+
+
+def test_posting_locks_neither_its_accounts_nor_its_installation(servers, bridge, db, tenant):
+    # Every payment posts to the platform's few accounts: a row lock on them (a foreign key check
+    # takes one) would queue concurrent payments behind each other.
+    cash, fees = ensure_accounts(bridge, tenant.tenant, "customer_funds", "platform:fees")
+
+    async def post_and_probe_while_open() -> None:
+        async with two_connections(servers.database_url) as sessions, sessions() as session:
+            await ledger.post(
+                session,
+                tenant.tenant,
+                kind="payment",
+                postings=[Posting("customer_funds", -100, "usd"), Posting("platform:fees", 100, "usd")],
+            )
+            # the posting's transaction is still open: another one may still lock these rows at once
+            for table, row_id in (
+                ("ledger_accounts", cash),
+                ("ledger_accounts", fees),
+                ("installations", tenant.installation_id),
+            ):
+                db.execute(f"SELECT 1 FROM {table} WHERE id = %s FOR UPDATE NOWAIT", (row_id,))
+            await session.commit()
+
+    bridge.run(post_and_probe_while_open())
+    assert verify(bridge).problems == []
+
+
 def test_switching_the_check_to_immediate_lets_no_extra_leg_through(bridge, db, tenant):
     cash, fees = ensure_accounts(bridge, tenant.tenant, "customer_funds", "platform:fees")
     journal_id = new_id("jtx")

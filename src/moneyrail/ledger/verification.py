@@ -7,7 +7,7 @@
    and positions, no transaction sealed twice, nothing left unsealed below the sealed horizon.
 4. Checkpoints: each equals the sum of its account's postings below its block's horizon.
 5. Immutability: the triggers that refuse changes exist, are enabled, fire on the right events and
-   run the functions migration 0002 created (their sources are pinned below by SHA-256). A superuser
+   run the functions the migrations created (their sources are pinned below by SHA-256). A superuser
    who wants to rewrite history has to disable or replace them first, and that is what shows.
 """
 
@@ -63,11 +63,11 @@ EXPECTED_TRIGGERS: dict[tuple[str, str], ExpectedTrigger] = {
     },
 }
 
-# SHA-256 of each trigger function's source as migration 0002 creates it. A migration that changes
-# one of these functions changes its fingerprint here in the same commit.
+# SHA-256 of each trigger function's source as the migrations leave it (0002 created both, 0007
+# replaced ledger_check_transaction). A migration that changes one changes its fingerprint here too.
 FUNCTION_SOURCES_SHA256 = {
     "ledger_refuse_change": "73cdc0e25edc7335377999c6a4b8c499a1b0b05bc53936a9d9879df2d4dbeef6",
-    "ledger_check_transaction": "51987278367893ce6e1ace6aeaf374f189963826405afb8009469aaa0393bb6f",
+    "ledger_check_transaction": "05fc999be2c224999032bad35cbd7130529e9efd002cbb97c03ee830dd9ce262",
 }
 
 
@@ -234,7 +234,7 @@ async def _check_triggers(session: AsyncSession, report: VerificationReport) -> 
                 or trigger.deferred != expected.deferred
                 or trigger.conditional
             ):
-                problems.add(f"{label} fires on other events or conditions than migration 0002 defined")
+                problems.add(f"{label} fires on other events or conditions than its migration defined")
             if trigger.function != expected.function:
                 problems.add(f"{label} runs {trigger.function}(), not {expected.function}()")
             elif trigger.function_sha256 != FUNCTION_SOURCES_SHA256[expected.function]:

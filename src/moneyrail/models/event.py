@@ -17,6 +17,8 @@ class Event(TenantOwned, Base):
     __table_args__ = (Index("ix_events_list", "installation_id", "livemode", "created_at", "id"),)
 
     id: Mapped[str] = mapped_column(primary_key=True)
+    # No foreign key (migration 0007): its check locked the installation row for every event written.
+    installation_id: Mapped[str] = mapped_column()
     type: Mapped[str]
     api_version: Mapped[str]
     data: Mapped[dict[str, Any]]

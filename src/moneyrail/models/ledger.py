@@ -19,7 +19,6 @@ from datetime import datetime
 from sqlalchemy import (
     CheckConstraint,
     ForeignKey,
-    ForeignKeyConstraint,
     Identity,
     Index,
     PrimaryKeyConstraint,
@@ -72,6 +71,9 @@ class JournalTransaction(TenantOwned, Base):
     )
 
     id: Mapped[str] = mapped_column(primary_key=True)
+    # No foreign key (migration 0007): its check would lock the installation row for every posting.
+    # The commit-time check proves every leg's account is this installation's, and accounts reference it.
+    installation_id: Mapped[str] = mapped_column()
     kind: Mapped[str]
     reference: Mapped[str | None]
     idempotency_key: Mapped[str | None]
@@ -86,14 +88,15 @@ class LedgerPosting(Base):
     __tablename__ = "postings"
     __table_args__ = (
         CheckConstraint("amount <> 0", name="amount_nonzero"),
-        ForeignKeyConstraint(["account_id", "currency"], ["ledger_accounts.id", "ledger_accounts.currency"]),
         Index("ix_postings_transaction_id", "transaction_id"),
         # a balance: the latest checkpoint plus an index-only range scan of the postings above it
         Index("ix_postings_account_txid", "account_id", "txid", postgresql_include=["amount"]),
     )
 
     id: Mapped[int] = mapped_column(Identity(always=True), primary_key=True)
-    transaction_id: Mapped[str] = mapped_column(ForeignKey("journal_transactions.id"))
+    # No foreign keys (migration 0007): their checks locked the hot rows (a platform fee account) of
+    # every posting. The commit-time check proves the journal row, the account, its currency and tenant.
+    transaction_id: Mapped[str]
     account_id: Mapped[str]
     currency: Mapped[str]
     amount: Mapped[int]
