@@ -67,7 +67,7 @@ EXPECTED_TRIGGERS: dict[tuple[str, str], ExpectedTrigger] = {
 # replaced ledger_check_transaction). A migration that changes one changes its fingerprint here too.
 FUNCTION_SOURCES_SHA256 = {
     "ledger_refuse_change": "73cdc0e25edc7335377999c6a4b8c499a1b0b05bc53936a9d9879df2d4dbeef6",
-    "ledger_check_transaction": "05fc999be2c224999032bad35cbd7130529e9efd002cbb97c03ee830dd9ce262",
+    "ledger_check_transaction": "6540b9591b6d81ce6c6469a468bf92010b4459b678f815b5f4259aeb4284eeb2",
 }
 
 

@@ -84,14 +84,18 @@ BEGIN
            (array_agg(per_currency.total ORDER BY per_currency.currency)
                FILTER (WHERE per_currency.total <> 0))[1]
       INTO legs, missing_accounts, foreign_accounts, off_currency, off_total
-      FROM (SELECT p.currency, count(*) AS legs, sum(p.amount) AS total,
-                   count(*) FILTER (WHERE a.id IS NULL) AS missing_accounts,
-                   count(*) FILTER (WHERE a.installation_id <> journal_installation
-                                       OR a.livemode <> journal_livemode) AS foreign_accounts
-              FROM postings p
-              LEFT JOIN ledger_accounts a ON a.id = p.account_id AND a.currency = p.currency
-             WHERE p.transaction_id = journal_id
-             GROUP BY p.currency) AS per_currency;
+      FROM (SELECT leg.currency, count(*) AS legs, sum(leg.amount) AS total,
+                   count(*) FILTER (WHERE leg.owned IS NULL) AS missing_accounts,
+                   count(*) FILTER (WHERE NOT leg.owned) AS foreign_accounts
+              FROM (SELECT p.currency, p.amount,
+                           -- a subquery per leg (one primary-key lookup), never a join the planner
+                           -- could turn into a scan of every account
+                           (SELECT a.installation_id = journal_installation AND a.livemode = journal_livemode
+                              FROM ledger_accounts a
+                             WHERE a.id = p.account_id AND a.currency = p.currency) AS owned
+                      FROM postings p
+                     WHERE p.transaction_id = journal_id) AS leg
+             GROUP BY leg.currency) AS per_currency;
     IF legs < 2 THEN
         RAISE EXCEPTION 'journal transaction % has % posting(s); it needs at least 2', journal_id, legs
             USING ERRCODE = 'check_violation';
