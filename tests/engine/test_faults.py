@@ -65,6 +65,37 @@ def test_a_worker_killed_between_the_processor_answer_and_its_commit_leaves_one_
                 process.stop()
 
 
+def test_an_attempt_that_outlives_its_lease_is_rolled_back_and_the_operation_acts_once(
+    api, bridge, db, servers
+):
+    # The first attempt stalls after the processor answered, past its 2 s lease: the relay hands the
+    # operation to a second attempt, which finishes it. The first then finds it no longer holds the
+    # operation and rolls its whole unit of work back: one processor call, one journal entry.
+    scheduler = start_scheduler(servers, name="scheduler-stall")
+    worker = start_worker(servers, name="worker-stall")
+    try:
+        operation_id = create_probe(bridge, api.keys.tenant, pause_after_processor_seconds=6)
+        operation = wait_for_operation(api, operation_id, {"succeeded"}, timeout=30)
+        assert operation["attempts"] == 2
+        time.sleep(6)  # the stalled first attempt wakes, posts (a replay), and is rolled back
+        outcomes = [
+            row[0]
+            for row in db.execute(
+                "SELECT outcome FROM operation_attempts WHERE operation_id = %s ORDER BY number",
+                (operation_id,),
+            )
+        ]
+        assert outcomes == ["lease_expired", "succeeded"]
+        assert wait_for_operation(api, operation_id, {"succeeded"})["attempts"] == 2
+        assert processor_calls(db, api.keys.installation_id) == [(f"{operation_id}:transfer", True)]
+        assert journal_entries(db, operation_id) == 1
+        assert '"event": "operation_superseded"' in worker.log_text()
+        assert_ledger_verifies(servers)
+    finally:
+        worker.stop()
+        scheduler.stop()
+
+
 def test_a_broker_outage_delays_operations_but_loses_none(api, bridge, servers, tmp_path):
     redis = EmbeddedRedis(tmp_path / "redis")
     redis_url = redis.start()

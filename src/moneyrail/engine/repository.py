@@ -40,42 +40,30 @@ async def get(session: AsyncSession, operation_id: str, *, for_update: bool = Fa
     return await session.scalar(statement)
 
 
-_CLAIM = """
+_COLUMNS = ", ".join(column.name for column in Operation.__table__.columns)  # from the model, not input
+_CLAIM = f"""
     WITH claimed AS (
         UPDATE operations
         SET status = 'running', attempts = attempts + 1,
             lease_expires_at = now() + make_interval(secs => $2), updated_at = now()
         WHERE id = $1 AND status = 'pending' AND next_attempt_at <= now()
-        RETURNING id, attempts
+        RETURNING {_COLUMNS}
+    ),
+    attempt AS (
+        INSERT INTO operation_attempts (operation_id, number, worker)
+        SELECT id, attempts, $3 FROM claimed
     )
-    INSERT INTO operation_attempts (operation_id, number, worker)
-    SELECT id, attempts, $3 FROM claimed
-    RETURNING number
-"""
+    SELECT {_COLUMNS} FROM claimed
+"""  # noqa: S608
 
 
-async def claim(connection: Any, operation_id: str, lease: timedelta, worker: str) -> int | None:
-    """Take a due, pending operation for one attempt and open the attempt's record; None when someone
-    else has it or it is not due. One statement decides, so duplicate or concurrent deliveries of one
-    message act once. Every message passes here: straight on the driver (db/raw.py), and on a
-    connection outside any transaction, so the statement commits by itself (it is the lease)."""
-    number = await connection.fetchval(_CLAIM, operation_id, lease.total_seconds(), worker)
-    return int(number) if number is not None else None
-
-
-# The column list comes from the model, never from input.
-_LOCK_ATTEMPT = (
-    f"SELECT {', '.join(column.name for column in Operation.__table__.columns)} FROM operations"  # noqa: S608
-    " WHERE id = $1 AND status = 'running' AND attempts = $2 FOR UPDATE"
-)
-
-
-async def lock_attempt(session: AsyncSession, operation_id: str, attempt: int) -> Operation | None:
-    """The operation, locked for this transaction, if this attempt still holds it (else None: the
-    lease ran out and the relay handed the work to another attempt). The object is attached to no
-    session: record_success writes what changes."""
-    connection = await driver_connection(session)
-    row = await connection.fetchrow(_LOCK_ATTEMPT, operation_id, attempt)
+async def claim(connection: Any, operation_id: str, lease: timedelta, worker: str) -> Operation | None:
+    """Take a due, pending operation for one attempt, open the attempt's record and return the row;
+    None when someone else has it or it is not due. One statement decides, so duplicate or concurrent
+    deliveries of one message act once. Every message passes here: straight on the driver (db/raw.py),
+    on a connection outside any transaction, so the statement commits by itself (it is the lease).
+    The object is attached to no session: record_success writes what changes."""
+    row = await connection.fetchrow(_CLAIM, operation_id, lease.total_seconds(), worker)
     return None if row is None else from_row(Operation, row)
 
 
@@ -92,17 +80,19 @@ _SUCCEED = """
 """
 
 
-async def record_success(session: AsyncSession, operation: Operation, *, new_payload: str | None) -> None:
+async def record_success(session: AsyncSession, operation: Operation, *, new_payload: str | None) -> bool:
     """The operation (with the handler's new payload, as JSON, if it changed one) and its attempt end
-    `succeeded`, in one statement on the caller's transaction, which holds the row (lock_attempt)."""
+    `succeeded`, in one statement on the caller's transaction; False, and nothing written, when this
+    attempt no longer holds the operation (its lease ran out and the relay handed it to another)."""
     connection = await driver_connection(session)
     finished_at = await connection.fetchval(_SUCCEED, operation.id, operation.attempts, new_payload)
     if finished_at is None:
-        raise RuntimeError(f"operation {operation.id} attempt {operation.attempts} was not held")
+        return False
     operation.status = "succeeded"
     operation.finished_at = operation.updated_at = finished_at
     operation.lease_expires_at = None
     operation.last_error = None
+    return True
 
 
 async def finish_attempt(

@@ -119,27 +119,30 @@ async def run_operation(
     """Claim, act, record. Safe to call for any delivery of the operation's message, any number of times.
 
     The claim commits on its own first (it is the lease that lets the relay re-drive an attempt whose
-    worker died); then the handler's effect commits with the outcome, in one unit of work. Every
-    operation passes here, so the path is the fewest round trips: the claim alone in its implicit
-    transaction, then the locked row, the effect, the outcome and its event.
+    worker died) and returns the row; then the handler's effect commits with the outcome, in one unit
+    of work, only if this attempt still holds the operation when it records success (the statement
+    that checks takes the row's lock until commit). An attempt that outlived its lease is rolled back
+    whole, so a re-driven operation has one effect; calls to the outside world are keyed by the
+    operation, so the two attempts' calls are one. Every operation passes here: the claim, the effect,
+    the outcome and its event are one round trip each.
     """
     async with autocommit_connection(sessionmaker) as connection:
-        attempt = await repository.claim(connection, operation_id, lease, worker)
-    if attempt is None:
+        operation = await repository.claim(connection, operation_id, lease, worker)
+    if operation is None:
         return RunResult("skipped")  # a duplicate message, or already done, or not due yet
+    attempt = operation.attempts
 
     failure: BaseException
     try:
         async with UnitOfWork(sessionmaker) as uow:
-            operation = await repository.lock_attempt(uow.session, operation_id, attempt)
-            if operation is None:
-                return RunResult("superseded", attempt)
             payload = orjson.dumps(operation.payload)
             await handler(uow.session, operation)
             changed = orjson.dumps(operation.payload)  # a handler may note what it learnt (an id)
-            await repository.record_success(
-                uow.session, operation, new_payload=changed.decode() if changed != payload else None
-            )
+            new_payload = changed.decode() if changed != payload else None
+            if not await repository.record_success(uow.session, operation, new_payload=new_payload):
+                await uow.rollback()
+                logger.info("operation_superseded", operation_id=operation_id, attempt=attempt)
+                return RunResult("superseded", attempt)
             await _announce(uow.session, operation)
             await uow.commit()
     except Exception as error:  # any failure is recorded; the worker itself must not die of it
