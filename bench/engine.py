@@ -55,7 +55,7 @@ PROCESSES, THREADS = 2, 8
 STEADY_SECONDS = 15.0
 
 
-def _plain(url: str) -> str:
+def plain_url(url: str) -> str:
     return make_url(url).set(drivername="postgresql").render_as_string(hide_password=False)
 
 
@@ -122,7 +122,7 @@ async def _prepare(database_url: str) -> Tenant:
     return Tenant(installation.id, False)
 
 
-def _payload(number: int, phase: str) -> dict[str, Any]:
+def probe_payload(number: int, phase: str) -> dict[str, Any]:
     return {
         "amount": 100 + number % 900,
         "currency": "eur",
@@ -148,7 +148,7 @@ async def _arrive_steadily(database_url: str, tenant: Tenant, rate: float, secon
                 tenant,
                 operation_type=PROBE_TYPE,
                 actor_name=PROBE_ACTOR,
-                payload=_payload(number, "steady"),
+                payload=probe_payload(number, "steady"),
             )
             await uow.commit()
     await engine.dispose()
@@ -164,7 +164,7 @@ async def _create_operations(database_url: str, tenant: Tenant, count: int) -> f
                 tenant,
                 operation_type=PROBE_TYPE,
                 actor_name=PROBE_ACTOR,
-                payload=_payload(number, "burst"),
+                payload=probe_payload(number, "burst"),
             )
         committed_at = time.perf_counter()
         await uow.commit()
@@ -173,7 +173,7 @@ async def _create_operations(database_url: str, tenant: Tenant, count: int) -> f
 
 
 async def _progress(database_url: str, installation_id: str) -> tuple[int, int]:
-    connection = await asyncpg.connect(_plain(database_url))
+    connection = await asyncpg.connect(plain_url(database_url))
     try:
         row = await connection.fetchrow(
             "SELECT count(*) FILTER (WHERE status = 'succeeded'), count(*) FROM operations "
@@ -187,7 +187,7 @@ async def _progress(database_url: str, installation_id: str) -> tuple[int, int]:
 
 
 async def _latencies(database_url: str, installation_id: str, phase: str) -> dict[str, float]:
-    connection = await asyncpg.connect(_plain(database_url))
+    connection = await asyncpg.connect(plain_url(database_url))
     try:
         row = await connection.fetchrow(
             """
@@ -267,7 +267,7 @@ def engine_rate(database_url: str, redis_url: str, operations: int, threads: int
 
 
 async def _fresh_database(admin_url: str, name: str) -> tuple[str, str]:
-    connection = await asyncpg.connect(_plain(admin_url))
+    connection = await asyncpg.connect(plain_url(admin_url))
     try:
         await connection.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
         await connection.execute(f'CREATE DATABASE "{name}"')

@@ -31,6 +31,7 @@ sys.path.insert(0, str(REPO_DIR))
 os.environ.setdefault("REDIS_URL", "redis://127.0.0.1:6379/15")  # the probe's module binds a broker; unused
 
 import moneyrail.domains  # noqa: E402,F401  (every outcome listener, as in a worker)
+from bench.engine import plain_url, probe_payload  # noqa: E402
 from moneyrail.config import Settings  # noqa: E402
 from moneyrail.db.engine import create_engine, create_sessionmaker  # noqa: E402
 from moneyrail.db.migrate import upgrade  # noqa: E402
@@ -46,10 +47,6 @@ DATABASE = "moneyrail_bench_engine_cost"
 TICKS = os.sysconf("SC_CLK_TCK")
 
 
-def _plain(url: str) -> str:
-    return make_url(url).set(drivername="postgresql").render_as_string(hide_password=False)
-
-
 def _process_cpu_seconds(pid: int) -> float | None:
     try:
         fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
@@ -59,7 +56,7 @@ def _process_cpu_seconds(pid: int) -> float | None:
 
 
 async def _backend_cpu_seconds(admin_url: str) -> float | None:
-    connection = await asyncpg.connect(_plain(admin_url))
+    connection = await asyncpg.connect(plain_url(admin_url))
     try:
         pids = [
             row[0]
@@ -67,12 +64,17 @@ async def _backend_cpu_seconds(admin_url: str) -> float | None:
         ]
     finally:
         await connection.close()
-    seconds = [_process_cpu_seconds(pid) for pid in pids]
-    return None if not seconds or None in seconds else sum(s for s in seconds if s is not None)
+    total = 0.0
+    for pid in pids:
+        seconds = _process_cpu_seconds(pid)
+        if seconds is None:
+            return None  # PostgreSQL is not on this machine (or its processes are not readable)
+        total += seconds
+    return total if pids else None
 
 
 async def measure(admin_url: str, operations: int, concurrency: int) -> dict[str, object]:
-    connection = await asyncpg.connect(_plain(admin_url))
+    connection = await asyncpg.connect(plain_url(admin_url))
     try:
         await connection.execute(f'DROP DATABASE IF EXISTS "{DATABASE}" WITH (FORCE)')
         await connection.execute(f'CREATE DATABASE "{DATABASE}"')
@@ -96,12 +98,7 @@ async def measure(admin_url: str, operations: int, concurrency: int) -> dict[str
                         tenant,
                         operation_type=PROBE_TYPE,
                         actor_name=PROBE_ACTOR,
-                        payload={
-                            "amount": 100 + number % 900,
-                            "currency": "eur",
-                            "destination": f"acct_{number % 50}",
-                            "call_processor": False,
-                        },
+                        payload=probe_payload(number, "cost"),
                     )
                 ).id
                 for number in range(operations + warmup)

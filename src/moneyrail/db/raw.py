@@ -1,8 +1,9 @@
-"""The unit of work's own asyncpg connection, for the few statements on every request's path.
+"""Straight to asyncpg, for the few statements on every request's and every operation's path.
 
 SQLAlchemy's statement building costs more CPU than the round trip itself for one-row lookups run on
-every request (authentication, the idempotency claim). Those use the same connection and transaction
-as the unit of work, so they commit or roll back with it.
+every request (authentication, the idempotency claim) and every operation (its claim, its outcome).
+Those use the unit of work's own connection and transaction, so they commit or roll back with it; an
+operation's claim, which must commit alone, takes a pooled connection outside any transaction.
 """
 
 from __future__ import annotations
