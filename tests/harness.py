@@ -21,6 +21,7 @@ from typing import Any, TypeVar
 import httpx
 import psycopg
 from sqlalchemy.engine import make_url
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from moneyrail.config import Settings
 from moneyrail.db.engine import create_engine, create_sessionmaker
@@ -169,6 +170,10 @@ class AsyncBridge:
         self._settings = Settings(DATABASE_URL=database_url, db_pool_size=2, db_max_overflow=2)
         self._engine = create_engine(self._settings)
         self._sessionmaker = create_sessionmaker(self._engine)
+
+    @property
+    def sessionmaker(self) -> async_sessionmaker[AsyncSession]:
+        return self._sessionmaker
 
     def run(self, coroutine: Coroutine[Any, Any, T]) -> T:
         return self._runner.run(coroutine)

@@ -103,7 +103,26 @@ async def insert_transaction(
     """The new journal transaction with its postings (code, amount, currency), or None (see POST_SQL)."""
     # Every payment, fee and transfer posts here: straight on the driver (db/raw.py), in the session's
     # transaction, costs the least CPU per posting.
-    connection = await driver_connection(session)
+    return await insert_transaction_on(
+        await driver_connection(session),
+        tenant,
+        kind=kind,
+        reference=reference,
+        idempotency_key=idempotency_key,
+        legs=legs,
+    )
+
+
+async def insert_transaction_on(
+    connection: Any,
+    tenant: Tenant,
+    *,
+    kind: str,
+    reference: str | None,
+    idempotency_key: str | None,
+    legs: Sequence[tuple[str, int, str]],
+) -> JournalTransaction | None:
+    """`insert_transaction` on an asyncpg connection: in its transaction, or committing alone outside one."""
     row = await connection.fetchrow(
         POST_SQL,
         new_id("jtx"),

@@ -20,8 +20,10 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 
-from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from moneyrail.db.raw import autocommit_connection
+from moneyrail.db.uow import UnitOfWork
 from moneyrail.engine.schedule import register_periodic
 from moneyrail.kit.money import is_valid_currency
 from moneyrail.kit.tenant import Tenant
@@ -41,6 +43,7 @@ __all__ = [
     "ensure_account",
     "lock_accounts",
     "post",
+    "post_standalone",
     "seal_pending",
     "verify",
 ]
@@ -95,6 +98,14 @@ def _check_postings(postings: Sequence[Posting]) -> None:
         raise UnbalancedTransaction(f"the postings do not balance: {detail}")
 
 
+def _checked_legs(kind: str, postings: Sequence[Posting]) -> list[tuple[str, int, str]]:
+    """(account code, amount, currency) of each leg, once Python has refused what cannot be posted."""
+    if not kind:
+        raise InvalidPosting("a journal transaction needs a kind")
+    _check_postings(postings)
+    return [(posting.account, posting.amount, posting.currency) for posting in postings]
+
+
 async def ensure_account(session: AsyncSession, tenant: Tenant, code: str, currency: str) -> LedgerAccount:
     """The tenant's account with this code in this currency, created if it does not exist yet."""
     accounts = await _ensure_accounts(session, tenant, [(code, currency)])
@@ -133,10 +144,7 @@ async def post(
     the same key with other postings is a bug and raises IdempotencyKeyConflict. Accounts are
     created on first use. The usual case is one statement (one round trip): hot paths post a lot.
     """
-    if not kind:
-        raise InvalidPosting("a journal transaction needs a kind")
-    _check_postings(postings)
-    legs = [(posting.account, posting.amount, posting.currency) for posting in postings]
+    legs = _checked_legs(kind, postings)
     for attempt in range(2):
         journal = await repository.insert_transaction(
             session, tenant, kind=kind, reference=reference, idempotency_key=idempotency_key, legs=legs
@@ -150,6 +158,43 @@ async def post(
         if attempt == 0:  # an account is used for the first time
             await _ensure_accounts(session, tenant, [(code, currency) for code, _, currency in legs])
     raise RuntimeError(f"could not post {kind} for {tenant}: its accounts are still missing")
+
+
+async def post_standalone(
+    sessionmaker: async_sessionmaker[AsyncSession],
+    tenant: Tenant,
+    *,
+    kind: str,
+    postings: Sequence[Posting],
+    reference: str | None = None,
+    idempotency_key: str | None = None,
+) -> JournalTransaction:
+    """`post` for a journal transaction that is a whole unit of work: it commits on its own.
+
+    For movements with nothing else to commit beside them (an adjustment, an import, a transfer
+    between a tenant's own accounts). The statement runs outside any transaction, so PostgreSQL
+    commits it by itself and the commit-time balance check runs before it returns: one round trip,
+    where BEGIN, the statement and COMMIT would be three. The first use of an account and a repeated
+    idempotency key take `post`'s general path in a unit of work instead.
+    """
+    legs = _checked_legs(kind, postings)
+    async with autocommit_connection(sessionmaker) as connection:
+        journal = await repository.insert_transaction_on(
+            connection, tenant, kind=kind, reference=reference, idempotency_key=idempotency_key, legs=legs
+        )
+    if journal is not None:
+        return journal
+    async with UnitOfWork(sessionmaker) as uow:
+        journal = await post(
+            uow.session,
+            tenant,
+            kind=kind,
+            postings=postings,
+            reference=reference,
+            idempotency_key=idempotency_key,
+        )
+        await uow.commit()
+    return journal
 
 
 async def _replay(
