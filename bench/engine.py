@@ -28,11 +28,13 @@ import platform
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import asyncpg
+import psutil
 from redis import Redis
 from sqlalchemy.engine import make_url
 
@@ -88,7 +90,6 @@ def noop_rate(redis_url: str, messages: int) -> dict[str, float]:
     for number in range(messages):
         broker.enqueue(dramatiq.Message("bench_noop", "bench.noop", (number,), {}, {}))
     env = {**os.environ, "REDIS_URL": redis_url}
-    started = time.perf_counter()
     workers = _start(
         [
             sys.executable,
@@ -104,13 +105,16 @@ def noop_rate(redis_url: str, messages: int) -> dict[str, float]:
         "noop-workers.log",
     )
     try:
+        # timed from the first message taken, as the engine's run is timed once its fleet has booted
+        while (left := redis.hlen("dramatiq:bench_noop.msgs")) >= messages:
+            time.sleep(0.002)
+        started = time.perf_counter()
         while redis.hlen("dramatiq:bench_noop.msgs") > 0:
             time.sleep(0.02)
         elapsed = time.perf_counter() - started
     finally:
         _stop([workers])
-    # worker start-up is inside the timing of both runs alike
-    return {"messages": messages, "seconds": round(elapsed, 3), "per_second": round(messages / elapsed, 1)}
+    return {"messages": left, "seconds": round(elapsed, 3), "per_second": round(left / elapsed, 1)}
 
 
 async def _prepare(database_url: str) -> Tenant:
@@ -155,7 +159,9 @@ async def _arrive_steadily(database_url: str, tenant: Tenant, rate: float, secon
     return count
 
 
-async def _create_operations(database_url: str, tenant: Tenant, count: int) -> float:
+async def _create_operations(
+    database_url: str, tenant: Tenant, count: int, before_commit: Callable[[], None]
+) -> float:
     engine = create_engine(Settings(DATABASE_URL=database_url))
     async with UnitOfWork(create_sessionmaker(engine)) as uow:
         for number in range(count):
@@ -166,24 +172,11 @@ async def _create_operations(database_url: str, tenant: Tenant, count: int) -> f
                 actor_name=PROBE_ACTOR,
                 payload=probe_payload(number, "burst"),
             )
+        before_commit()
         committed_at = time.perf_counter()
         await uow.commit()
     await engine.dispose()
     return committed_at
-
-
-async def _progress(database_url: str, installation_id: str) -> tuple[int, int]:
-    connection = await asyncpg.connect(plain_url(database_url))
-    try:
-        row = await connection.fetchrow(
-            "SELECT count(*) FILTER (WHERE status = 'succeeded'), count(*) FROM operations "
-            "WHERE installation_id = $1 AND type = $2",
-            installation_id,
-            PROBE_TYPE,
-        )
-        return int(row[0]), int(row[1])
-    finally:
-        await connection.close()
 
 
 async def _latencies(database_url: str, installation_id: str, phase: str) -> dict[str, float]:
@@ -218,12 +211,73 @@ async def _latencies(database_url: str, installation_id: str, phase: str) -> dic
         await connection.close()
 
 
-def _wait_until_done(database_url: str, installation_id: str) -> None:
-    while True:
-        done, total = asyncio.run(_progress(database_url, installation_id))
-        if done >= total:
-            return
-        time.sleep(0.05)
+async def _wait_until_done(database_url: str, installation_id: str) -> None:
+    # one connection, polled gently: the observer must not take the CPU it is measuring
+    connection = await asyncpg.connect(plain_url(database_url))
+    try:
+        while True:
+            unfinished = await connection.fetchval(
+                "SELECT count(*) FROM operations WHERE installation_id = $1 AND type = $2 "
+                "AND status <> 'succeeded'",
+                installation_id,
+                PROBE_TYPE,
+            )
+            if not unfinished:
+                return
+            await asyncio.sleep(0.1)
+    finally:
+        await connection.close()
+
+
+def _processes_by_role(
+    workers: subprocess.Popen[bytes], scheduler: subprocess.Popen[bytes]
+) -> dict[str, list[psutil.Process]]:
+    def tree(popen: subprocess.Popen[bytes]) -> list[psutil.Process]:
+        root = psutil.Process(popen.pid)
+        return [root, *root.children(recursive=True)]
+
+    roles: dict[str, list[psutil.Process]] = {
+        "workers": tree(workers),
+        "scheduler": tree(scheduler),
+        "postgresql": [],
+        "redis": [],
+        "benchmark": [psutil.Process()],
+    }
+    for process in psutil.process_iter(["name"]):
+        name = process.info["name"] or ""
+        if name.startswith("postgres"):
+            roles["postgresql"].append(process)
+        elif name.startswith("redis-server"):
+            roles["redis"].append(process)
+    return roles
+
+
+def _cpu_seconds(roles: dict[str, list[psutil.Process]]) -> dict[str, dict[int, float]]:
+    readings: dict[str, dict[int, float]] = {}
+    for role, processes in roles.items():
+        readings[role] = {}
+        for process in processes:
+            try:
+                times = process.cpu_times()
+            except psutil.NoSuchProcess:
+                continue
+            readings[role][process.pid] = times.user + times.system
+    return readings
+
+
+def _cpu_per_operation(
+    before: dict[str, dict[int, float]], after: dict[str, dict[int, float]], operations: int
+) -> dict[str, float]:
+    """Milliseconds of CPU per operation by each part of the system (a process started since counts whole)."""
+    return {
+        role: round(
+            sum(seconds - before.get(role, {}).get(pid, 0.0) for pid, seconds in pids.items())
+            * 1000
+            / operations,
+            2,
+        )
+        for role, pids in after.items()
+    }
 
 
 def engine_rate(database_url: str, redis_url: str, operations: int, threads: int) -> dict[str, Any]:
@@ -247,12 +301,23 @@ def engine_rate(database_url: str, redis_url: str, operations: int, threads: int
     )
     try:
         time.sleep(4)  # let the fleet boot: the measurement is of steady work, not of start-up
-        committed_at = asyncio.run(_create_operations(database_url, tenant, operations))
-        _wait_until_done(database_url, tenant.installation_id)
+        cpu_before: dict[str, dict[int, float]] = {}
+        machine_before: list[Any] = []
+
+        def start_measuring() -> None:  # at the commit: creating the rows is not the engine's work
+            cpu_before.update(_cpu_seconds(_processes_by_role(workers, scheduler)))
+            machine_before.append(psutil.cpu_times())
+
+        committed_at = asyncio.run(_create_operations(database_url, tenant, operations, start_measuring))
+        asyncio.run(_wait_until_done(database_url, tenant.installation_id))
         elapsed = time.perf_counter() - committed_at
+        cpu = _cpu_per_operation(cpu_before, _cpu_seconds(_processes_by_role(workers, scheduler)), operations)
+        machine_after = psutil.cpu_times()
+        total = sum(machine_after) - sum(machine_before[0])
+        cpu["machine_idle_share"] = round((machine_after.idle - machine_before[0].idle) / total, 3)
         steady_rate = round(operations / elapsed / 2, 1)
         steady_count = asyncio.run(_arrive_steadily(database_url, tenant, steady_rate, STEADY_SECONDS))
-        _wait_until_done(database_url, tenant.installation_id)
+        asyncio.run(_wait_until_done(database_url, tenant.installation_id))
     finally:
         _stop([workers, scheduler])
     burst = asyncio.run(_latencies(database_url, tenant.installation_id, "burst"))
@@ -262,6 +327,7 @@ def engine_rate(database_url: str, redis_url: str, operations: int, threads: int
         "seconds": round(elapsed, 3),
         "per_second": round(operations / elapsed, 1),
         **burst,
+        "burst_cpu_ms_per_operation": cpu,
         "steady": {"arrival_per_second": steady_rate, "operations": steady_count, **steady},
     }
 
