@@ -8,6 +8,7 @@ a lost or unsent message delays work, never loses it.
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any, Protocol
@@ -35,6 +36,11 @@ class RelayPass:
     leases_expired: int
 
 
+def _publish(broker: Broker, due: list[tuple[str, str, str]]) -> None:
+    for operation_id, actor_name, queue_name in due:
+        broker.enqueue(message_for(actor_name, queue_name, operation_id))
+
+
 async def relay_once(
     sessionmaker: async_sessionmaker[AsyncSession],
     broker: Broker,
@@ -49,15 +55,14 @@ async def relay_once(
     published = 0
     while True:
         async with UnitOfWork(sessionmaker) as uow:
-            due = await repository.due_for_publishing(uow.session, redrive_after, batch_size)
+            due = await repository.take_due_for_publishing(uow.session, redrive_after, batch_size)
             if not due:
                 break
-            # Rows stay locked (SKIP LOCKED) while we send, so two relays never send the same batch.
-            # A crash between sending and committing re-sends later: duplicates are harmless,
-            # the worker's claim lets one delivery act.
-            for operation in due:
-                broker.enqueue(message_for(operation.actor_name, operation.queue_name, operation.id))
-            await repository.mark_published(uow.session, [operation.id for operation in due])
+            # Rows stay locked while we send, so two relays never send the same batch. A crash between
+            # sending and committing re-sends later: duplicates are harmless, the worker's claim lets
+            # one delivery act. The broker's client blocks, so it sends from a thread: a slow or hung
+            # broker delays only the relay, not the scheduler's jobs and leader check on this loop.
+            await asyncio.to_thread(_publish, broker, due)
             await uow.commit()
         published += len(due)
         if len(due) < batch_size:

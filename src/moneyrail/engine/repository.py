@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import and_, or_, select, text, update
+from sqlalchemy import and_, select, text
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from moneyrail.db.raw import driver_connection, from_row
@@ -131,33 +131,32 @@ async def expired_leases(session: AsyncSession, limit: int) -> Sequence[Operatio
     ).all()
 
 
-async def due_for_publishing(
-    session: AsyncSession, redrive_after: timedelta, limit: int
-) -> Sequence[Operation]:
-    """Pending and due, and either never published or published long ago without a worker taking it."""
-    return (
-        await session.scalars(
-            select(Operation)
-            .where(
-                Operation.status == "pending",
-                Operation.next_attempt_at <= text("now()"),
-                or_(
-                    Operation.published_at.is_(None),
-                    Operation.published_at < text("now() - make_interval(secs => :redrive)"),
-                ),
-            )
-            .order_by(Operation.next_attempt_at)
-            .limit(limit)
-            .with_for_update(skip_locked=True),
-            {"redrive": redrive_after.total_seconds()},
-        )
-    ).all()
-
-
-async def mark_published(session: AsyncSession, operation_ids: Sequence[str]) -> None:
-    await session.execute(
-        update(Operation).where(Operation.id.in_(operation_ids)).values(published_at=text("now()"))
+_TAKE_DUE = """
+    UPDATE operations SET published_at = now()
+    WHERE id IN (
+        SELECT id FROM operations
+        WHERE status = 'pending' AND next_attempt_at <= now()
+          AND (published_at IS NULL OR published_at < now() - make_interval(secs => $1))
+        ORDER BY next_attempt_at
+        LIMIT $2
+        FOR UPDATE SKIP LOCKED
     )
+    RETURNING id, actor_name, queue_name
+"""
+
+
+async def take_due_for_publishing(
+    session: AsyncSession, redrive_after: timedelta, limit: int
+) -> list[tuple[str, str, str]]:
+    """(id, actor, queue) of operations due for publishing, marked published in the caller's transaction.
+
+    Due: pending, and either never published or published long ago without a worker taking it. The rows
+    stay locked until the caller's transaction ends (SKIP LOCKED: two relays never take the same ones),
+    and a rollback leaves them unpublished.
+    """
+    connection = await driver_connection(session)
+    rows = await connection.fetch(_TAKE_DUE, redrive_after.total_seconds(), limit)
+    return [(row["id"], row["actor_name"], row["queue_name"]) for row in rows]
 
 
 async def dead_letters(
