@@ -52,3 +52,60 @@ def test_a_hung_broker_holds_up_the_relay_but_not_the_schedulers_loop(bridge, db
         assert any(operation_id.encode() in message for message in queued)
     finally:
         redis.stop()
+
+
+def _messages_for(redis_url: str, operation_ids: list[str]) -> dict[str, int]:
+    queued = Redis.from_url(redis_url).hvals("dramatiq:money.msgs")
+    return {
+        operation_id: sum(operation_id.encode() in message for message in queued)
+        for operation_id in operation_ids
+    }
+
+
+def test_two_relays_at_once_send_each_operation_once(bridge, tenant, tmp_path):
+    redis = EmbeddedRedis(tmp_path / "redis")
+    redis_url = redis.start()
+    try:
+        broker = build_broker(redis_url)
+        operation_ids = [create_probe(bridge, tenant.tenant, amount=100 + n) for n in range(20)]
+
+        async def two_relays() -> tuple[int, int, bool]:
+            # The first relay takes the batch and waits on the broker, its rows locked meanwhile;
+            # the second runs in that window and must skip them rather than send them too.
+            Redis.from_url(redis_url).execute_command("CLIENT", "PAUSE", 1000, "WRITE")
+            first = asyncio.create_task(
+                relay_once(bridge.sessionmaker, broker, redrive_after=timedelta(seconds=30))
+            )
+            await asyncio.sleep(0.3)
+            second = await relay_once(bridge.sessionmaker, broker, redrive_after=timedelta(seconds=30))
+            second_waited_for_the_first = first.done()
+            return (await first).published, second.published, second_waited_for_the_first
+
+        first, second, second_waited_for_the_first = bridge.run(two_relays())
+        assert first >= 20 and second == 0
+        assert not second_waited_for_the_first  # it skipped the locked rows instead of queueing on them
+        assert _messages_for(redis_url, operation_ids) == {operation_id: 1 for operation_id in operation_ids}
+    finally:
+        redis.stop()
+
+
+def test_a_published_operation_no_worker_took_is_sent_again_once_the_redrive_delay_passed(
+    bridge, tenant, tmp_path
+):
+    redis = EmbeddedRedis(tmp_path / "redis")
+    redis_url = redis.start()
+    try:
+        broker = build_broker(redis_url)
+        operation_id = create_probe(bridge, tenant.tenant)
+
+        def relay(redrive_after: timedelta) -> None:
+            bridge.run(relay_once(bridge.sessionmaker, broker, redrive_after=redrive_after))
+
+        relay(timedelta(seconds=30))
+        relay(timedelta(seconds=30))  # published a moment ago: a worker may still take it
+        assert _messages_for(redis_url, [operation_id]) == {operation_id: 1}
+        time.sleep(0.2)
+        relay(timedelta(seconds=0.1))  # no worker took it within the delay: sent again
+        assert _messages_for(redis_url, [operation_id]) == {operation_id: 2}
+    finally:
+        redis.stop()
