@@ -132,23 +132,27 @@ async def expired_leases(session: AsyncSession, limit: int) -> Sequence[Operatio
 
 
 _TAKE_DUE = """
-    UPDATE operations SET published_at = now()
-    WHERE id IN (
+    WITH due AS (
         SELECT id FROM operations
         WHERE status = 'pending' AND next_attempt_at <= now()
           AND (published_at IS NULL OR published_at < now() - make_interval(secs => $1))
         ORDER BY next_attempt_at
         LIMIT $2
         FOR UPDATE SKIP LOCKED
+    ),
+    marked AS (
+        UPDATE operations SET published_at = now() FROM due WHERE operations.id = due.id
+        RETURNING operations.id, operations.actor_name, operations.queue_name, operations.next_attempt_at
     )
-    RETURNING id, actor_name, queue_name
+    SELECT id, actor_name, queue_name FROM marked ORDER BY next_attempt_at
 """
 
 
 async def take_due_for_publishing(
     session: AsyncSession, redrive_after: timedelta, limit: int
 ) -> list[tuple[str, str, str]]:
-    """(id, actor, queue) of operations due for publishing, marked published in the caller's transaction.
+    """(id, actor, queue) of operations due for publishing, longest due first, marked published in the
+    caller's transaction.
 
     Due: pending, and either never published or published long ago without a worker taking it. The rows
     stay locked until the caller's transaction ends (SKIP LOCKED: two relays never take the same ones),
