@@ -68,7 +68,7 @@ def test_the_statement_alone_still_meets_the_commit_time_balance_check(bridge, d
 
     async def unbalanced() -> None:
         async with autocommit_connection(bridge.sessionmaker) as connection:
-            await repository.insert_transaction_on(
+            await repository.insert_transaction(
                 connection,
                 tenant.tenant,
                 kind="fee",

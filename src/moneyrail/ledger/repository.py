@@ -10,7 +10,7 @@ from sqlalchemy import func, select, text, tuple_
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from moneyrail.db.raw import driver_connection, from_row
+from moneyrail.db.raw import from_row
 from moneyrail.kit.ids import new_id
 from moneyrail.kit.tenant import Tenant
 from moneyrail.models.ledger import (
@@ -92,28 +92,6 @@ SELECT * FROM journal
 
 
 async def insert_transaction(
-    session: AsyncSession,
-    tenant: Tenant,
-    *,
-    kind: str,
-    reference: str | None,
-    idempotency_key: str | None,
-    legs: Sequence[tuple[str, int, str]],
-) -> JournalTransaction | None:
-    """The new journal transaction with its postings (code, amount, currency), or None (see POST_SQL)."""
-    # Every payment, fee and transfer posts here: straight on the driver (db/raw.py), in the session's
-    # transaction, costs the least CPU per posting.
-    return await insert_transaction_on(
-        await driver_connection(session),
-        tenant,
-        kind=kind,
-        reference=reference,
-        idempotency_key=idempotency_key,
-        legs=legs,
-    )
-
-
-async def insert_transaction_on(
     connection: Any,
     tenant: Tenant,
     *,
@@ -122,7 +100,11 @@ async def insert_transaction_on(
     idempotency_key: str | None,
     legs: Sequence[tuple[str, int, str]],
 ) -> JournalTransaction | None:
-    """`insert_transaction` on an asyncpg connection: in its transaction, or committing alone outside one."""
+    """The new journal transaction with its postings (code, amount, currency), or None (see POST_SQL).
+
+    Every payment, fee and transfer posts here, straight on the driver (db/raw.py): on a session's
+    connection inside its transaction, or on one outside any transaction, where it commits alone.
+    """
     row = await connection.fetchrow(
         POST_SQL,
         new_id("jtx"),

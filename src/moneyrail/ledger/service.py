@@ -22,7 +22,7 @@ from datetime import timedelta
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from moneyrail.db.raw import autocommit_connection
+from moneyrail.db.raw import autocommit_connection, driver_connection
 from moneyrail.db.uow import UnitOfWork
 from moneyrail.engine.schedule import register_periodic
 from moneyrail.kit.money import is_valid_currency
@@ -147,7 +147,12 @@ async def post(
     legs = _checked_legs(kind, postings)
     for attempt in range(2):
         journal = await repository.insert_transaction(
-            session, tenant, kind=kind, reference=reference, idempotency_key=idempotency_key, legs=legs
+            await driver_connection(session),
+            tenant,
+            kind=kind,
+            reference=reference,
+            idempotency_key=idempotency_key,
+            legs=legs,
         )
         if journal is not None:
             return journal
@@ -179,7 +184,7 @@ async def post_standalone(
     """
     legs = _checked_legs(kind, postings)
     async with autocommit_connection(sessionmaker) as connection:
-        journal = await repository.insert_transaction_on(
+        journal = await repository.insert_transaction(
             connection, tenant, kind=kind, reference=reference, idempotency_key=idempotency_key, legs=legs
         )
     if journal is not None:
