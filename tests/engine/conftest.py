@@ -95,6 +95,13 @@ def journal_entries(db: Any, operation_id: str) -> int:
     return int(row[0])
 
 
+def attempt_outcomes(db: Any, operation_id: str) -> list[str | None]:
+    rows = db.execute(
+        "SELECT outcome FROM operation_attempts WHERE operation_id = %s ORDER BY number", (operation_id,)
+    )
+    return [row[0] for row in rows]
+
+
 def assert_ledger_verifies(servers: Servers) -> None:
     """`moneyrail ledger verify`, as an operator runs it, after every fault test."""
     verify_ledger_as_an_operator_does(servers)

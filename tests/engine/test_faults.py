@@ -12,6 +12,7 @@ import pytest
 from moneyrail.embedded import EmbeddedRedis
 from tests.engine.conftest import (
     assert_ledger_verifies,
+    attempt_outcomes,
     create_probe,
     journal_entries,
     processor_calls,
@@ -49,14 +50,7 @@ def test_a_worker_killed_between_the_processor_answer_and_its_commit_leaves_one_
         operation = wait_for_operation(api, operation_id, {"succeeded"}, timeout=60)
         assert operation["attempts"] == 2
         assert processor_calls(db, api.keys.installation_id) == [(f"{operation_id}:transfer", True)]
-        outcomes = [
-            row[0]
-            for row in db.execute(
-                "SELECT outcome FROM operation_attempts WHERE operation_id = %s ORDER BY number",
-                (operation_id,),
-            )
-        ]
-        assert outcomes == ["lease_expired", "succeeded"]
+        assert attempt_outcomes(db, operation_id) == ["lease_expired", "succeeded"]
         assert journal_entries(db, operation_id) == 1
         assert_ledger_verifies(servers)
     finally:
@@ -82,14 +76,7 @@ def test_an_attempt_that_outlives_its_lease_is_rolled_back_and_the_operation_act
             lambda: '"event": "operation_superseded"' in worker.log_text(),
             what="the stalled attempt to be superseded",
         )
-        outcomes = [
-            row[0]
-            for row in db.execute(
-                "SELECT outcome FROM operation_attempts WHERE operation_id = %s ORDER BY number",
-                (operation_id,),
-            )
-        ]
-        assert outcomes == ["lease_expired", "succeeded"]
+        assert attempt_outcomes(db, operation_id) == ["lease_expired", "succeeded"]
         assert wait_for_operation(api, operation_id, {"succeeded"})["attempts"] == 2
         assert processor_calls(db, api.keys.installation_id) == [(f"{operation_id}:transfer", True)]
         assert journal_entries(db, operation_id) == 1
