@@ -332,7 +332,7 @@ def engine_rate(database_url: str, redis_url: str, operations: int, threads: int
     }
 
 
-async def _fresh_database(admin_url: str, name: str) -> tuple[str, str]:
+async def fresh_database(admin_url: str, name: str) -> tuple[str, str]:
     connection = await asyncpg.connect(plain_url(admin_url))
     try:
         await connection.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
@@ -355,7 +355,7 @@ def main() -> None:
     args = parser.parse_args()
     admin_url = os.environ.get("DATABASE_URL", "postgresql://postgres@127.0.0.1:5432/postgres")
     redis_url = os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/0")
-    database_url, pg_version = asyncio.run(_fresh_database(admin_url, "moneyrail_bench_engine"))
+    database_url, pg_version = asyncio.run(fresh_database(admin_url, "moneyrail_bench_engine"))
     upgrade(database_url)
 
     noop = noop_rate(redis_url, args.operations * 3)

@@ -24,14 +24,13 @@ from datetime import timedelta
 from pathlib import Path
 
 import asyncpg
-from sqlalchemy.engine import make_url
 
 REPO_DIR = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO_DIR))
 os.environ.setdefault("REDIS_URL", "redis://127.0.0.1:6379/15")  # the probe's module binds a broker; unused
 
 import moneyrail.domains  # noqa: E402,F401  (every outcome listener, as in a worker)
-from bench.engine import plain_url, probe_payload  # noqa: E402
+from bench.engine import fresh_database, plain_url, probe_payload  # noqa: E402
 from moneyrail.config import Settings  # noqa: E402
 from moneyrail.db.engine import create_engine, create_sessionmaker  # noqa: E402
 from moneyrail.db.migrate import upgrade  # noqa: E402
@@ -74,13 +73,7 @@ async def _backend_cpu_seconds(admin_url: str) -> float | None:
 
 
 async def measure(admin_url: str, operations: int, concurrency: int) -> dict[str, object]:
-    connection = await asyncpg.connect(plain_url(admin_url))
-    try:
-        await connection.execute(f'DROP DATABASE IF EXISTS "{DATABASE}" WITH (FORCE)')
-        await connection.execute(f'CREATE DATABASE "{DATABASE}"')
-    finally:
-        await connection.close()
-    url = make_url(admin_url).set(database=DATABASE).render_as_string(hide_password=False)
+    url, _ = await fresh_database(admin_url, DATABASE)
     await asyncio.to_thread(upgrade, url)
     engine = create_engine(Settings(DATABASE_URL=url, db_pool_size=concurrency * 2 + 2, db_max_overflow=0))
     sessionmaker = create_sessionmaker(engine)

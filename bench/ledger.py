@@ -377,7 +377,7 @@ async def run_ledger_writers(
     duration: float,
     warmup: float,
     run_name: str,
-    standalone: bool = True,
+    standalone: bool,
 ) -> LedgerResult:
     engine = create_engine(Settings(DATABASE_URL=url, db_pool_size=writers, db_max_overflow=0))
     sessionmaker = create_sessionmaker(engine)
@@ -669,38 +669,28 @@ async def bench(args: argparse.Namespace) -> dict[str, Any]:
                 run_pgbench, url, args.writers, args.duration, ledger_sql_script(fixture), "prepared"
             )
             print(f"{tag}: pgbench, the ledger's posting SQL: {ledger_sql.tps:.1f} tx/s", file=sys.stderr)
-            await checkpoint(url)
-            writers = await run_ledger_writers(
-                url,
-                fixture,
-                writers=args.writers,
-                duration=args.duration,
-                warmup=args.warmup,
-                run_name=f"{label}{attempt}",
-            )
-            print(
-                f"{tag}: ledger service: {writers.transactions_per_second} tx/s, {writers.errors} errors",
-                file=sys.stderr,
-            )
             runs["pgbench"].append(asdict(pgbench))
             runs["pgbench_ledger_sql"].append(asdict(ledger_sql))
-            runs["ledger"].append(asdict(writers))
-            await checkpoint(url)
-            in_unit_of_work = await run_ledger_writers(
-                url,
-                fixture,
-                writers=args.writers,
-                duration=args.duration,
-                warmup=args.warmup,
-                run_name=f"{label}{attempt}uow",
-                standalone=False,
-            )
-            print(
-                f"{tag}: ledger service in a unit of work: {in_unit_of_work.transactions_per_second} tx/s,"
-                f" {in_unit_of_work.errors} errors",
-                file=sys.stderr,
-            )
-            runs["ledger_in_unit_of_work"].append(asdict(in_unit_of_work))
+            # the target's figure (each posting commits alone), then the unit-of-work path beside it
+            for key, standalone, what in (
+                ("ledger", True, "ledger service"),
+                ("ledger_in_unit_of_work", False, "ledger service in a unit of work"),
+            ):
+                await checkpoint(url)
+                writers = await run_ledger_writers(
+                    url,
+                    fixture,
+                    writers=args.writers,
+                    duration=args.duration,
+                    warmup=args.warmup,
+                    run_name=f"{label}{attempt}{key}",
+                    standalone=standalone,
+                )
+                print(
+                    f"{tag}: {what}: {writers.transactions_per_second} tx/s, {writers.errors} errors",
+                    file=sys.stderr,
+                )
+                runs[key].append(asdict(writers))
         return {
             "pgbench": max(runs["pgbench"], key=lambda run: run["tps"]),
             "pgbench_ledger_sql": max(runs["pgbench_ledger_sql"], key=lambda run: run["tps"]),
