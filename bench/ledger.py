@@ -11,9 +11,11 @@ In one run, on one machine and one PostgreSQL server:
    statement (`repository.POST_SQL`, a fee, prepared, committing alone as `post_standalone` sends it):
    what the database alone allows a posting, so the run tells the database's share of the cost from
    the Python client's;
-3. the ledger service with 8 writers (asyncio tasks, each its own pooled connection): every
-   transaction is `ledger.post_standalone` of two legs with an idempotency key, the posting committing
-   on its own (one statement, one round trip, as pgbench's INSERT); half of them are a fee
+3. the ledger service with 8 writers (asyncio tasks in one process): every transaction is
+   `ledger.post_standalone` of two legs with an idempotency key, each writer waiting for its own
+   transaction to commit before it sends the next; the ledger sends what its callers have queued as
+   one statement that commits alone (group commit: at most two in flight), and the run records how
+   many transactions a commit carried on average; half of them are a fee
    (`merchant:mer_N:available -> platform:fees`, the one hot account every writer shares), half a
    customer payment (`customer:cus_N -> merchant:mer_N:available`). The sealer runs beside them in
    its own process every second, as the scheduler's leader does in production, once what earlier runs
@@ -67,6 +69,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from moneyrail.config import Settings
 from moneyrail.db.engine import create_engine, create_sessionmaker
 from moneyrail.db.migrate import upgrade
+from moneyrail.db.raw import autocommit_connection
 from moneyrail.db.uow import UnitOfWork
 from moneyrail.installations import service as installations
 from moneyrail.kit.tenant import Tenant
@@ -250,20 +253,20 @@ ROW_SCRIPT = "INSERT INTO bench_rows(v) VALUES (1);\n"
 def ledger_sql_script(fixture: Fixture) -> str:
     """The ledger's own posting statement (repository.POST_SQL) for pgbench: a fee on a random merchant,
     committing alone as `post_standalone` sends it, so the database's share of a posting is measured."""
-    values = {
-        "$1": "('jtx_' || substr(md5(random()::text), 1, 24))",
-        "$2": f"'{fixture.tenant.installation_id}'",
-        "$3": "false",
-        "$4": "'fee'",
-        "$5": "NULL",
-        "$6": "md5(random()::text)",
-        # no colon inside a literal: pgbench would read `:name` as one of its variables
-        "$7": (
-            "(ARRAY[format('merchant%smer_%s%savailable', chr(58), floor(random() * "
-            f"{MERCHANTS})::int, chr(58)), 'platform' || chr(58) || 'fees'])"
-        ),
-        "$8": "('{-29,29}')",
-        "$9": "('{usd,usd}')",
+    merchant = (  # no colon inside a literal: pgbench would read `:name` as one of its variables
+        f"format('merchant%smer_%s%savailable', chr(58), floor(random() * {MERCHANTS})::int, chr(58))"
+    )
+    values = {  # one journal transaction, as a lone post_standalone sends it ($10 before its prefix $1)
+        "$10": "('{usd,usd}')",
+        "$1": "ARRAY['jtx_' || substr(md5(random()::text), 1, 24)]",
+        "$2": f"ARRAY['{fixture.tenant.installation_id}']",
+        "$3": "ARRAY[false]",
+        "$4": "ARRAY['fee']",
+        "$5": "ARRAY[NULL]",
+        "$6": "ARRAY[md5(random()::text)]",
+        "$7": "('{1,1}')",
+        "$8": f"(ARRAY[{merchant}, 'platform' || chr(58) || 'fees'])",
+        "$9": "('{-29,29}')",
     }
     statement = POST_SQL
     for placeholder, value in values.items():
@@ -367,6 +370,7 @@ class LedgerResult:
     errors: int
     sealed_during_run: int
     machine_busy_percent: float
+    transactions_per_commit: float
 
 
 async def run_ledger_writers(
@@ -430,6 +434,12 @@ async def run_ledger_writers(
         await asyncio.sleep(warmup / 2)  # the sealer process is up before the writers start
         with MachineLoad() as load:
             await asyncio.gather(*(writer(number) for number in range(writers)))
+        async with autocommit_connection(sessionmaker) as connection:
+            per_commit = await connection.fetchval(  # group commit: database transactions that wrote them
+                "SELECT count(*)::float / greatest(count(DISTINCT txid), 1) FROM journal_transactions"
+                " WHERE idempotency_key LIKE $1",
+                f"{run_name}:%",
+            )
     finally:
         stop.set()
         sealer.join(timeout=60)
@@ -443,6 +453,7 @@ async def run_ledger_writers(
         errors=errors,
         sealed_during_run=int(sealed.value),
         machine_busy_percent=load.busy_percent,
+        transactions_per_commit=round(per_commit, 2),
     )
 
 
@@ -595,8 +606,8 @@ def write_results(result: dict[str, Any]) -> tuple[Path, Path]:
         "",
         "| journal | ledger tx/s | p50 ms | p99 ms | errors | sealed in run | machine busy"
         " | pgbench row tx/s | pgbench ledger SQL tx/s | ledger ÷ pgbench row | ledger ÷ ledger SQL"
-        " | in a unit of work tx/s |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        " | in a unit of work tx/s | ledger tx per commit |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for name, run in (("empty", empty), ("full", full)):
         writers, pgbench, ledger_sql = run["ledger"], run["pgbench"], run["pgbench_ledger_sql"]
@@ -606,7 +617,8 @@ def write_results(result: dict[str, Any]) -> tuple[Path, Path]:
             f" | {writers['errors']} | {writers['sealed_during_run']} | {writers['machine_busy_percent']}%"
             f" | {pgbench['tps']:.1f}"
             f" | {ledger_sql['tps']:.1f} | {rate / pgbench['tps']:.3f} | {rate / ledger_sql['tps']:.3f}"
-            f" | {run['ledger_in_unit_of_work']['transactions_per_second']} |"
+            f" | {run['ledger_in_unit_of_work']['transactions_per_second']}"
+            f" | {writers.get('transactions_per_commit', 1.0)} |"
         )
     lines += [
         "",
@@ -624,8 +636,9 @@ def write_results(result: dict[str, Any]) -> tuple[Path, Path]:
         "# Ledger benchmark results\n\n"
         "Written by `bench/ledger.py` (see its docstring); each run adds a section, newest last.\n\n"
         "- *ledger*: `ledger.post_standalone`, each posting committing alone (8 asyncio writers in one\n"
-        "  Python process); *in a unit of work*: `ledger.post` between BEGIN and COMMIT (runs before\n"
-        "  2026-11-22 17:00 UTC measured only this, as *ledger*).\n"
+        "  Python process; since 2026-11-22 18:00 UTC concurrent postings share a statement and its\n"
+        "  commit, *tx per commit*); *in a unit of work*: `ledger.post` between BEGIN and COMMIT\n"
+        "  (runs before 2026-11-22 17:00 UTC measured only this, as *ledger*).\n"
         "- *pgbench row*: one `INSERT INTO bench_rows(v) VALUES (1)` per transaction (the reference).\n"
         "- *pgbench ledger SQL*: the ledger's own posting statement run by pgbench (C, prepared; in\n"
         "  BEGIN/COMMIT before 2026-11-22 17:00 UTC, alone since): the database's share of a posting,\n"

@@ -70,11 +70,14 @@ def test_the_statement_alone_still_meets_the_commit_time_balance_check(bridge, d
         async with autocommit_connection(bridge.sessionmaker) as connection:
             await repository.insert_transaction(
                 connection,
-                tenant.tenant,
-                kind="fee",
-                reference=None,
-                idempotency_key=None,
-                legs=[("merchant:mer_a:available", -290, "usd"), ("platform:fees", 300, "usd")],
+                repository.NewJournalTransaction(
+                    "jtx_unbalanced",
+                    tenant.tenant,
+                    "fee",
+                    None,
+                    None,
+                    [("merchant:mer_a:available", -290, "usd"), ("platform:fees", 300, "usd")],
+                ),
             )
 
     with pytest.raises(asyncpg.CheckViolationError, match="does not balance: its usd postings sum to 10"):

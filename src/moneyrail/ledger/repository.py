@@ -60,66 +60,90 @@ async def find_accounts(
 
 
 # --- journal -----------------------------------------------------------------------------------
-# The whole posting in one statement, one round trip: the legs are matched to the tenant's accounts,
-# and the journal row and its postings are inserted only when every leg has one. No row comes back
-# when an account is missing or the idempotency key already names a transaction; the caller finds out
-# which. A concurrent poster of the same key makes this wait for its commit (the unique index).
-# Parameters: $1 id, $2 installation_id, $3 livemode, $4 kind, $5 reference, $6 idempotency_key,
-# $7 account codes, $8 amounts, $9 currencies (one array element per leg).
+@dataclass(frozen=True, slots=True)
+class NewJournalTransaction:
+    """A journal transaction to insert: its id (chosen by the caller) and (code, amount, currency) legs."""
+
+    id: str
+    tenant: Tenant
+    kind: str
+    reference: str | None
+    idempotency_key: str | None
+    legs: Sequence[tuple[str, int, str]]
+
+
+# Whole postings in one statement, one round trip, however many journal transactions it carries: each
+# one's legs are matched to its tenant's accounts, and its journal row and postings are inserted only
+# when every leg has one. No row comes back for a transaction with a missing account or whose
+# idempotency key already names one (or names an earlier one in this statement); the caller finds out
+# which. A concurrent poster of the same key makes this wait for its commit (the unique index); rows
+# go in by key, so two statements carrying the same keys wait on them in one order, never on each
+# other. Parameters, one array element per transaction: $1 id, $2 installation_id, $3 livemode,
+# $4 kind, $5 reference, $6 idempotency_key; one element per leg: $7 its transaction's position
+# (1-based), $8 account code, $9 amount, $10 currency.
 POST_SQL = """
-WITH legs AS (
-    SELECT leg.ordinality, leg.amount, leg.currency, account.id AS account_id
-    FROM unnest($7::text[], $8::bigint[], $9::text[])
-         WITH ORDINALITY AS leg(code, amount, currency, ordinality)
+WITH entry AS (
+    SELECT *
+    FROM unnest($1::text[], $2::text[], $3::boolean[], $4::text[], $5::text[], $6::text[])
+         WITH ORDINALITY AS entry(id, installation_id, livemode, kind, reference, idempotency_key, position)
+),
+legs AS (
+    SELECT leg.entry, leg.ordinality, leg.amount, leg.currency, account.id AS account_id
+    FROM unnest($7::bigint[], $8::text[], $9::bigint[], $10::text[])
+         WITH ORDINALITY AS leg(entry, code, amount, currency, ordinality)
+    JOIN entry ON entry.position = leg.entry
     LEFT JOIN ledger_accounts account
-           ON account.installation_id = $2 AND account.livemode = $3
+           ON account.installation_id = entry.installation_id AND account.livemode = entry.livemode
           AND account.code = leg.code AND account.currency = leg.currency
 ),
 journal AS (
     INSERT INTO journal_transactions (id, installation_id, livemode, kind, reference, idempotency_key)
-    SELECT $1, $2, $3, $4, $5, $6
-    WHERE NOT EXISTS (SELECT 1 FROM legs WHERE legs.account_id IS NULL)
+    SELECT entry.id, entry.installation_id, entry.livemode, entry.kind, entry.reference,
+           entry.idempotency_key
+    FROM entry
+    WHERE NOT EXISTS (SELECT 1 FROM legs WHERE legs.entry = entry.position AND legs.account_id IS NULL)
+    ORDER BY entry.installation_id, entry.livemode, entry.idempotency_key, entry.position
     ON CONFLICT (installation_id, livemode, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
     RETURNING *
 ),
 posted AS (
     INSERT INTO postings (transaction_id, account_id, currency, amount)
     SELECT journal.id, legs.account_id, legs.currency, legs.amount
-    FROM journal CROSS JOIN legs ORDER BY legs.ordinality
+    FROM journal JOIN entry ON entry.id = journal.id JOIN legs ON legs.entry = entry.position
+    ORDER BY legs.ordinality
 )
 SELECT * FROM journal
 """
 
 
-async def insert_transaction(
-    connection: Any,
-    tenant: Tenant,
-    *,
-    kind: str,
-    reference: str | None,
-    idempotency_key: str | None,
-    legs: Sequence[tuple[str, int, str]],
-) -> JournalTransaction | None:
-    """The new journal transaction with its postings (code, amount, currency), or None (see POST_SQL).
+async def insert_transactions(
+    connection: Any, entries: Sequence[NewJournalTransaction]
+) -> dict[str, JournalTransaction]:
+    """The journal transactions written, by id (see POST_SQL for those that were not).
 
     Every payment, fee and transfer posts here, straight on the driver (db/raw.py): on a session's
-    connection inside its transaction, or on one outside any transaction, where it commits alone.
+    connection inside its transaction, or on one outside any transaction, where the statement commits
+    alone with every transaction it carries.
     """
-    row = await connection.fetchrow(
+    rows = await connection.fetch(
         POST_SQL,
-        new_id("jtx"),
-        tenant.installation_id,
-        tenant.livemode,
-        kind,
-        reference,
-        idempotency_key,
-        [code for code, _, _ in legs],
-        [amount for _, amount, _ in legs],
-        [currency for _, _, currency in legs],
+        [entry.id for entry in entries],
+        [entry.tenant.installation_id for entry in entries],
+        [entry.tenant.livemode for entry in entries],
+        [entry.kind for entry in entries],
+        [entry.reference for entry in entries],
+        [entry.idempotency_key for entry in entries],
+        [position for position, entry in enumerate(entries, 1) for _ in entry.legs],
+        [code for entry in entries for code, _, _ in entry.legs],
+        [amount for entry in entries for _, amount, _ in entry.legs],
+        [currency for entry in entries for _, _, currency in entry.legs],
     )
-    if row is None:
-        return None
-    return from_row(JournalTransaction, row)
+    return {row["id"]: from_row(JournalTransaction, row) for row in rows}
+
+
+async def insert_transaction(connection: Any, entry: NewJournalTransaction) -> JournalTransaction | None:
+    """The one journal transaction, or None (see POST_SQL)."""
+    return (await insert_transactions(connection, [entry])).get(entry.id)
 
 
 async def find_by_idempotency_key(

@@ -25,11 +25,12 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from moneyrail.db.raw import autocommit_connection, driver_connection
 from moneyrail.db.uow import UnitOfWork
 from moneyrail.engine.schedule import register_periodic
+from moneyrail.kit.ids import new_id
 from moneyrail.kit.money import is_valid_currency
 from moneyrail.kit.tenant import Tenant
 from moneyrail.models.ledger import GENESIS_HASH, JournalTransaction, LedgerAccount, LedgerBlock
 
-from . import repository
+from . import group_commit, repository
 from .chain import block_hash
 from .errors import IdempotencyKeyConflict, InvalidPosting, UnbalancedTransaction
 from .verification import VerificationReport, verify_ledger
@@ -144,16 +145,11 @@ async def post(
     the same key with other postings is a bug and raises IdempotencyKeyConflict. Accounts are
     created on first use. The usual case is one statement (one round trip): hot paths post a lot.
     """
-    legs = _checked_legs(kind, postings)
+    entry = repository.NewJournalTransaction(
+        new_id("jtx"), tenant, kind, reference, idempotency_key, _checked_legs(kind, postings)
+    )
     for attempt in range(2):
-        journal = await repository.insert_transaction(
-            await driver_connection(session),
-            tenant,
-            kind=kind,
-            reference=reference,
-            idempotency_key=idempotency_key,
-            legs=legs,
-        )
+        journal = await repository.insert_transaction(await driver_connection(session), entry)
         if journal is not None:
             return journal
         if idempotency_key is not None:
@@ -161,7 +157,7 @@ async def post(
             if first is not None:
                 return await _replay(session, first, kind, postings, reference)
         if attempt == 0:  # an account is used for the first time
-            await _ensure_accounts(session, tenant, [(code, currency) for code, _, currency in legs])
+            await _ensure_accounts(session, tenant, [(code, currency) for code, _, currency in entry.legs])
     raise RuntimeError(f"could not post {kind} for {tenant}: its accounts are still missing")
 
 
@@ -179,24 +175,35 @@ async def post_standalone(
     For movements with nothing else to commit beside them (an adjustment, an import, a transfer
     between a tenant's own accounts). The statement runs outside any transaction, so PostgreSQL
     commits it by itself and the commit-time balance check runs before it returns: one round trip,
-    where BEGIN, the statement and COMMIT would be three. The first use of an account and a repeated
-    idempotency key take `post`'s general path in a unit of work instead.
+    where BEGIN, the statement and COMMIT would be three. Concurrent calls on one sessionmaker share
+    that statement and its commit (group_commit.py); each returns once its own transaction is durable.
     """
-    legs = _checked_legs(kind, postings)
+    entry = repository.NewJournalTransaction(
+        new_id("jtx"), tenant, kind, reference, idempotency_key, _checked_legs(kind, postings)
+    )
+    writer = group_commit.writer_for(sessionmaker, post_alone)
+    return await writer.post(sessionmaker, entry, postings)
+
+
+async def post_alone(
+    sessionmaker: async_sessionmaker[AsyncSession],
+    entry: repository.NewJournalTransaction,
+    postings: Sequence[Posting],
+) -> JournalTransaction:
+    """One standalone posting in its own statement; the first use of an account and a repeated
+    idempotency key take `post`'s general path in a unit of work instead."""
     async with autocommit_connection(sessionmaker) as connection:
-        journal = await repository.insert_transaction(
-            connection, tenant, kind=kind, reference=reference, idempotency_key=idempotency_key, legs=legs
-        )
+        journal = await repository.insert_transaction(connection, entry)
     if journal is not None:
         return journal
     async with UnitOfWork(sessionmaker) as uow:
         journal = await post(
             uow.session,
-            tenant,
-            kind=kind,
+            entry.tenant,
+            kind=entry.kind,
             postings=postings,
-            reference=reference,
-            idempotency_key=idempotency_key,
+            reference=entry.reference,
+            idempotency_key=entry.idempotency_key,
         )
         await uow.commit()
     return journal
