@@ -10,5 +10,5 @@ from workers.broker import broker  # actors bind to the configured broker, not d
 
 
 @dramatiq.actor(actor_name=service.RECEIPT_ACTOR, queue_name=service.RECEIPT_QUEUE, broker=broker)
-async def send_receipt(operation_id: str) -> None:
-    await runtime.run(operation_id, service.send_receipt)
+async def send_receipt(*operation_ids: str) -> None:
+    await runtime.run(operation_ids, service.send_receipt)

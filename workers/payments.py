@@ -16,5 +16,5 @@ async def _refund(session: AsyncSession, operation: Operation) -> None:
 
 
 @dramatiq.actor(actor_name=refunds.REFUND_ACTOR, queue_name="money", broker=broker)
-async def refund(operation_id: str) -> None:
-    await runtime.run(operation_id, _refund)
+async def refund(*operation_ids: str) -> None:
+    await runtime.run(operation_ids, _refund)

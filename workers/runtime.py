@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import os
 import socket
+from collections.abc import Sequence
 from datetime import timedelta
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from moneyrail.config import get_settings
 from moneyrail.db.engine import create_engine, create_sessionmaker
-from moneyrail.engine.service import Handler, RunResult, run_operation
+from moneyrail.engine.service import Handler, RunResult, run_operations
 from moneyrail.processor import provider
 from moneyrail.processor.interface import Processor
 
@@ -26,12 +27,13 @@ def sessionmaker() -> async_sessionmaker[AsyncSession]:
     return _sessionmaker
 
 
-async def run(operation_id: str, handler: Handler) -> RunResult:
-    """The body of every operation actor: claim, call the domain's service function, record."""
+async def run(operation_ids: Sequence[str], handler: Handler) -> list[RunResult]:
+    """The body of every operation actor: claim, call the domain's service function, record. A message
+    carries one operation's id, or several of one type whose policy runs them together."""
     settings = get_settings()
-    return await run_operation(
+    return await run_operations(
         sessionmaker(),
-        operation_id,
+        operation_ids,
         handler,
         worker=WORKER_ID,
         lease=timedelta(seconds=settings.operation_lease_seconds),

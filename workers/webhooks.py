@@ -10,5 +10,5 @@ from workers.broker import broker  # actors bind to the configured broker, not d
 
 
 @dramatiq.actor(actor_name=service.DELIVERY_ACTOR, queue_name="webhooks", broker=broker)
-async def deliver(operation_id: str) -> None:
-    await runtime.run(operation_id, service.deliver)
+async def deliver(*operation_ids: str) -> None:
+    await runtime.run(operation_ids, service.deliver)

@@ -52,19 +52,31 @@ def engine_stack(servers: Servers) -> Iterator[EngineStack]:
 
 
 def create_probe(bridge: AsyncBridge, tenant: Any, amount: int = 1250, **payload: Any) -> str:
-    async def work(session: Any) -> str:
-        operation = await create_operation(
-            session,
-            tenant,
-            operation_type=PROBE_TYPE,
-            actor_name=PROBE_ACTOR,
-            resource=None,
-            payload={"amount": amount, "currency": "eur", "destination": "acct_courier", **payload},
-        )
-        return operation.id
-
-    operation_id: str = bridge.in_unit_of_work(work)
+    (operation_id,) = create_probes(bridge, tenant, [{"amount": amount, **payload}])
     return operation_id
+
+
+def create_probes(
+    bridge: AsyncBridge, tenant: Any, payloads: list[dict[str, Any]], operation_type: str = PROBE_TYPE
+) -> list[str]:
+    """Probe operations committed in one transaction, so the relay finds them all due at once."""
+
+    async def work(session: Any) -> list[str]:
+        operations = [
+            await create_operation(
+                session,
+                tenant,
+                operation_type=operation_type,
+                actor_name=PROBE_ACTOR,
+                resource=None,
+                payload={"amount": 1250, "currency": "eur", "destination": "acct_courier", **payload},
+            )
+            for payload in payloads
+        ]
+        return [operation.id for operation in operations]
+
+    operation_ids: list[str] = bridge.in_unit_of_work(work)
+    return operation_ids
 
 
 def wait_for_operation(api: httpx.Client, operation_id: str, statuses: set[str], timeout: float = 30) -> dict:

@@ -51,5 +51,5 @@ async def execute_probe(session: AsyncSession, operation: Operation) -> None:
 
 
 @dramatiq.actor(actor_name=PROBE_ACTOR, queue_name="money", broker=broker)
-async def execute(operation_id: str) -> None:
-    await runtime.run(operation_id, execute_probe)
+async def execute(*operation_ids: str) -> None:
+    await runtime.run(operation_ids, execute_probe)

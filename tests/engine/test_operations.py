@@ -40,7 +40,7 @@ def test_an_accepted_operation_runs_once_and_succeeds(api, bridge, db, engine_st
 def test_the_same_message_delivered_three_times_at_once_acts_once(api, bridge, db, servers, engine_stack):
     operation_id = create_probe(bridge, api.keys.tenant)
     broker = build_broker(servers.redis_url)
-    message = message_for(PROBE_ACTOR, "money", operation_id)
+    message = message_for(PROBE_ACTOR, "money", [operation_id])
     with concurrent.futures.ThreadPoolExecutor(3) as pool:
         list(pool.map(lambda _: broker.enqueue(message), range(3)))
     wait_for_operation(api, operation_id, {"succeeded"})

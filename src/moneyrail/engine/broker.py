@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import dramatiq
@@ -29,8 +30,8 @@ def build_broker(url: str) -> dramatiq.Broker:
     return broker
 
 
-def message_for(actor_name: str, queue_name: str, operation_id: str) -> Any:
-    """The message that runs one operation: actors take ids, never objects."""
+def message_for(actor_name: str, queue_name: str, operation_ids: Sequence[str]) -> Any:
+    """The message that runs operations of one actor: actors take ids, never objects."""
     return dramatiq.Message(
-        queue_name=queue_name, actor_name=actor_name, args=(operation_id,), kwargs={}, options={}
+        queue_name=queue_name, actor_name=actor_name, args=tuple(operation_ids), kwargs={}, options={}
     )

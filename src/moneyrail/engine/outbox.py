@@ -36,9 +36,16 @@ class RelayPass:
     leases_expired: int
 
 
-def _publish(broker: Broker, due: list[tuple[str, str, str]]) -> None:
-    for operation_id, actor_name, queue_name in due:
-        broker.enqueue(message_for(actor_name, queue_name, operation_id))
+def _publish(broker: Broker, due: list[repository.DueOperation]) -> None:
+    """One message per operation, or per up to `batch_size` of one actor's (its type's policy)."""
+    packed: dict[tuple[str, str, int], list[str]] = {}
+    for operation in due:  # longest due first, and so within each message
+        packed.setdefault((operation.actor_name, operation.queue_name, operation.batch_size), []).append(
+            operation.id
+        )
+    for (actor_name, queue_name, batch_size), operation_ids in packed.items():
+        for start in range(0, len(operation_ids), batch_size):
+            broker.enqueue(message_for(actor_name, queue_name, operation_ids[start : start + batch_size]))
 
 
 async def relay_once(

@@ -1,4 +1,5 @@
-"""Retry policy per operation type: exponential backoff with full jitter and a maximum of attempts.
+"""Policy per operation type: its queue, how many run together, and its retries (exponential
+backoff with full jitter and a maximum of attempts).
 
 dramatiq's defaults do not fit money (20 retries over about 35 days, dead letters purged from Redis
 after 7 days), so the engine keeps retries in PostgreSQL and dramatiq itself never retries.
@@ -17,8 +18,14 @@ class RetryPolicy:
     base_delay: timedelta = timedelta(seconds=2)
     max_delay: timedelta = timedelta(minutes=10)
     queue_name: str = "default"
+    # Operations one message may carry, run one after another in one unit of work and committed
+    # together (one claim, one commit). Only for work local to the database: an operation that calls
+    # out (a processor, a webhook receiver) would hold up the others behind its call.
+    batch_size: int = 1
 
     def __post_init__(self) -> None:
+        if not 1 <= self.batch_size <= 1000:
+            raise ValueError("batch_size is 1 to 1000 operations per message")
         if self.max_attempts < 1:
             raise ValueError("an operation needs at least one attempt")
         if self.base_delay <= timedelta(0) or self.max_delay < self.base_delay:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -46,7 +47,7 @@ _CLAIM = f"""
         UPDATE operations
         SET status = 'running', attempts = attempts + 1,
             lease_expires_at = now() + make_interval(secs => $2), updated_at = now()
-        WHERE id = $1 AND status = 'pending' AND next_attempt_at <= now()
+        WHERE id = ANY($1::text[]) AND status = 'pending' AND next_attempt_at <= now()
         RETURNING {_COLUMNS}
     ),
     attempt AS (
@@ -57,41 +58,57 @@ _CLAIM = f"""
 """  # noqa: S608
 
 
-async def claim(connection: Any, operation_id: str, lease: timedelta, worker: str) -> Operation | None:
-    """Take a due, pending operation for one attempt, open the attempt's record and return the row;
-    None when someone else has it or it is not due. One statement decides, so duplicate or concurrent
-    deliveries of one message act once. Every message passes here: straight on the driver (db/raw.py),
-    on a connection outside any transaction, so the statement commits by itself (it is the lease).
-    The object is attached to no session: record_success writes what changes."""
-    row = await connection.fetchrow(_CLAIM, operation_id, lease.total_seconds(), worker)
-    return None if row is None else from_row(Operation, row)
+async def claim(
+    connection: Any, operation_ids: Sequence[str], lease: timedelta, worker: str
+) -> list[Operation]:
+    """Take those of the operations that are due and pending for one attempt each, open each attempt's
+    record and return the rows; the others someone else has, or are not due. One statement decides,
+    so duplicate or concurrent deliveries of one message act once, and it locks rows in index order,
+    so two claims of overlapping batches never wait on each other in a circle. Every message passes
+    here: straight on the driver (db/raw.py), on a connection outside any transaction, so the
+    statement commits by itself (it is the lease). The objects are attached to no session:
+    record_successes writes what changes."""
+    rows = await connection.fetch(_CLAIM, list(operation_ids), lease.total_seconds(), worker)
+    return [from_row(Operation, row) for row in rows]
 
 
 _SUCCEED = """
-    WITH attempt AS (
+    WITH done AS (
+        SELECT * FROM unnest($1::text[], $2::bigint[], $3::text[]) AS done(id, attempt, payload)
+    ),
+    attempt AS (
         UPDATE operation_attempts SET outcome = 'succeeded', error = NULL, finished_at = now()
-        WHERE operation_id = $1 AND number = $2
+        FROM done WHERE operation_attempts.operation_id = done.id AND operation_attempts.number = done.attempt
     )
     UPDATE operations
     SET status = 'succeeded', finished_at = now(), lease_expires_at = NULL, last_error = NULL,
-        updated_at = now(), payload = coalesce($3, payload)
-    WHERE id = $1 AND status = 'running' AND attempts = $2
-    RETURNING finished_at
+        updated_at = now(), payload = coalesce(done.payload::jsonb, operations.payload)
+    FROM done
+    WHERE operations.id = done.id AND operations.status = 'running' AND operations.attempts = done.attempt
+    RETURNING operations.id, operations.finished_at
 """
 
 
-async def record_success(session: AsyncSession, operation: Operation, *, new_payload: str | None) -> bool:
-    """The operation (with the handler's new payload, as JSON, if it changed one) and its attempt end
-    `succeeded`, in one statement on the caller's transaction; False, and nothing written, when this
-    attempt no longer holds the operation (its lease ran out and the relay handed it to another)."""
+async def record_successes(session: AsyncSession, finished: Sequence[tuple[Operation, str | None]]) -> bool:
+    """The operations (each with the handler's new payload, as JSON, if it changed one) and their
+    attempts end `succeeded`, in one statement on the caller's transaction. False when an attempt no
+    longer holds its operation (its lease ran out and the relay handed it to another): the caller
+    then rolls back, as what was written for it must not commit."""
     connection = await driver_connection(session)
-    finished_at = await connection.fetchval(_SUCCEED, operation.id, operation.attempts, new_payload)
-    if finished_at is None:
+    rows = await connection.fetch(
+        _SUCCEED,
+        [operation.id for operation, _ in finished],
+        [operation.attempts for operation, _ in finished],
+        [new_payload for _, new_payload in finished],
+    )
+    finished_at = {row["id"]: row["finished_at"] for row in rows}
+    if len(finished_at) < len(finished):
         return False
-    operation.status = "succeeded"
-    operation.finished_at = operation.updated_at = finished_at
-    operation.lease_expires_at = None
-    operation.last_error = None
+    for operation, _ in finished:
+        operation.status = "succeeded"
+        operation.finished_at = operation.updated_at = finished_at[operation.id]
+        operation.lease_expires_at = None
+        operation.last_error = None
     return True
 
 
@@ -142,17 +159,26 @@ _TAKE_DUE = """
     ),
     marked AS (
         UPDATE operations SET published_at = now() FROM due WHERE operations.id = due.id
-        RETURNING operations.id, operations.actor_name, operations.queue_name, operations.next_attempt_at
+        RETURNING operations.id, operations.actor_name, operations.queue_name, operations.batch_size,
+                  operations.next_attempt_at
     )
-    SELECT id, actor_name, queue_name FROM marked ORDER BY next_attempt_at
+    SELECT id, actor_name, queue_name, batch_size FROM marked ORDER BY next_attempt_at
 """
+
+
+@dataclass(frozen=True, slots=True)
+class DueOperation:
+    id: str
+    actor_name: str
+    queue_name: str
+    batch_size: int
 
 
 async def take_due_for_publishing(
     session: AsyncSession, redrive_after: timedelta, limit: int
-) -> list[tuple[str, str, str]]:
-    """(id, actor, queue) of operations due for publishing, longest due first, marked published in the
-    caller's transaction.
+) -> list[DueOperation]:
+    """Operations due for publishing, longest due first, marked published in the caller's
+    transaction.
 
     Due: pending, and either never published or published long ago without a worker taking it. The rows
     stay locked until the caller's transaction ends (SKIP LOCKED: two relays never take the same ones),
@@ -160,7 +186,7 @@ async def take_due_for_publishing(
     """
     connection = await driver_connection(session)
     rows = await connection.fetch(_TAKE_DUE, redrive_after.total_seconds(), limit)
-    return [(row["id"], row["actor_name"], row["queue_name"]) for row in rows]
+    return [DueOperation(**row) for row in rows]
 
 
 async def dead_letters(

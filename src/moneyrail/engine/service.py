@@ -88,6 +88,7 @@ async def create_operation(
         actor_name=actor_name,
         queue_name=policy.queue_name,
         max_attempts=policy.max_attempts,
+        batch_size=policy.batch_size,
     )
     session.add(operation)
     await session.flush()
@@ -116,49 +117,116 @@ async def run_operation(
     worker: str,
     lease: timedelta,
 ) -> RunResult:
-    """Claim, act, record. Safe to call for any delivery of the operation's message, any number of times.
+    """`run_operations` for one operation."""
+    (result,) = await run_operations(sessionmaker, [operation_id], handler, worker=worker, lease=lease)
+    return result
+
+
+async def run_operations(
+    sessionmaker: async_sessionmaker[AsyncSession],
+    operation_ids: Sequence[str],
+    handler: Handler,
+    *,
+    worker: str,
+    lease: timedelta,
+) -> list[RunResult]:
+    """Claim, act, record, for the operations one message carries (one, or a batch of one type).
+    Safe to call for any delivery of any message, any number of times; a result per id, in order.
 
     The claim commits on its own first (it is the lease that lets the relay re-drive an attempt whose
-    worker died) and returns the row; then the handler's effect commits with the outcome, in one unit
-    of work, only if this attempt still holds the operation when it records success (the statement
-    that checks takes the row's lock until commit). An attempt that outlived its lease is rolled back
-    whole, so a re-driven operation has one effect; calls to the outside world are keyed by the
-    operation, so the two attempts' calls are one. Every operation passes here: the claim, the effect,
-    the outcome and its event are one round trip each.
+    worker died) and returns the rows. Then each handler's effect commits with its outcome, in one
+    unit of work, only if the attempt still holds the operation when it records success (the
+    statement that checks takes the row's lock until commit). An attempt that outlived its lease is
+    rolled back whole, so a re-driven operation has one effect; calls to the outside world are keyed
+    by the operation, so the two attempts' calls are one.
+
+    A batch first runs together: every handler, then every outcome and event, in one unit of work and
+    one commit. If any of them fails or was superseded, nothing of it commits and each runs again on
+    its own, so one operation's failure never decides another's outcome (a repeated handler is
+    harmless for the same reason a re-driven attempt is).
     """
     async with autocommit_connection(sessionmaker) as connection:
-        operation = await repository.claim(connection, operation_id, lease, worker)
-    if operation is None:
-        return RunResult("skipped")  # a duplicate message, or already done, or not due yet
-    attempt = operation.attempts
+        claimed = await repository.claim(connection, operation_ids, lease, worker)
+    # the others: a duplicate message, or already done, or not due yet
+    results = {operation_id: RunResult("skipped") for operation_id in operation_ids}
+    if len(claimed) > 1 and await _act_together(sessionmaker, claimed, handler):
+        for operation in claimed:
+            results[operation.id] = _succeeded(operation)
+    else:
+        for operation in claimed:
+            results[operation.id] = await _act(sessionmaker, operation, handler)
+    return [results[operation_id] for operation_id in operation_ids]
 
+
+async def _act(
+    sessionmaker: async_sessionmaker[AsyncSession], operation: Operation, handler: Handler
+) -> RunResult:
     failure: BaseException
     try:
         async with UnitOfWork(sessionmaker) as uow:
             payload = orjson.dumps(operation.payload)
             await handler(uow.session, operation)
-            changed = orjson.dumps(operation.payload)  # a handler may note what it learnt (an id)
-            new_payload = changed.decode() if changed != payload else None
-            if not await repository.record_success(uow.session, operation, new_payload=new_payload):
+            if not await repository.record_successes(
+                uow.session, [(operation, _changed(operation, payload))]
+            ):
                 await uow.rollback()
-                logger.info("operation_superseded", operation_id=operation_id, attempt=attempt)
-                return RunResult("superseded", attempt)
+                logger.info("operation_superseded", operation_id=operation.id, attempt=operation.attempts)
+                return RunResult("superseded", operation.attempts)
             await _announce(uow.session, operation)
             await uow.commit()
     except Exception as error:  # any failure is recorded; the worker itself must not die of it
         failure = error
     else:
-        logger.info(
-            "operation_succeeded",
-            operation_id=operation_id,
-            attempt=attempt,
-            type=operation.type,
-            resource=operation.resource,
-        )
-        record_attempt(operation.type, "succeeded", _age(operation))
-        return RunResult("succeeded", attempt)
-    log = logger.bind(operation_id=operation_id, attempt=attempt)
-    return await _record_failure(sessionmaker, operation_id, attempt, failure, log)
+        return _succeeded(operation)
+    log = logger.bind(operation_id=operation.id, attempt=operation.attempts)
+    return await _record_failure(sessionmaker, operation.id, operation.attempts, failure, log)
+
+
+async def _act_together(
+    sessionmaker: async_sessionmaker[AsyncSession], operations: Sequence[Operation], handler: Handler
+) -> bool:
+    """True once every operation's effect and success committed together; False, nothing committed
+    and every payload as it was, when one of them failed or was superseded."""
+    payloads = [orjson.dumps(operation.payload) for operation in operations]
+    try:
+        async with UnitOfWork(sessionmaker) as uow:
+            for operation in operations:
+                await handler(uow.session, operation)
+            finished = [
+                (operation, _changed(operation, payload))
+                for operation, payload in zip(operations, payloads, strict=True)
+            ]
+            if await repository.record_successes(uow.session, finished):
+                for operation in operations:
+                    await _announce(uow.session, operation)
+                await uow.commit()
+                return True
+            await uow.rollback()
+            error = "superseded: a lease ran out"
+    except Exception as failure:  # each runs alone now and meets its own failure there
+        error = _describe(failure)
+    for operation, payload in zip(operations, payloads, strict=True):
+        operation.payload = orjson.loads(payload)  # what a handler noted is noted again, alone
+    logger.info("operation_batch_split", operations=len(operations), error=error)
+    return False
+
+
+def _changed(operation: Operation, payload_before: bytes) -> str | None:
+    """The payload as JSON when the handler noted something in it (an id it learnt), else None."""
+    changed = orjson.dumps(operation.payload)
+    return changed.decode() if changed != payload_before else None
+
+
+def _succeeded(operation: Operation) -> RunResult:
+    logger.info(
+        "operation_succeeded",
+        operation_id=operation.id,
+        attempt=operation.attempts,
+        type=operation.type,
+        resource=operation.resource,
+    )
+    record_attempt(operation.type, "succeeded", _age(operation))
+    return RunResult("succeeded", operation.attempts)
 
 
 async def _still_ours(session: AsyncSession, operation_id: str, attempt: int) -> Operation | None:

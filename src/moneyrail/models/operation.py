@@ -24,6 +24,7 @@ class Operation(TenantOwned, Base):
             "status IN ('pending', 'running', 'succeeded', 'failed', 'dead_letter', 'canceled')",
             name="status",
         ),
+        CheckConstraint("batch_size BETWEEN 1 AND 1000", name="batch_size"),
         # the relay's two questions: what is due and unpublished, whose lease ran out
         Index("ix_operations_due", "next_attempt_at", postgresql_where=text("status = 'pending'")),
         Index("ix_operations_leases", "lease_expires_at", postgresql_where=text("status = 'running'")),
@@ -42,6 +43,8 @@ class Operation(TenantOwned, Base):
     queue_name: Mapped[str]
     attempts: Mapped[int] = mapped_column(server_default=text("0"))
     max_attempts: Mapped[int]
+    # the most operations of this type one message runs together (RetryPolicy.batch_size)
+    batch_size: Mapped[int] = mapped_column(server_default=text("1"))
     last_error: Mapped[str | None]
     next_attempt_at: Mapped[datetime] = mapped_column(server_default=func.now())
     published_at: Mapped[datetime | None]
