@@ -14,12 +14,14 @@ from tests.engine.conftest import (
     assert_ledger_verifies,
     attempt_outcomes,
     create_probe,
+    create_probes,
     journal_entries,
     processor_calls,
     start_scheduler,
     start_worker,
     wait_for_operation,
 )
+from tests.engine.probe import PROBE_BATCHED_TYPE
 from tests.harness import Servers
 
 
@@ -52,6 +54,39 @@ def test_a_worker_killed_between_the_processor_answer_and_its_commit_leaves_one_
         assert processor_calls(db, api.keys.installation_id) == [(f"{operation_id}:transfer", True)]
         assert attempt_outcomes(db, operation_id) == ["lease_expired", "succeeded"]
         assert journal_entries(db, operation_id) == 1
+        assert_ledger_verifies(servers)
+    finally:
+        for process in (worker, replacement, scheduler):
+            if process is not None:
+                process.stop()
+
+
+def test_a_worker_killed_in_the_middle_of_a_batch_leaves_one_effect_per_operation(api, bridge, db, servers):
+    scheduler = start_scheduler(servers, name="scheduler-batch-kill")
+    worker = start_worker(servers, name="worker-batch-kill")
+    replacement = None
+    try:
+        # four of the batched type in one message; the second stalls on its first attempt, after the
+        # first's journal transaction was written in the batch's still-open unit of work
+        payloads = [
+            {"call_processor": False, "pause_after_processor_seconds": 30 if n == 1 else 0} for n in range(4)
+        ]
+        operation_ids = create_probes(bridge, api.keys.tenant, payloads, PROBE_BATCHED_TYPE)
+        wait_for(
+            lambda: all(attempt_outcomes(db, operation_id) == [None] for operation_id in operation_ids),
+            what="the batch to be claimed",
+        )
+        time.sleep(0.5)  # inside the stall
+        parent = psutil.Process(worker.popen.pid)
+        for process in [*parent.children(recursive=True), parent]:
+            os.kill(process.pid, signal.SIGKILL)
+        worker.popen.wait(10)
+        assert all(journal_entries(db, operation_id) == 0 for operation_id in operation_ids)  # none committed
+        replacement = start_worker(servers, name="worker-batch-kill-replacement")
+        for operation_id in operation_ids:
+            assert wait_for_operation(api, operation_id, {"succeeded"}, timeout=60)["attempts"] == 2
+            assert attempt_outcomes(db, operation_id) == ["lease_expired", "succeeded"]
+            assert journal_entries(db, operation_id) == 1
         assert_ledger_verifies(servers)
     finally:
         for process in (worker, replacement, scheduler):
