@@ -63,12 +63,13 @@ async def claim(
 ) -> list[Operation]:
     """Take those of the operations that are due and pending for one attempt each, open each attempt's
     record and return the rows; the others someone else has, or are not due. One statement decides,
-    so duplicate or concurrent deliveries of one message act once, and it locks rows in index order,
-    so two claims of overlapping batches never wait on each other in a circle. Every message passes
+    so duplicate or concurrent deliveries of one message act once (the ids go in sorted, so two
+    deliveries of a batch ask for its rows in one order). A row the relay still has locked, its
+    message sent before the relay's commit, is waited for, not skipped. Every message passes
     here: straight on the driver (db/raw.py), on a connection outside any transaction, so the
     statement commits by itself (it is the lease). The objects are attached to no session:
     record_successes writes what changes."""
-    rows = await connection.fetch(_CLAIM, list(operation_ids), lease.total_seconds(), worker)
+    rows = await connection.fetch(_CLAIM, sorted(set(operation_ids)), lease.total_seconds(), worker)
     return [from_row(Operation, row) for row in rows]
 
 

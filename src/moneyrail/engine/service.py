@@ -186,7 +186,9 @@ async def _act_together(
     sessionmaker: async_sessionmaker[AsyncSession], operations: Sequence[Operation], handler: Handler
 ) -> bool:
     """True once every operation's effect and success committed together; False, nothing committed
-    and every payload as it was, when one of them failed or was superseded."""
+    and every payload as it was, when one of them failed or was superseded. (A commit that fails with
+    its outcome unknown is found out alone: an operation it did finish is no longer running, so its
+    second run rolls back as superseded.)"""
     payloads = [orjson.dumps(operation.payload) for operation in operations]
     try:
         async with UnitOfWork(sessionmaker) as uow:
