@@ -41,6 +41,7 @@ import asyncpg
 import psutil
 from redis import Redis
 from sqlalchemy.engine import make_url
+from sqlalchemy.ext.asyncio import AsyncSession
 
 BENCH_DIR = Path(__file__).resolve().parent
 REPO_DIR = BENCH_DIR.parent
@@ -55,6 +56,7 @@ from moneyrail.db.uow import UnitOfWork  # noqa: E402
 from moneyrail.engine.service import create_operation  # noqa: E402
 from moneyrail.installations import service as installations  # noqa: E402
 from moneyrail.kit.tenant import Tenant  # noqa: E402
+from moneyrail.models import Operation  # noqa: E402
 from tests.engine.probe import PROBE_ACTOR, PROBE_BATCHED_TYPE, PROBE_TYPE  # noqa: E402
 
 PROCESSES, THREADS = 2, 8
@@ -130,14 +132,23 @@ async def _prepare(database_url: str) -> Tenant:
     return Tenant(installation.id, False)
 
 
-def probe_payload(number: int, phase: str) -> dict[str, Any]:
-    return {
-        "amount": 100 + number % 900,
-        "currency": "eur",
-        "destination": f"acct_{number % 50}",
-        "call_processor": False,
-        "phase": phase,
-    }
+async def create_probe(
+    session: AsyncSession, tenant: Tenant, operation_type: str, number: int, phase: str
+) -> Operation:
+    """One probe operation, its amount and recipient varied by `number`, tagged with the phase."""
+    return await create_operation(
+        session,
+        tenant,
+        operation_type=operation_type,
+        actor_name=PROBE_ACTOR,
+        payload={
+            "amount": 100 + number % 900,
+            "currency": "eur",
+            "destination": f"acct_{number % 50}",
+            "call_processor": False,
+            "phase": phase,
+        },
+    )
 
 
 async def _arrive_steadily(
@@ -153,13 +164,7 @@ async def _arrive_steadily(
         if delay > 0:
             await asyncio.sleep(delay)
         async with UnitOfWork(sessionmaker) as uow:
-            await create_operation(
-                uow.session,
-                tenant,
-                operation_type=operation_type,
-                actor_name=PROBE_ACTOR,
-                payload=probe_payload(number, "steady"),
-            )
+            await create_probe(uow.session, tenant, operation_type, number, "steady")
             await uow.commit()
     await engine.dispose()
     return count
@@ -171,13 +176,7 @@ async def _create_operations(
     engine = create_engine(Settings(DATABASE_URL=database_url))
     async with UnitOfWork(create_sessionmaker(engine)) as uow:
         for number in range(count):
-            await create_operation(
-                uow.session,
-                tenant,
-                operation_type=operation_type,
-                actor_name=PROBE_ACTOR,
-                payload=probe_payload(number, "burst"),
-            )
+            await create_probe(uow.session, tenant, operation_type, number, "burst")
         before_commit()
         committed_at = time.perf_counter()
         await uow.commit()

@@ -30,16 +30,16 @@ sys.path.insert(0, str(REPO_DIR))
 os.environ.setdefault("REDIS_URL", "redis://127.0.0.1:6379/15")  # the probe's module binds a broker; unused
 
 import moneyrail.domains  # noqa: E402,F401  (every outcome listener, as in a worker)
-from bench.engine import fresh_database, plain_url, probe_payload  # noqa: E402
+from bench.engine import create_probe, fresh_database, plain_url  # noqa: E402
 from moneyrail.config import Settings  # noqa: E402
 from moneyrail.db.engine import create_engine, create_sessionmaker  # noqa: E402
 from moneyrail.db.migrate import upgrade  # noqa: E402
 from moneyrail.db.uow import UnitOfWork  # noqa: E402
-from moneyrail.engine.service import create_operation, run_operation  # noqa: E402
+from moneyrail.engine.service import run_operation  # noqa: E402
 from moneyrail.installations import service as installations  # noqa: E402
 from moneyrail.kit.tenant import Tenant  # noqa: E402
 from moneyrail.logging import configure_logging  # noqa: E402
-from tests.engine.probe import PROBE_ACTOR, PROBE_TYPE  # noqa: E402
+from tests.engine.probe import PROBE_TYPE  # noqa: E402
 from tests.engine.probe_actors import execute_probe  # noqa: E402
 
 DATABASE = "moneyrail_bench_engine_cost"
@@ -85,15 +85,7 @@ async def measure(admin_url: str, operations: int, concurrency: int) -> dict[str
         warmup = concurrency * 4
         async with UnitOfWork(sessionmaker) as uow:
             ids = [
-                (
-                    await create_operation(
-                        uow.session,
-                        tenant,
-                        operation_type=PROBE_TYPE,
-                        actor_name=PROBE_ACTOR,
-                        payload=probe_payload(number, "cost"),
-                    )
-                ).id
+                (await create_probe(uow.session, tenant, PROBE_TYPE, number, "cost")).id
                 for number in range(operations + warmup)
             ]
             await uow.commit()

@@ -22,7 +22,7 @@ from tests.engine.conftest import (
     wait_for_operation,
 )
 from tests.engine.probe import PROBE_BATCHED_TYPE
-from tests.harness import Servers
+from tests.harness import Process, Servers
 
 
 def wait_for(condition, timeout: float = 30, what: str = "condition") -> None:
@@ -34,6 +34,14 @@ def wait_for(condition, timeout: float = 30, what: str = "condition") -> None:
     raise AssertionError(f"timed out waiting for {what}")
 
 
+def kill_nine(worker: Process) -> None:
+    """kill -9 every process of a worker: the one in the middle of the operation included."""
+    parent = psutil.Process(worker.popen.pid)
+    for process in [*parent.children(recursive=True), parent]:
+        os.kill(process.pid, signal.SIGKILL)
+    worker.popen.wait(10)
+
+
 def test_a_worker_killed_between_the_processor_answer_and_its_commit_leaves_one_effect(
     api, bridge, db, servers
 ):
@@ -43,11 +51,7 @@ def test_a_worker_killed_between_the_processor_answer_and_its_commit_leaves_one_
     try:
         operation_id = create_probe(bridge, api.keys.tenant, pause_after_processor_seconds=30)
         wait_for(lambda: processor_calls(db, api.keys.installation_id), what="the processor call")
-        # kill -9 every process of that worker: the one in the middle of the operation included
-        parent = psutil.Process(worker.popen.pid)
-        for process in [*parent.children(recursive=True), parent]:
-            os.kill(process.pid, signal.SIGKILL)
-        worker.popen.wait(10)
+        kill_nine(worker)
         replacement = start_worker(servers, name="worker-kill-replacement")
         operation = wait_for_operation(api, operation_id, {"succeeded"}, timeout=60)
         assert operation["attempts"] == 2
@@ -77,10 +81,7 @@ def test_a_worker_killed_in_the_middle_of_a_batch_leaves_one_effect_per_operatio
             what="the batch to be claimed",
         )
         time.sleep(0.5)  # inside the stall
-        parent = psutil.Process(worker.popen.pid)
-        for process in [*parent.children(recursive=True), parent]:
-            os.kill(process.pid, signal.SIGKILL)
-        worker.popen.wait(10)
+        kill_nine(worker)
         assert all(journal_entries(db, operation_id) == 0 for operation_id in operation_ids)  # none committed
         replacement = start_worker(servers, name="worker-batch-kill-replacement")
         for operation_id in operation_ids:

@@ -156,6 +156,16 @@ def test_postgresql_refuses_a_posting_on_another_tenants_account(bridge, db, ten
         _insert_raw(db, tenant.installation_id, new_id("jtx"), [(cash, -100, "usd"), (theirs, 100, "usd")])
 
 
+async def _post_payment(session, tenant) -> None:
+    """A payment posted on the caller's session, its transaction left to the caller."""
+    await ledger.post(
+        session,
+        tenant,
+        kind="payment",
+        postings=[Posting("customer_funds", -100, "usd"), Posting("platform:fees", 100, "usd")],
+    )
+
+
 def test_posting_locks_neither_its_accounts_nor_its_installation(servers, bridge, db, tenant):
     # Every payment posts to the platform's few accounts: a row lock on them (a foreign key check
     # takes one) would queue concurrent payments behind each other.
@@ -163,12 +173,7 @@ def test_posting_locks_neither_its_accounts_nor_its_installation(servers, bridge
 
     async def post_and_probe_while_open() -> None:
         async with two_connections(servers.database_url) as sessions, sessions() as session:
-            await ledger.post(
-                session,
-                tenant.tenant,
-                kind="payment",
-                postings=[Posting("customer_funds", -100, "usd"), Posting("platform:fees", 100, "usd")],
-            )
+            await _post_payment(session, tenant.tenant)
             # the posting's transaction is still open: another one may still lock these rows at once
             for table, row_id in (
                 ("ledger_accounts", cash),
@@ -201,12 +206,7 @@ def test_a_posting_rolled_back_with_its_unit_of_work_leaves_nothing(servers, bri
     # post() is often a unit of work's first statement: it must run inside that transaction.
     async def post_then_roll_back():
         async with two_connections(servers.database_url) as sessions, sessions() as session:
-            await ledger.post(
-                session,
-                tenant.tenant,
-                kind="payment",
-                postings=[Posting("customer_funds", -100, "usd"), Posting("platform:fees", 100, "usd")],
-            )
+            await _post_payment(session, tenant.tenant)
             await session.rollback()
 
     bridge.run(post_then_roll_back())

@@ -19,9 +19,8 @@ from __future__ import annotations
 
 import asyncio
 import weakref
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 import asyncpg
 import structlog
@@ -32,24 +31,19 @@ from moneyrail.models.ledger import JournalTransaction
 
 from . import repository
 
-if TYPE_CHECKING:
-    from .service import Posting
-
 logger = structlog.get_logger("moneyrail.ledger")
 
 MAX_BATCH = 64
 MAX_IN_FLIGHT = 2  # statements at once: enough to keep the database's cores busy while one returns
 
 PostAlone = Callable[
-    [async_sessionmaker[AsyncSession], repository.NewJournalTransaction, "Sequence[Posting]"],
-    Awaitable[JournalTransaction],
+    [async_sessionmaker[AsyncSession], repository.NewJournalTransaction], Awaitable[JournalTransaction]
 ]
 
 
 @dataclass(slots=True)
 class _Queued:
     entry: repository.NewJournalTransaction
-    postings: Sequence[Posting]
     written: asyncio.Future[JournalTransaction] = field(
         default_factory=lambda: asyncio.get_running_loop().create_future()
     )
@@ -72,9 +66,8 @@ class JournalWriter:
         self,
         sessionmaker: async_sessionmaker[AsyncSession],
         entry: repository.NewJournalTransaction,
-        postings: Sequence[Posting],
     ) -> JournalTransaction:
-        queued = _Queued(entry, postings)
+        queued = _Queued(entry)
         self._queue.append(queued)
         if self._in_flight < self._max_in_flight:
             self._in_flight += 1
@@ -101,7 +94,7 @@ class JournalWriter:
                     _settle(queued, journal)
                     continue
                 try:  # refused with the others, a new account, a repeated key: on its own
-                    alone = await self._post_alone(sessionmaker, queued.entry, queued.postings)
+                    alone = await self._post_alone(sessionmaker, queued.entry)
                 except Exception as error:
                     _settle(queued, error)
                 else:

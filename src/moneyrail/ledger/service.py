@@ -99,12 +99,15 @@ def _check_postings(postings: Sequence[Posting]) -> None:
         raise UnbalancedTransaction(f"the postings do not balance: {detail}")
 
 
-def _checked_legs(kind: str, postings: Sequence[Posting]) -> list[tuple[str, int, str]]:
-    """(account code, amount, currency) of each leg, once Python has refused what cannot be posted."""
+def _new_entry(
+    tenant: Tenant, kind: str, postings: Sequence[Posting], reference: str | None, idempotency_key: str | None
+) -> repository.NewJournalTransaction:
+    """The journal transaction to insert, once Python has refused what cannot be posted."""
     if not kind:
         raise InvalidPosting("a journal transaction needs a kind")
     _check_postings(postings)
-    return [(posting.account, posting.amount, posting.currency) for posting in postings]
+    legs = [(posting.account, posting.amount, posting.currency) for posting in postings]
+    return repository.NewJournalTransaction(new_id("jtx"), tenant, kind, reference, idempotency_key, legs)
 
 
 async def ensure_account(session: AsyncSession, tenant: Tenant, code: str, currency: str) -> LedgerAccount:
@@ -145,20 +148,23 @@ async def post(
     the same key with other postings is a bug and raises IdempotencyKeyConflict. Accounts are
     created on first use. The usual case is one statement (one round trip): hot paths post a lot.
     """
-    entry = repository.NewJournalTransaction(
-        new_id("jtx"), tenant, kind, reference, idempotency_key, _checked_legs(kind, postings)
-    )
+    return await _post_entry(session, _new_entry(tenant, kind, postings, reference, idempotency_key))
+
+
+async def _post_entry(session: AsyncSession, entry: repository.NewJournalTransaction) -> JournalTransaction:
     for attempt in range(2):
         journal = await repository.insert_transaction(await driver_connection(session), entry)
         if journal is not None:
             return journal
-        if idempotency_key is not None:
-            first = await repository.find_by_idempotency_key(session, tenant, idempotency_key)
+        if entry.idempotency_key is not None:
+            first = await repository.find_by_idempotency_key(session, entry.tenant, entry.idempotency_key)
             if first is not None:
-                return await _replay(session, first, kind, postings, reference)
+                return await _replay(session, first, entry)
         if attempt == 0:  # an account is used for the first time
-            await _ensure_accounts(session, tenant, [(code, currency) for code, _, currency in entry.legs])
-    raise RuntimeError(f"could not post {kind} for {tenant}: its accounts are still missing")
+            await _ensure_accounts(
+                session, entry.tenant, [(code, currency) for code, _, currency in entry.legs]
+            )
+    raise RuntimeError(f"could not post {entry.kind} for {entry.tenant}: its accounts are still missing")
 
 
 async def post_standalone(
@@ -178,17 +184,12 @@ async def post_standalone(
     where BEGIN, the statement and COMMIT would be three. Concurrent calls on one sessionmaker share
     that statement and its commit (group_commit.py); each returns once its own transaction is durable.
     """
-    entry = repository.NewJournalTransaction(
-        new_id("jtx"), tenant, kind, reference, idempotency_key, _checked_legs(kind, postings)
-    )
-    writer = group_commit.writer_for(sessionmaker, post_alone)
-    return await writer.post(sessionmaker, entry, postings)
+    entry = _new_entry(tenant, kind, postings, reference, idempotency_key)
+    return await group_commit.writer_for(sessionmaker, _post_alone).post(sessionmaker, entry)
 
 
-async def post_alone(
-    sessionmaker: async_sessionmaker[AsyncSession],
-    entry: repository.NewJournalTransaction,
-    postings: Sequence[Posting],
+async def _post_alone(
+    sessionmaker: async_sessionmaker[AsyncSession], entry: repository.NewJournalTransaction
 ) -> JournalTransaction:
     """One standalone posting in its own statement; the first use of an account and a repeated
     idempotency key take `post`'s general path in a unit of work instead."""
@@ -197,29 +198,17 @@ async def post_alone(
     if journal is not None:
         return journal
     async with UnitOfWork(sessionmaker) as uow:
-        journal = await post(
-            uow.session,
-            entry.tenant,
-            kind=entry.kind,
-            postings=postings,
-            reference=entry.reference,
-            idempotency_key=entry.idempotency_key,
-        )
+        journal = await _post_entry(uow.session, entry)
         await uow.commit()
     return journal
 
 
 async def _replay(
-    session: AsyncSession,
-    first: JournalTransaction,
-    kind: str,
-    postings: Sequence[Posting],
-    reference: str | None,
+    session: AsyncSession, first: JournalTransaction, entry: repository.NewJournalTransaction
 ) -> JournalTransaction:
-    asked = sorted((p.account, p.amount, p.currency) for p in postings)
-    if (first.kind, first.reference) != (kind, reference) or sorted(
+    if (first.kind, first.reference) != (entry.kind, entry.reference) or sorted(
         await repository.legs_of(session, first.id)
-    ) != asked:
+    ) != sorted(entry.legs):
         raise IdempotencyKeyConflict(
             f"idempotency key {first.idempotency_key!r} was used for journal transaction {first.id},"
             " which has other postings"
