@@ -22,6 +22,8 @@ from moneyrail.engine.endpoints import router as operations_router
 from moneyrail.events.endpoints import router as events_router
 from moneyrail.installations.endpoints import router as account_router
 from moneyrail.logging import configure_logging
+from moneyrail.merchants.endpoints import router as merchants_router
+from moneyrail.merchants.pages import router as merchant_pages_router
 from moneyrail.payment_methods.endpoints import router as payment_methods_router
 from moneyrail.payments.endpoints import router as payments_router
 from moneyrail.payments.pages import router as payment_pages_router
@@ -35,6 +37,7 @@ def payments_api() -> APIRouter:
     v1.include_router(payment_methods_router)
     v1.include_router(payments_router)
     v1.include_router(checkout_router)
+    v1.include_router(merchants_router)
     v1.include_router(deliveries_router)
     v1.include_router(operations_router)
     v1.include_router(events_router)
@@ -73,5 +76,6 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(payments_api())
     app.include_router(payment_pages_router)
     app.include_router(checkout_pages_router)
+    app.include_router(merchant_pages_router)
     app.add_middleware(RequestContextMiddleware)
     return app

@@ -82,6 +82,7 @@ def settings_view(settings: EnvironmentSettings) -> dict[str, Any]:
         "checkout_enabled": settings.checkout_enabled,
         "recurring_enabled": settings.recurring_enabled,
         "return_urls": settings.return_urls,
+        "oauth_redirect_uris": settings.oauth_redirect_uris,
         "commission_basis_points": settings.commission_basis_points,
         "commission_fixed_amount": settings.commission_fixed_amount,
     }
@@ -261,6 +262,13 @@ def settings_set(
     return_url: Annotated[
         list[str] | None, typer.Option("--return-url", help="Repeatable; replaces the registered list.")
     ] = None,
+    oauth_redirect_uri: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--oauth-redirect-uri",
+            help="Repeatable; where merchants return from the OAuth consent page; replaces the list.",
+        ),
+    ] = None,
     commission_bps: Annotated[int | None, typer.Option(help="Commission in basis points.")] = None,
     commission_fixed: Annotated[int | None, typer.Option(help="Fixed commission in minor units.")] = None,
     as_json: JsonOption = False,
@@ -273,6 +281,7 @@ def settings_set(
             checkout_enabled=checkout,
             recurring_enabled=recurring,
             return_urls=return_url,
+            oauth_redirect_uris=oauth_redirect_uri,
             commission_basis_points=commission_bps,
             commission_fixed_amount=commission_fixed,
         )

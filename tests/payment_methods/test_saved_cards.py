@@ -36,7 +36,17 @@ def test_a_saved_card_is_listed_masked_without_the_processor_token(api, db):
         "fingerprint": method["card"]["fingerprint"],
     }
     assert method["card"]["fingerprint"]
-    assert set(method) == {"id", "object", "type", "customer", "card", "preferred", "livemode", "created"}
+    assert set(method) == {
+        "id",
+        "object",
+        "type",
+        "customer",
+        "card",
+        "preferred",
+        "merchant",
+        "livemode",
+        "created",
+    }
     (token,) = db.execute(
         "SELECT processor_token FROM payment_methods WHERE id = %s", (method["id"],)
     ).fetchone()

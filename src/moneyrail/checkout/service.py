@@ -408,7 +408,12 @@ async def _view(session: AsyncSession, loaded: _Loaded) -> CheckoutView:
     if payment.customer_id is not None:  # an anonymous checkout sees no saved methods (spec 4.N rule 6)
         cards = [
             SavedCard(m.id, m.brand, m.last4, m.exp_month, m.exp_year, m.preferred)
-            for m in await methods.saved_methods(session, tenant, payment.customer_id)
+            for m in await methods.saved_methods(
+                session,
+                tenant,
+                payment.customer_id,
+                account=await methods.payment_account(session, tenant, payment.merchant_id),
+            )
         ]
     return CheckoutView(
         title=checkout.title,

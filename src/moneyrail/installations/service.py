@@ -116,6 +116,7 @@ async def update_environment_settings(
     checkout_enabled: bool | None = None,
     recurring_enabled: bool | None = None,
     return_urls: Sequence[str] | None = None,
+    oauth_redirect_uris: Sequence[str] | None = None,
     commission_basis_points: int | None = None,
     commission_fixed_amount: int | None = None,
 ) -> EnvironmentSettings:
@@ -127,12 +128,20 @@ async def update_environment_settings(
     for url in return_urls or ():
         if not url.startswith(("https://", "http://")):
             raise ParameterInvalid(f"return URL {url!r} is not an http(s) URL", param="return_urls")
+    for uri in oauth_redirect_uris or ():
+        if not uri.startswith(("https://", "http://")) or "#" in uri:
+            raise ParameterInvalid(
+                f"OAuth redirect URI {uri!r} is not an http(s) URL without a fragment",
+                param="oauth_redirect_uris",
+            )
     if checkout_enabled is not None:
         settings.checkout_enabled = checkout_enabled
     if recurring_enabled is not None:
         settings.recurring_enabled = recurring_enabled
     if return_urls is not None:
         settings.return_urls = list(dict.fromkeys(return_urls))
+    if oauth_redirect_uris is not None:
+        settings.oauth_redirect_uris = list(dict.fromkeys(oauth_redirect_uris))
     if commission_basis_points is not None:
         settings.commission_basis_points = commission_basis_points
     if commission_fixed_amount is not None:

@@ -14,6 +14,12 @@ from moneyrail.models.ledger import (
     LedgerBlockEntry,
     LedgerPosting,
 )
+from moneyrail.models.merchant import (
+    Merchant,
+    MerchantAuthorizationCode,
+    MerchantConnection,
+    MerchantOnboardingSession,
+)
 from moneyrail.models.operation import Operation, OperationAttempt
 from moneyrail.models.payment import PaymentIntent, ReceiptDelivery, Refund, SandboxSmsMessage
 from moneyrail.models.payment_method import CustomerSession, PaymentMethod, SetupIntent
@@ -41,6 +47,10 @@ __all__ = [
     "LedgerBlock",
     "LedgerBlockEntry",
     "LedgerPosting",
+    "Merchant",
+    "MerchantAuthorizationCode",
+    "MerchantConnection",
+    "MerchantOnboardingSession",
     "Operation",
     "OperationAttempt",
     "PaymentIntent",

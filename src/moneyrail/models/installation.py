@@ -37,6 +37,8 @@ class EnvironmentSettings(Base):
     checkout_enabled: Mapped[bool] = mapped_column(server_default=text("false"))
     recurring_enabled: Mapped[bool] = mapped_column(server_default=text("false"))
     return_urls: Mapped[list[str]] = mapped_column(ARRAY(TEXT), server_default=text("'{}'"))
+    # where the merchant's browser may return from the OAuth consent page, each registered exactly
+    oauth_redirect_uris: Mapped[list[str]] = mapped_column(ARRAY(TEXT), server_default=text("'{}'"))
     commission_basis_points: Mapped[int] = mapped_column(server_default=text("0"))
     commission_fixed_amount: Mapped[int] = mapped_column(server_default=text("0"))
     updated_at: Mapped[datetime] = mapped_column(server_default=func.now())

@@ -57,6 +57,7 @@ class PaymentIntent(TenantOwned, Base):
     amount_refunded: Mapped[int] = mapped_column(server_default=text("0"))
     customer_id: Mapped[str | None] = mapped_column(ForeignKey("customers.id"))
     payment_method_id: Mapped[str | None] = mapped_column(ForeignKey("payment_methods.id"))
+    merchant_id: Mapped[str | None] = mapped_column(ForeignKey("merchants.id"))  # a marketplace payment
     external_reference: Mapped[str | None]
     description: Mapped[str | None]
     metadata_: Mapped[dict[str, Any]] = mapped_column("metadata", server_default=text("'{}'::jsonb"))

@@ -33,6 +33,9 @@ class PaymentMethod(TenantOwned, Base):
 
     id: Mapped[str] = mapped_column(primary_key=True)
     customer_id: Mapped[str | None] = mapped_column(ForeignKey("customers.id"))
+    # The payment account the card was saved on (spec 4.N rule 7): null is the installation's own (the
+    # platform's) account; a `mer_` id is that merchant's distinct account in the direct model.
+    merchant_id: Mapped[str | None] = mapped_column(ForeignKey("merchants.id"))
     processor_token: Mapped[str]
     brand: Mapped[str]
     last4: Mapped[str]

@@ -63,11 +63,16 @@ async def get_attached(
 
 
 async def find_attached_by_fingerprint(
-    session: AsyncSession, tenant: Tenant, customer_id: str, fingerprint: str
+    session: AsyncSession, tenant: Tenant, customer_id: str, fingerprint: str, *, merchant_id: str | None
 ) -> PaymentMethod | None:
+    """The same card already saved for the customer on the same payment account."""
     return await session.scalar(
         select(PaymentMethod)
-        .where(_attached_to(tenant, customer_id), PaymentMethod.fingerprint == fingerprint)
+        .where(
+            _attached_to(tenant, customer_id),
+            PaymentMethod.fingerprint == fingerprint,
+            PaymentMethod.merchant_id.is_not_distinct_from(merchant_id),
+        )
         .order_by(PaymentMethod.created_at, PaymentMethod.id)
         .limit(1)
     )
@@ -100,11 +105,12 @@ async def attached_page(
 
 
 async def attached_preferred_first(
-    session: AsyncSession, tenant: Tenant, customer_id: str
+    session: AsyncSession, tenant: Tenant, customer_id: str, *, merchant_id: str | None
 ) -> Sequence[PaymentMethod]:
+    """The customer's cards on one payment account (null: the installation's own)."""
     statement = (
         select(PaymentMethod)
-        .where(_attached_to(tenant, customer_id))
+        .where(_attached_to(tenant, customer_id), PaymentMethod.merchant_id.is_not_distinct_from(merchant_id))
         .order_by(PaymentMethod.preferred.desc(), PaymentMethod.created_at.desc(), PaymentMethod.id.desc())
     )
     return (await session.scalars(statement)).all()

@@ -46,6 +46,10 @@ class PaymentMethodOut(ResourceOut):
     customer: str | None = Field(description="The customer it is attached to; null once detached")
     card: CardOut
     preferred: bool
+    merchant: str | None = Field(
+        description="The merchant whose own payment account holds the card (direct model); null: the "
+        "installation's account, shared by its merchants in a platform installation"
+    )
 
 
 class PaymentMethodList(ListEnvelope[PaymentMethodOut]):
@@ -59,6 +63,7 @@ def render_payment_method(method: PaymentMethod) -> PaymentMethodOut:
         livemode=method.livemode,
         created=to_unix(method.created_at),
         customer=method.customer_id if attached else None,
+        merchant=method.merchant_id,
         card=CardOut(
             brand=method.brand,
             last4=method.last4,

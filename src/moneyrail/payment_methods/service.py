@@ -23,7 +23,7 @@ from moneyrail.errors import (
     ReferencedResourceMissing,
     ResourceMissing,
 )
-from moneyrail.installations.service import get_account, hash_secret
+from moneyrail.installations.service import get_account, hash_secret, require_installation
 from moneyrail.kit.clock import utcnow
 from moneyrail.kit.ids import new_id, random_base62
 from moneyrail.kit.pagination import Position
@@ -50,6 +50,17 @@ def _secret_matches(presented: str, stored_hash: str) -> bool:
 # Saved cards: what other domains (payments, checkout, billing) call -----------------------------
 
 
+async def payment_account(session: AsyncSession, tenant: Tenant, merchant_id: str | None) -> str | None:
+    """The payment account a payment runs on, which is where its cards are saved and found (spec 4.N
+    rule 7): a platform installation's payments all run on the platform's account (None), so a card a
+    customer consented to save is reused between its merchants; in the direct model each merchant has a
+    distinct account (its `mer_` id), whose cards no other merchant sees."""
+    if merchant_id is None:
+        return None
+    installation = await require_installation(session, tenant.installation_id)
+    return None if installation.kind == "platform" else merchant_id
+
+
 async def save_card(
     session: AsyncSession,
     tenant: Tenant,
@@ -57,12 +68,14 @@ async def save_card(
     card: CardDetails,
     *,
     customer_id: str | None,
+    account: str | None = None,
 ) -> PaymentMethod:
     """Tokenize the card and keep the token; never the number.
 
     `customer_id` None: a one-off method attached to nobody. Otherwise attached to that customer (one of
     the tenant's, or 400 resource_missing `customer`); the same card saved again (same fingerprint, still
     attached) answers the method already saved, and a customer's first card becomes the preferred one.
+    `account`: the payment account (see payment_account) the card is saved on.
     A card the network will not take: 402 card_declined with its decline_code; the network not
     answering: 503 processor_unavailable (nothing saved, the request may be retried).
     """
@@ -79,6 +92,7 @@ async def save_card(
         installation_id=tenant.installation_id,
         livemode=tenant.livemode,
         customer_id=None,
+        merchant_id=account,
         processor_token=tokenized.token,
         brand=tokenized.brand,
         last4=tokenized.last4,
@@ -91,7 +105,9 @@ async def save_card(
         await repository.add(session, method)
         return method
     await repository.lock_customer_methods(session, customer_id)
-    saved = await repository.find_attached_by_fingerprint(session, tenant, customer_id, method.fingerprint)
+    saved = await repository.find_attached_by_fingerprint(
+        session, tenant, customer_id, method.fingerprint, merchant_id=account
+    )
     if saved is not None:
         if (saved.exp_month, saved.exp_year) != (method.exp_month, method.exp_year):
             # the card was re-entered with a new expiry: later charges use the fresh token
@@ -122,7 +138,9 @@ async def attach_to_customer(
         )
     await _require_referenced_customer(session, tenant, customer_id)
     await repository.lock_customer_methods(session, customer_id)
-    saved = await repository.find_attached_by_fingerprint(session, tenant, customer_id, method.fingerprint)
+    saved = await repository.find_attached_by_fingerprint(
+        session, tenant, customer_id, method.fingerprint, merchant_id=method.merchant_id
+    )
     if saved is not None:
         return saved
     method.customer_id = customer_id
@@ -137,15 +155,22 @@ async def usable_method(
     payment_method_id: str,
     *,
     customer_id: str | None,
+    account: str | None = None,
     param: str = "payment_method",
 ) -> PaymentMethod:
-    """A method that may be charged for this customer: attached to it and not detached.
+    """A method that may be charged for this customer on this payment account: attached to it, not
+    detached, and saved on that account.
 
     `customer_id` None: only a one-off method (attached to nobody). Anything else, including a method of
-    another customer, tenant or environment: 400 resource_missing naming `param`.
+    another customer, tenant, environment or payment account: 400 resource_missing naming `param`.
     """
     method = await repository.get_method(session, tenant, payment_method_id)
-    if method is None or method.detached_at is not None or method.customer_id != customer_id:
+    if (
+        method is None
+        or method.detached_at is not None
+        or method.customer_id != customer_id
+        or method.merchant_id != account
+    ):
         raise ReferencedResourceMissing(f"No such payment method: {payment_method_id!r}", param=param)
     return method
 
@@ -155,9 +180,11 @@ async def get_method(session: AsyncSession, tenant: Tenant, payment_method_id: s
     return await repository.get_method(session, tenant, payment_method_id)
 
 
-async def saved_methods(session: AsyncSession, tenant: Tenant, customer_id: str) -> list[PaymentMethod]:
-    """The customer's attached cards, the preferred one first, then newest first."""
-    return list(await repository.attached_preferred_first(session, tenant, customer_id))
+async def saved_methods(
+    session: AsyncSession, tenant: Tenant, customer_id: str, *, account: str | None = None
+) -> list[PaymentMethod]:
+    """The customer's attached cards on one payment account, the preferred one first, then newest first."""
+    return list(await repository.attached_preferred_first(session, tenant, customer_id, merchant_id=account))
 
 
 # The customer's cards, through the API ----------------------------------------------------------

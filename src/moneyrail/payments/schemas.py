@@ -143,7 +143,7 @@ def render_payment_intent(
         publishable_key=publishable_key,
         customer=payment.customer_id,
         payment_method=payment.payment_method_id,
-        merchant=None,
+        merchant=payment.merchant_id,
         distribution=None,
         external_reference=payment.external_reference,
         description=payment.description,

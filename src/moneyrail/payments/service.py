@@ -50,6 +50,7 @@ from moneyrail.kit.clock import utcnow
 from moneyrail.kit.ids import new_id, random_base62
 from moneyrail.kit.pagination import Position
 from moneyrail.kit.tenant import Tenant
+from moneyrail.merchants import service as merchants
 from moneyrail.models import PaymentIntent, PaymentMethod
 from moneyrail.payment_methods import service as methods
 from moneyrail.processor.interface import (
@@ -127,13 +128,18 @@ async def list_payment_intents(
 # --- creating -----------------------------------------------------------------------------------
 async def resolve_funds_flow(
     session: AsyncSession, tenant: Tenant, merchant: str | None, distribution: DistributionIn | None
-) -> None:
-    """Marketplace recipients. Merchant connections and connected accounts are not built yet, so no
-    such id resolves: each is refused as an id that does not exist, naming its field."""
-    if merchant is not None:
-        raise ReferencedResourceMissing(f"No such merchant: {merchant!r}", param="merchant")
+) -> str | None:
+    """Marketplace recipients; answers the merchant the payment is for.
+
+    `merchant`: an active merchant of this installation and environment that can take payments (else
+    400 naming `merchant`). Connected accounts are not built yet, so no distribution recipient resolves:
+    each is refused as an id that does not exist, naming its field.
+    """
+    merchant_id = (
+        (await merchants.merchant_for_payment(session, tenant, merchant)).id if merchant is not None else None
+    )
     if distribution is None:
-        return
+        return merchant_id
     if distribution.merchant_of_record is not None:
         raise ReferencedResourceMissing(
             f"No such recipient: {distribution.merchant_of_record!r}",
@@ -188,11 +194,17 @@ class CreatedPayment:
 async def create_payment_intent(
     session: AsyncSession, tenant: Tenant, command: PaymentIntentCreate
 ) -> CreatedPayment:
-    await resolve_funds_flow(session, tenant, command.merchant, command.distribution)
+    merchant_id = await resolve_funds_flow(session, tenant, command.merchant, command.distribution)
     customer_id = await _customer_for(session, tenant, command.customer)
     method: PaymentMethod | None = None
     if command.payment_method is not None:
-        method = await methods.usable_method(session, tenant, command.payment_method, customer_id=customer_id)
+        method = await methods.usable_method(
+            session,
+            tenant,
+            command.payment_method,
+            customer_id=customer_id,
+            account=await methods.payment_account(session, tenant, merchant_id),
+        )
     policy = await commission_policy(session, tenant)
     reserve = policy.reserve(command.amount)
     check_amount_covers(command.amount, reserve, "amount")
@@ -213,6 +225,7 @@ async def create_payment_intent(
         amount_refunded=0,
         customer_id=customer_id,
         payment_method_id=method.id if method is not None else None,
+        merchant_id=merchant_id,
         external_reference=command.external_reference,
         description=command.description,
         metadata_=command.metadata,
@@ -262,7 +275,11 @@ async def update_payment_intent(
         payment.amount = command.amount
     if command.payment_method is not None:
         method = await methods.usable_method(
-            session, tenant, command.payment_method, customer_id=payment.customer_id
+            session,
+            tenant,
+            command.payment_method,
+            customer_id=payment.customer_id,
+            account=await methods.payment_account(session, tenant, payment.merchant_id),
         )
         payment.payment_method_id = method.id
         if payment.status == "requires_payment_method":
@@ -304,12 +321,16 @@ async def _method_for_confirmation(
 ) -> PaymentMethod:
     if confirmation.card is not None and confirmation.payment_method is not None:
         raise ParametersExclusive("Send either card or payment_method, not both.", param="card")
+    # cards are saved on, and found on, the payment account the payment runs on (spec 4.N rule 7)
+    account = await methods.payment_account(session, tenant, payment.merchant_id)
     if confirmation.card is not None:
         # a one-off method; with the payer's consent it is attached to the customer once the payment works
-        return await methods.save_card(session, tenant, processor, confirmation.card, customer_id=None)
+        return await methods.save_card(
+            session, tenant, processor, confirmation.card, customer_id=None, account=account
+        )
     if confirmation.payment_method is not None:
         return await methods.usable_method(
-            session, tenant, confirmation.payment_method, customer_id=payment.customer_id
+            session, tenant, confirmation.payment_method, customer_id=payment.customer_id, account=account
         )
     if payment.payment_method_id is not None:
         method = await methods.get_method(session, tenant, payment.payment_method_id)

@@ -1,0 +1,111 @@
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, Request
+
+from moneyrail.api.context import Principal, request_session
+from moneyrail.api.pagination import ListEnvelope, PageRequest, list_envelope, page_request
+from moneyrail.api.routing import MoneyrailRoute, scoped
+from moneyrail.web import public_base_url
+
+from . import service
+from .schemas import (
+    MerchantCapabilitiesOut,
+    MerchantConnectionCreate,
+    MerchantConnectionOut,
+    MerchantOut,
+    MerchantRequirementsOut,
+    OnboardingSessionCreate,
+    OnboardingSessionOut,
+    capabilities_of,
+    render_connection,
+    render_merchant,
+    render_onboarding_session,
+    requirements_of,
+)
+
+router = APIRouter(route_class=MoneyrailRoute, tags=["merchants"])
+
+
+@router.post("/merchant-connections", response_model=MerchantConnectionOut)
+async def create_merchant_connection(
+    request: Request,
+    body: MerchantConnectionCreate,
+    principal: Annotated[Principal, scoped("merchants:write")],
+) -> MerchantConnectionOut:
+    """Start connecting a merchant: open `url` in the merchant's browser. The consent page returns to
+    `redirect_uri` with `code` and `state` (or `error`); exchange the code at `POST /oauth/token`."""
+    created = await service.create_connection(request_session(request), principal.tenant, body)
+    return render_connection(created.connection, url=service.consent_url(public_base_url(request), created))
+
+
+@router.get("/merchants", response_model=ListEnvelope[MerchantOut])
+async def list_merchants(
+    request: Request,
+    principal: Annotated[Principal, scoped("merchants:read")],
+    page: Annotated[PageRequest, Depends(page_request)],
+) -> ListEnvelope[MerchantOut]:
+    rows = await service.list_merchants(
+        request_session(request), principal.tenant, limit=page.limit, after=page.after
+    )
+    return list_envelope(rows, page, render_merchant)
+
+
+@router.get("/merchants/{merchant}", response_model=MerchantOut)
+async def get_merchant(
+    request: Request, merchant: str, principal: Annotated[Principal, scoped("merchants:read")]
+) -> MerchantOut:
+    return render_merchant(await service.get_merchant(request_session(request), principal.tenant, merchant))
+
+
+@router.delete("/merchants/{merchant}", response_model=MerchantOut)
+async def revoke_merchant(
+    request: Request, merchant: str, principal: Annotated[Principal, scoped("merchants:write")]
+) -> MerchantOut:
+    """Revoke this application's access to the merchant (and only this application's)."""
+    return render_merchant(await service.revoke(request_session(request), principal.tenant, merchant))
+
+
+@router.get("/merchants/{merchant}/capabilities", response_model=MerchantCapabilitiesOut)
+async def get_capabilities(
+    request: Request, merchant: str, principal: Annotated[Principal, scoped("merchants:read")]
+) -> MerchantCapabilitiesOut:
+    found = await service.get_merchant(request_session(request), principal.tenant, merchant)
+    return MerchantCapabilitiesOut(merchant=found.id, **capabilities_of(found).model_dump())
+
+
+@router.get("/merchants/{merchant}/requirements", response_model=MerchantRequirementsOut)
+async def get_requirements(
+    request: Request, merchant: str, principal: Annotated[Principal, scoped("merchants:read")]
+) -> MerchantRequirementsOut:
+    found = await service.get_merchant(request_session(request), principal.tenant, merchant)
+    return MerchantRequirementsOut(merchant=found.id, **requirements_of(found).model_dump())
+
+
+@router.post("/merchants/{merchant}/consent-sessions", response_model=MerchantConnectionOut)
+async def create_consent_session(
+    request: Request,
+    merchant: str,
+    body: MerchantConnectionCreate,
+    principal: Annotated[Principal, scoped("merchants:write")],
+) -> MerchantConnectionOut:
+    """Restart consent for a pending, denied or revoked merchant: a new consent link, same flow."""
+    created = await service.restart_consent(request_session(request), principal.tenant, merchant, body)
+    return render_connection(created.connection, url=service.consent_url(public_base_url(request), created))
+
+
+@router.post("/merchants/{merchant}/onboarding-sessions", response_model=OnboardingSessionOut)
+async def create_onboarding_session(
+    request: Request,
+    merchant: str,
+    body: OnboardingSessionCreate,
+    principal: Annotated[Principal, scoped("merchants:write")],
+) -> OnboardingSessionOut:
+    """A hosted activation page while the merchant still has requirements; its link works once."""
+    created = await service.create_onboarding_session(
+        request_session(request), principal.tenant, merchant, body
+    )
+    return render_onboarding_session(
+        created.onboarding, url=service.onboarding_url(public_base_url(request), created.token)
+    )

@@ -1,0 +1,167 @@
+"""The hosted pages of merchant connections: the OAuth consent page and token endpoint (`/oauth/...`)
+and the activation page (`/onboarding/merchants/...`).
+
+The pages run no script and load nothing from elsewhere (the checkout page's CSP); their links are
+credentials, so they are never logged (the request log has the route template only), never sent on as a
+referrer, and work once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Annotated, Any
+from urllib.parse import parse_qs
+
+from fastapi import APIRouter, Form, Request
+from fastapi.responses import JSONResponse, RedirectResponse, Response
+
+from moneyrail.api.context import request_session
+from moneyrail.api.routing import MoneyrailRoute
+from moneyrail.web import origin_of, public_base_url, render_page
+
+from . import service
+
+router = APIRouter(route_class=MoneyrailRoute, include_in_schema=False)
+
+NOTICES: dict[str, tuple[int, str, str]] = {
+    "missing": (
+        404,
+        "This link is not valid",
+        "Check the link, or return to the application and start connecting again.",
+    ),
+    "expired": (410, "This link has expired", "Return to the application and start again."),
+    "used": (410, "This link has already been used", "Return to the application to continue."),
+    "altered": (
+        400,
+        "This link was changed",
+        "The link does not match the request the application made. Return to it and start again.",
+    ),
+    "refused": (400, "This request cannot be completed", ""),
+}
+SCOPE_LABELS = {
+    "payments": "Take payments on your behalf",
+    "refunds": "Refund your payments",
+    "transfers": "Send money to your account",
+    "payouts": "See and start payouts to your bank",
+}
+REQUIREMENT_LABELS = {service.SANDBOX_REQUIREMENT: "A bank account to receive payouts"}
+
+
+def _query(request: Request) -> dict[str, list[str]]:
+    return parse_qs(request.url.query, keep_blank_values=True)
+
+
+def _oauth_uri(request: Request) -> str:
+    """The address authlib checks for a secure transport: the public one (https, or a loopback)."""
+    query = f"?{request.url.query}" if request.url.query else ""
+    return f"{public_base_url(request)}{request.url.path}{query}"
+
+
+def _notice(request: Request, notice: service.Notice) -> Response:
+    status_code, heading, message = NOTICES[notice.reason]
+    return render_page(
+        request,
+        "message.html",
+        {"heading": heading, "message": notice.detail or message, "is_error": True},
+        status_code=status_code,
+    )
+
+
+def _consent_answer(request: Request, step: service.ConsentStep) -> Response:
+    if isinstance(step, service.Redirect):
+        return RedirectResponse(step.url, status_code=303)
+    if isinstance(step, service.Notice):
+        return _notice(request, step)
+    view = step.view
+    context: dict[str, Any] = {
+        "application": view.application,
+        "scopes": [SCOPE_LABELS.get(scope, scope) for scope in view.scopes],
+        "sandbox": not view.livemode,
+        "error": step.error,
+        "action": f"/oauth/authorize?{request.url.query}",
+    }
+    return render_page(
+        request,
+        "consent.html",
+        context,
+        status_code=400 if step.error else 200,
+        # the answer to the form is a redirect to the application's registered redirect URI
+        form_targets=origin_of(view.redirect_origin),
+    )
+
+
+@router.get("/oauth/authorize")
+async def consent_page(request: Request) -> Response:
+    step = await service.show_consent(request_session(request), _oauth_uri(request), _query(request))
+    return _consent_answer(request, step)
+
+
+@router.post("/oauth/authorize")
+async def decide(
+    request: Request,
+    decision: Annotated[str | None, Form()] = None,
+    business_name: Annotated[str | None, Form()] = None,
+    business_url: Annotated[str | None, Form()] = None,
+    support_email: Annotated[str | None, Form()] = None,
+    leave_requirement_due: Annotated[str | None, Form()] = None,
+) -> Response:
+    form = service.BusinessForm(
+        decision=decision,
+        name=business_name,
+        url=business_url,
+        support_email=support_email,
+        leave_requirement_due=leave_requirement_due is not None,
+    )
+    step = await service.decide_consent(request_session(request), _oauth_uri(request), _query(request), form)
+    return _consent_answer(request, step)
+
+
+@router.post("/oauth/token")
+async def token(request: Request) -> Response:
+    """RFC 6749 §4.1.3, form-encoded, with the secret API key as Bearer. Errors here are RFC 6749's
+    (`{"error", "error_description"}`), not the API's envelope."""
+    submitted = await request.form()
+    values: Mapping[str, Sequence[str]] = {
+        key: [str(value) for value in submitted.getlist(key)] for key in submitted
+    }
+    answer = await service.exchange_code(
+        request_session(request), _oauth_uri(request), values, request.headers.get("authorization")
+    )
+    headers = {name: value for name, value in answer.headers if name.lower() != "content-type"}
+    headers.setdefault("Cache-Control", "no-store")
+    return JSONResponse(answer.body, status_code=answer.status, headers=headers)
+
+
+def _onboarding_answer(request: Request, token: str, step: service.OnboardingStep) -> Response:
+    if isinstance(step, service.Redirect):
+        return RedirectResponse(step.url, status_code=303)
+    if isinstance(step, service.Notice):
+        return _notice(request, step)
+    view = step.view
+    return render_page(
+        request,
+        "merchant_onboarding.html",
+        {
+            "business": view.business_name,
+            "requirements": [REQUIREMENT_LABELS.get(item, item) for item in view.requirements],
+            "needs_bank_account": service.SANDBOX_REQUIREMENT in view.requirements,
+            "sandbox": not view.livemode,
+            "error": step.error,
+            "action": f"/onboarding/merchants/{token}",
+        },
+        status_code=400 if step.error else 200,
+        form_targets=origin_of(view.return_url),
+    )
+
+
+@router.get("/onboarding/merchants/{token}")
+async def onboarding_page(request: Request, token: str) -> Response:
+    return _onboarding_answer(request, token, await service.show_onboarding(request_session(request), token))
+
+
+@router.post("/onboarding/merchants/{token}")
+async def complete_onboarding(
+    request: Request, token: str, bank_account: Annotated[str | None, Form()] = None
+) -> Response:
+    step = await service.complete_onboarding(request_session(request), token, bank_account)
+    return _onboarding_answer(request, token, step)

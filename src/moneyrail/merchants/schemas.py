@@ -1,0 +1,163 @@
+"""Merchant connections, merchants and their sessions over the API (CONVENTIONS.md §13)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, Field, StringConstraints
+
+from moneyrail.kit.clock import to_unix
+from moneyrail.kit.schemas import RequestBody, ResourceOut
+from moneyrail.models import Merchant, MerchantConnection, MerchantOnboardingSession
+
+Url = Annotated[str, StringConstraints(min_length=1, max_length=2048)]
+
+
+class MerchantConnectionCreate(RequestBody):
+    redirect_uri: Url = Field(description="Exactly one of the environment's registered OAuth redirect URIs")
+    code_challenge: Annotated[str, StringConstraints(min_length=43, max_length=128)] = Field(
+        description="BASE64URL(SHA-256(code_verifier)), RFC 7636"
+    )
+    code_challenge_method: Annotated[str, StringConstraints(min_length=1, max_length=16)] = Field(
+        description="`S256` only; `plain` is refused"
+    )
+    state: Annotated[str, StringConstraints(min_length=1, max_length=500)] = Field(
+        description="Carried back to the redirect URI unchanged: check it there"
+    )
+
+
+class OnboardingSessionCreate(RequestBody):
+    return_url: Url = Field(
+        description="Where the activation page sends the merchant back; registered exactly"
+    )
+
+
+class MerchantConnectionOut(ResourceOut):
+    object: Literal["merchant_connection"] = "merchant_connection"
+    url: str | None = Field(description="The consent page; a temporary credential, answered once")
+    expires_at: int
+
+
+class BusinessProfile(BaseModel):
+    name: str | None
+    url: str | None
+    support_email: str | None
+
+
+class Consent(BaseModel):
+    status: Literal["pending", "granted", "denied", "revoked"]
+    granted_at: int | None
+    scopes: list[str]
+
+
+Capability = Literal["active", "pending", "inactive"]
+
+
+class Capabilities(BaseModel):
+    payments: Capability
+    transfers: Capability
+    payouts: Capability
+    refunds: Capability
+
+
+class Requirements(BaseModel):
+    currently_due: list[str]
+    past_due: list[str]
+    disabled_reason: str | None
+
+
+class MerchantOut(ResourceOut):
+    object: Literal["merchant"] = "merchant"
+    business_profile: BusinessProfile
+    connection_status: Literal["pending", "active", "denied", "revoked"]
+    consent: Consent
+    capabilities: Capabilities
+    requirements: Requirements
+
+
+class MerchantCapabilitiesOut(Capabilities):
+    object: Literal["merchant_capabilities"] = "merchant_capabilities"
+    merchant: str
+
+
+class MerchantRequirementsOut(Requirements):
+    object: Literal["merchant_requirements"] = "merchant_requirements"
+    merchant: str
+
+
+class OnboardingSessionOut(ResourceOut):
+    object: Literal["merchant_onboarding_session"] = "merchant_onboarding_session"
+    merchant: str
+    status: Literal["open", "complete", "expired"]
+    url: str | None = Field(description="The activation page; a temporary credential, answered once")
+    return_url: str
+    expires_at: int
+
+
+def capabilities_of(merchant: Merchant) -> Capabilities:
+    """What the merchant may do now, from its connection and requirements (a table, not branches)."""
+    if merchant.connection_status != "active":
+        state: Capability = "pending" if merchant.connection_status == "pending" else "inactive"
+        return Capabilities(payments=state, transfers=state, payouts=state, refunds=state)
+    blocked: Capability = "pending" if merchant.requirements_due else "active"
+    # money may still move between accounts while the business finishes its activation; taking new
+    # payments and paying out wait for it
+    return Capabilities(payments=blocked, transfers="active", payouts=blocked, refunds="active")
+
+
+DISABLED_REASONS = {
+    "pending": "consent.pending",
+    "denied": "consent.denied",
+    "revoked": "consent.revoked",
+}
+
+
+def requirements_of(merchant: Merchant) -> Requirements:
+    reason = DISABLED_REASONS.get(merchant.connection_status)
+    if reason is None and merchant.requirements_due:
+        reason = "requirements.currently_due"
+    return Requirements(currently_due=list(merchant.requirements_due), past_due=[], disabled_reason=reason)
+
+
+def render_merchant(merchant: Merchant) -> MerchantOut:
+    return MerchantOut(
+        id=merchant.id,
+        livemode=merchant.livemode,
+        created=to_unix(merchant.created_at),
+        business_profile=BusinessProfile(
+            name=merchant.business_name, url=merchant.business_url, support_email=merchant.support_email
+        ),
+        connection_status=merchant.connection_status,
+        consent=Consent(
+            status=merchant.consent_status,
+            granted_at=to_unix(merchant.consent_granted_at) if merchant.consent_granted_at else None,
+            scopes=list(merchant.scopes),
+        ),
+        capabilities=capabilities_of(merchant),
+        requirements=requirements_of(merchant),
+    )
+
+
+def render_connection(connection: MerchantConnection, *, url: str | None = None) -> MerchantConnectionOut:
+    return MerchantConnectionOut(
+        id=connection.id,
+        livemode=connection.livemode,
+        created=to_unix(connection.created_at),
+        url=url,
+        expires_at=to_unix(connection.expires_at),
+    )
+
+
+def render_onboarding_session(
+    onboarding: MerchantOnboardingSession, *, url: str | None = None
+) -> OnboardingSessionOut:
+    return OnboardingSessionOut(
+        id=onboarding.id,
+        livemode=onboarding.livemode,
+        created=to_unix(onboarding.created_at),
+        merchant=onboarding.merchant_id,
+        status=onboarding.status,
+        url=url,
+        return_url=onboarding.return_url,
+        expires_at=to_unix(onboarding.expires_at),
+    )
