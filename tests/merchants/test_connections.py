@@ -360,3 +360,60 @@ def test_scopes_guard_the_merchant_routes(platform, bridge):
             403,
             "insufficient_scope",
         )
+
+
+def test_the_same_idempotency_key_replays_the_connection_and_its_url(platform, db):
+    verifier = pkce()
+    body = {
+        "redirect_uri": REDIRECT_URI,
+        "code_challenge": verifier.challenge,
+        "code_challenge_method": "S256",
+        "state": "s",
+    }
+    first = platform.post("/v1/merchant-connections", json=body, headers={"Idempotency-Key": "connect-1"})
+    again = platform.post("/v1/merchant-connections", json=body, headers={"Idempotency-Key": "connect-1"})
+    assert first.status_code == again.status_code == 200
+    assert again.content == first.content and again.headers["Idempotent-Replayed"] == "true"
+    assert count_rows(db, "merchants", platform.keys.installation_id) == 1
+
+
+def test_two_exchanges_of_one_code_at_once_connect_once(platform):
+    from concurrent.futures import ThreadPoolExecutor
+
+    started = start_connection(platform)
+    code = approve(started)
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        answers = list(pool.map(lambda _: exchange(platform, code, started.pkce.verifier), range(4)))
+    assert sorted(answer.status_code for answer in answers) == [200, 400, 400, 400]
+    for refused in (answer for answer in answers if answer.status_code == 400):
+        assert_oauth_error(refused, 400, "invalid_grant")
+    merchant_id = next(answer.json()["merchant"] for answer in answers if answer.status_code == 200)
+    assert event_types(platform, merchant_id).count("merchant.connected") == 1
+
+
+def test_two_decisions_on_one_consent_link_at_once_issue_one_code(platform):
+    from concurrent.futures import ThreadPoolExecutor
+
+    started = start_connection(platform)
+    with ThreadPoolExecutor(max_workers=3) as pool:
+        answers = list(pool.map(lambda _: decide(started.url, business_form()), range(3)))
+    assert sorted(answer.status_code for answer in answers) == [303, 410, 410]
+
+
+def test_a_live_connection_is_the_live_environments_with_no_sandbox_switches(make_api, bridge):
+    live = make_api(livemode=True)
+    register_redirect_uris(bridge, live.keys)
+    started = start_connection(live)
+    assert started.connection["livemode"] is True
+    assert f"client_id={live.keys.installation_id}.live" in started.url
+    page = httpx.get(started.url, timeout=30)
+    assert (
+        "Your business" in page.text
+        and "Sandbox" not in page.text
+        and "leave_requirement_due" not in page.text
+    )
+    code = approve(started, leave_requirement_due="yes")  # a forged switch changes nothing in live
+    token = exchange(live, code, started.pkce.verifier)
+    assert token.json()["livemode"] is True
+    merchant = live.get(f"/v1/merchants/{token.json()['merchant']}").json()
+    assert merchant["livemode"] is True and merchant["requirements"]["currently_due"] == []

@@ -287,8 +287,8 @@ async def _consent(
     settings = await installations.environment_settings_of(session, tenant)
     application = Application(tenant, settings.oauth_redirect_uris)
     server = MerchantAuthorizationServer(application)
-    request = Request(method, uri, {k: list(v) for k, v in query.items()}, {})
     try:
+        request = Request(method, uri, query, {})
         grant = server.get_consent_grant(request)
     except OAuth2Error as error:
         if error.redirect_uri:  # authlib's own error redirect, to a redirect URI it validated
@@ -386,7 +386,9 @@ async def decide_consent(
     merchant.consent_status = "granted"
     merchant.consent_granted_at = now
     merchant.scopes = issued.scope.split()
-    merchant.requirements_due = [SANDBOX_REQUIREMENT] if form.leave_requirement_due else []
+    # the sandbox form can leave a requirement due, to exercise activation; live has no such switch
+    leave_due = form.leave_requirement_due and not tenant.livemode
+    merchant.requirements_due = [SANDBOX_REQUIREMENT] if leave_due else []
     merchant.revoked_at = None
     merchant.updated_at = utcnow()
     await session.flush()
@@ -441,7 +443,11 @@ async def exchange_code(
                     code_challenge_method=stored.code_challenge_method,
                 )
     server = MerchantAuthorizationServer(application, presented)
-    answer: Answer = server.create_token_response(Request("POST", uri, form, {}))
+    try:
+        request = Request("POST", uri, form, {})
+    except OAuth2Error as insecure:  # authlib: OAuth over https only (or a loopback address)
+        return server.handle_response(*insecure())
+    answer: Answer = server.create_token_response(request)
     if isinstance(answer.body, dict) and answer.body.get("error") == "invalid_client":
         # RFC 6749 §5.2: a client that tried the Authorization header gets 401 and a challenge
         answer = Answer(401, answer.body, [*answer.headers, ("WWW-Authenticate", "Bearer")])
