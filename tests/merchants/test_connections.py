@@ -417,3 +417,12 @@ def test_a_live_connection_is_the_live_environments_with_no_sandbox_switches(mak
     assert token.json()["livemode"] is True
     merchant = live.get(f"/v1/merchants/{token.json()['merchant']}").json()
     assert merchant["livemode"] is True and merchant["requirements"]["currently_due"] == []
+
+
+def test_the_state_comes_back_byte_for_byte_whatever_its_characters(platform):
+    state = "order 42 & co=ü/?#"
+    started = start_connection(platform, state=state)
+    response = decide(started.url, business_form())
+    assert redirect_params(response)["state"] == state
+    denied = start_connection(platform, state=state)
+    assert redirect_params(decide(denied.url, {"decision": "deny"}))["state"] == state

@@ -86,7 +86,7 @@ def _consent_answer(request: Request, step: service.ConsentStep) -> Response:
         context,
         status_code=400 if step.error else 200,
         # the answer to the form is a redirect to the application's registered redirect URI
-        form_targets=origin_of(view.redirect_origin),
+        form_targets=origin_of(view.redirect_uri),
     )
 
 

@@ -222,7 +222,7 @@ class ConsentView:
     application: str
     scopes: list[str]
     livemode: bool
-    redirect_origin: str
+    redirect_uri: str
 
 
 @dataclass(frozen=True)
@@ -289,6 +289,9 @@ async def _consent(
     server = MerchantAuthorizationServer(application)
     try:
         request = Request(method, uri, query, {})
+    except OAuth2Error as insecure:  # authlib: OAuth over https only (or a loopback address)
+        return Notice("refused", insecure.description)
+    try:
         grant = server.get_consent_grant(request)
     except OAuth2Error as error:
         if error.redirect_uri:  # authlib's own error redirect, to a redirect URI it validated
@@ -301,7 +304,7 @@ async def _consent(
         application=installation.name,
         scopes=connection.scope.split(),
         livemode=tenant.livemode,
-        redirect_origin=connection.redirect_uri,
+        redirect_uri=connection.redirect_uri,
     )
     return _Consent(connection, tenant, server, request, grant, view)
 
