@@ -2,6 +2,7 @@
 
 from moneyrail.models.base import Base
 from moneyrail.models.checkout import CheckoutSession
+from moneyrail.models.connect import ConnectedAccount, OnboardingLink
 from moneyrail.models.customer import Customer
 from moneyrail.models.event import Event, WebhookEndpoint
 from moneyrail.models.idempotency import IdempotencyRecord
@@ -24,11 +25,21 @@ from moneyrail.models.sandbox import (
     SandboxProcessorCall,
     SandboxProcessorFault,
 )
+from moneyrail.models.transfer import (
+    Allocation,
+    AllocationGroup,
+    PaymentDistribution,
+    Transfer,
+    TransferReversal,
+)
 
 __all__ = [
+    "Allocation",
+    "AllocationGroup",
     "ApiKey",
     "Base",
     "CheckoutSession",
+    "ConnectedAccount",
     "Customer",
     "CustomerSession",
     "EnvironmentSettings",
@@ -41,8 +52,10 @@ __all__ = [
     "LedgerBlock",
     "LedgerBlockEntry",
     "LedgerPosting",
+    "OnboardingLink",
     "Operation",
     "OperationAttempt",
+    "PaymentDistribution",
     "PaymentIntent",
     "PaymentMethod",
     "PublishableKey",
@@ -55,5 +68,7 @@ __all__ = [
     "SandboxProcessorFault",
     "SandboxSmsMessage",
     "SetupIntent",
+    "Transfer",
+    "TransferReversal",
     "WebhookEndpoint",
 ]
