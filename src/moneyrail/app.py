@@ -15,6 +15,8 @@ from moneyrail.api.middleware import RequestContextMiddleware
 from moneyrail.checkout.endpoints import router as checkout_router
 from moneyrail.checkout.pages import router as checkout_pages_router
 from moneyrail.config import Settings, get_settings
+from moneyrail.connect.endpoints import router as connect_router
+from moneyrail.connect.pages import router as onboarding_pages_router
 from moneyrail.customers.endpoints import router as customers_router
 from moneyrail.db.engine import create_engine, create_sessionmaker
 from moneyrail.deliveries.endpoints import router as deliveries_router
@@ -28,6 +30,7 @@ from moneyrail.payment_methods.endpoints import router as payment_methods_router
 from moneyrail.payments.endpoints import router as payments_router
 from moneyrail.payments.pages import router as payment_pages_router
 from moneyrail.sandbox.endpoints import router as sandbox_router
+from moneyrail.transfers.endpoints import router as transfers_router
 
 
 def payments_api() -> APIRouter:
@@ -42,6 +45,8 @@ def payments_api() -> APIRouter:
     v1.include_router(operations_router)
     v1.include_router(events_router)
     v1.include_router(sandbox_router)
+    v1.include_router(connect_router)
+    v1.include_router(transfers_router)
     return v1
 
 
@@ -77,5 +82,6 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(payment_pages_router)
     app.include_router(checkout_pages_router)
     app.include_router(merchant_pages_router)
+    app.include_router(onboarding_pages_router)
     app.add_middleware(RequestContextMiddleware)
     return app

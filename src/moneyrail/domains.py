@@ -14,4 +14,5 @@ import moneyrail.deliveries.service
 import moneyrail.events.service
 import moneyrail.ledger.service
 import moneyrail.payments.refunds
-import moneyrail.payments.reports  # noqa: F401 - cost reports (sweep and due work)
+import moneyrail.payments.reports
+import moneyrail.transfers.service  # noqa: F401 - cost reports (sweep and due work); commits, settlement, refunds

@@ -55,6 +55,12 @@ class CurrencyInvalid(InvalidRequest):
     code = "currency_invalid"
 
 
+class DistributionInvalid(InvalidRequest):
+    """A distribution that does not add up, or names recipients it may not (CONVENTIONS.md §8, §13)."""
+
+    code = "distribution_invalid"
+
+
 class ReferencedResourceMissing(InvalidRequest):
     """An id in the body names nothing this tenant can see."""
 

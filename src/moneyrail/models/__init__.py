@@ -2,6 +2,7 @@
 
 from moneyrail.models.base import Base
 from moneyrail.models.checkout import CheckoutSession
+from moneyrail.models.connect import ConnectedAccount, OnboardingLink
 from moneyrail.models.customer import Customer
 from moneyrail.models.event import Event, WebhookEndpoint
 from moneyrail.models.idempotency import IdempotencyRecord
@@ -30,11 +31,21 @@ from moneyrail.models.sandbox import (
     SandboxProcessorCall,
     SandboxProcessorFault,
 )
+from moneyrail.models.transfer import (
+    Allocation,
+    AllocationGroup,
+    PaymentDistribution,
+    Transfer,
+    TransferReversal,
+)
 
 __all__ = [
+    "Allocation",
+    "AllocationGroup",
     "ApiKey",
     "Base",
     "CheckoutSession",
+    "ConnectedAccount",
     "Customer",
     "CustomerSession",
     "EnvironmentSettings",
@@ -51,8 +62,10 @@ __all__ = [
     "MerchantAuthorizationCode",
     "MerchantConnection",
     "MerchantOnboardingSession",
+    "OnboardingLink",
     "Operation",
     "OperationAttempt",
+    "PaymentDistribution",
     "PaymentIntent",
     "PaymentMethod",
     "PublishableKey",
@@ -65,5 +78,7 @@ __all__ = [
     "SandboxProcessorFault",
     "SandboxSmsMessage",
     "SetupIntent",
+    "Transfer",
+    "TransferReversal",
     "WebhookEndpoint",
 ]

@@ -59,9 +59,16 @@ class Quote:
 
 async def quote_payment(session: AsyncSession, tenant: Tenant, command: PaymentQuoteCreate) -> Quote:
     """What a payment of this amount would do, without creating it: the same rules as creation."""
-    await resolve_funds_flow(session, tenant, command.merchant, command.distribution)
     policy = await commission_policy(session, tenant)
     reserve = policy.reserve(command.amount)
+    await resolve_funds_flow(
+        session,
+        tenant,
+        command.merchant,
+        command.distribution,
+        amount=command.amount,
+        commission=reserve or 0,
+    )
     check_amount_covers(command.amount, reserve, "amount")
     withheld = reserve or 0
     recovery = await fees.prior_recovery_for(

@@ -19,6 +19,7 @@ balance. P is what this payment still has in the pending balance; y is the part 
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from datetime import datetime
 
 import structlog
@@ -38,6 +39,30 @@ SERVICE_RESERVE = "service:reserve"
 SERVICE_COMMISSION = "service:commission"
 WORLD_CARD_NETWORK = "world:card_network"
 WORLD_PROCESSOR_COSTS = "world:processor_costs"
+
+
+# Called in the transaction where a payment's fees become final (its proceeds settle): the transfers
+# domain settles what it paid out of this payment into its recipients' available balances.
+SettlementListener = Callable[[AsyncSession, Tenant, PaymentIntent], Awaitable[None]]
+_settlement_listeners: list[SettlementListener] = []
+
+
+def register_settlement_listener(listener: SettlementListener) -> None:
+    if listener not in _settlement_listeners:
+        _settlement_listeners.append(listener)
+
+
+def take_for_transfer(payment: PaymentIntent, amount: int) -> int:
+    """A transfer out of this payment's proceeds: the part still pending settlement leaves the pending
+    balance (and is no longer this payment's to settle); the rest leaves the available balance."""
+    from_pending = min(amount, payment.amount_pending_settlement)
+    payment.amount_pending_settlement -= from_pending
+    return from_pending
+
+
+def return_from_reversal(payment: PaymentIntent, from_pending: int) -> None:
+    """A reversal brings back money that had left the pending balance: it settles with the payment again."""
+    payment.amount_pending_settlement += from_pending
 
 
 def commission_reserve(amount: int, basis_points: int, fixed_amount: int) -> int:
@@ -122,6 +147,8 @@ async def post_final_fees(
     payment.fee_status = "final"
     payment.fees_finalized_at = now
     payment.amount_pending_settlement = 0
+    for listener in _settlement_listeners:
+        await listener(session, tenant, payment)
     logger.info(
         "payment_fees_final",
         payment_intent=payment.id,

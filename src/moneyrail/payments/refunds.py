@@ -9,7 +9,7 @@ are checked one after the other against what was captured: together they never e
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from datetime import timedelta
 
 import structlog
@@ -24,7 +24,7 @@ from moneyrail.kit.clock import utcnow
 from moneyrail.kit.ids import new_id
 from moneyrail.kit.pagination import Position
 from moneyrail.kit.tenant import Tenant
-from moneyrail.models import Operation, Refund
+from moneyrail.models import Operation, PaymentIntent, Refund
 from moneyrail.processor.interface import Processor, ProcessorRefused, operation_key
 
 from . import fees, repository
@@ -40,6 +40,22 @@ register_policy(
         max_attempts=8, base_delay=timedelta(seconds=2), max_delay=timedelta(minutes=10), queue_name="money"
     ),
 )
+
+# Called in the refund operation's transaction before the processor refunds: the transfers domain takes
+# back from a distributed payment's recipients what the refund needs, in the same operation.
+RefundPreparer = Callable[[AsyncSession, Processor, Operation, PaymentIntent, Refund], Awaitable[None]]
+_refund_preparers: list[RefundPreparer] = []
+
+
+def register_refund_preparer(preparer: RefundPreparer) -> None:
+    if preparer not in _refund_preparers:
+        _refund_preparers.append(preparer)
+
+
+async def promised_back(session: AsyncSession, payment_id: str) -> int:
+    """What of a payment is refunded or being refunded (pending and succeeded refunds)."""
+    return await repository.refunds_in_flight_or_done(session, payment_id)
+
 
 TRANSITIONS: dict[str, frozenset[str]] = {
     "pending": frozenset({"succeeded", "failed", "canceled"}),
@@ -117,6 +133,8 @@ async def process_refund(session: AsyncSession, operation: Operation, processor:
     tenant = Tenant(refund.installation_id, refund.livemode)
     payment = await repository.get_payment(session, tenant, refund.payment_intent_id, for_update=True)
     assert payment is not None and payment.processor_authorization is not None
+    for prepare in _refund_preparers:
+        await prepare(session, processor, operation, payment, refund)
     try:
         result = await processor.refund(
             tenant,

@@ -18,10 +18,10 @@ through a worker (refunds.py).
 
 from __future__ import annotations
 
-from collections.abc import Coroutine, Iterator, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import structlog
@@ -61,6 +61,8 @@ from moneyrail.processor.interface import (
     ProcessorUnavailable,
 )
 from moneyrail.sandbox.service import tenant_now
+from moneyrail.transfers import distribution as distributions
+from moneyrail.transfers.distribution import DistributionPlan
 
 from . import fees, repository
 from .schemas import (
@@ -126,29 +128,52 @@ async def list_payment_intents(
 
 
 # --- creating -----------------------------------------------------------------------------------
+# Called in the capture's transaction once the payment's money is in the ledger: the transfers domain
+# creates and commits the allocation group of a payment declared with a distribution.
+CaptureListener = Callable[[AsyncSession, Tenant, PaymentIntent], Awaitable[None]]
+_capture_listeners: list[CaptureListener] = []
+
+
+def register_capture_listener(listener: CaptureListener) -> None:
+    if listener not in _capture_listeners:
+        _capture_listeners.append(listener)
+
+
+class FundsFlow(NamedTuple):
+    merchant_id: str | None
+    plan: DistributionPlan | None
+
+
 async def resolve_funds_flow(
-    session: AsyncSession, tenant: Tenant, merchant: str | None, distribution: DistributionIn | None
-) -> str | None:
-    """Marketplace recipients; answers the merchant the payment is for.
+    session: AsyncSession,
+    tenant: Tenant,
+    merchant: str | None,
+    distribution: DistributionIn | None,
+    *,
+    amount: int,
+    commission: int,
+) -> FundsFlow:
+    """Marketplace recipients: the merchant the payment is for and the distribution's plan.
 
     `merchant`: an active merchant of this installation and environment that can take payments (else
-    400 naming `merchant`). Connected accounts are not built yet, so no distribution recipient resolves:
-    each is refused as an id that does not exist, naming its field.
+    400 naming `merchant`). A distribution is checked whole (transfers/distribution.py) and answers the
+    allocations with the commission each merchant allocation carries.
     """
     merchant_id = (
         (await merchants.merchant_for_payment(session, tenant, merchant)).id if merchant is not None else None
     )
     if distribution is None:
-        return merchant_id
-    if distribution.merchant_of_record is not None:
-        raise ReferencedResourceMissing(
-            f"No such recipient: {distribution.merchant_of_record!r}",
-            param="distribution[merchant_of_record]",
-        )
-    first = distribution.allocations[0]
-    raise ReferencedResourceMissing(
-        f"No such recipient: {first.recipient!r}", param="distribution[allocations][0][recipient]"
+        return FundsFlow(merchant_id, None)
+    installation = await installations.require_installation(session, tenant.installation_id)
+    plan = await distributions.plan_distribution(
+        session,
+        tenant,
+        distribution,
+        installation_kind=installation.kind,
+        amount=amount,
+        commission=commission,
     )
+    return FundsFlow(merchant_id, plan)
 
 
 async def _customer_for(session: AsyncSession, tenant: Tenant, customer_id: str | None) -> str | None:
@@ -194,7 +219,16 @@ class CreatedPayment:
 async def create_payment_intent(
     session: AsyncSession, tenant: Tenant, command: PaymentIntentCreate
 ) -> CreatedPayment:
-    merchant_id = await resolve_funds_flow(session, tenant, command.merchant, command.distribution)
+    policy = await commission_policy(session, tenant)
+    reserve = policy.reserve(command.amount)
+    merchant_id, plan = await resolve_funds_flow(
+        session,
+        tenant,
+        command.merchant,
+        command.distribution,
+        amount=command.amount,
+        commission=reserve or 0,
+    )
     customer_id = await _customer_for(session, tenant, command.customer)
     method: PaymentMethod | None = None
     if command.payment_method is not None:
@@ -205,8 +239,6 @@ async def create_payment_intent(
             customer_id=customer_id,
             account=await methods.payment_account(session, tenant, merchant_id),
         )
-    policy = await commission_policy(session, tenant)
-    reserve = policy.reserve(command.amount)
     check_amount_covers(command.amount, reserve, "amount")
 
     payment_id = new_id("pi")
@@ -245,6 +277,8 @@ async def create_payment_intent(
     )
     session.add(payment)
     await session.flush()
+    if plan is not None:
+        await distributions.record_distribution(session, tenant, payment.id, plan)
     await announce(session, tenant, payment, "payment_intent.created")
     logger.info(
         "payment_intent_created", payment_intent=payment.id, amount=payment.amount, currency=payment.currency
@@ -610,6 +644,8 @@ async def _capture(
     _move(payment, "succeeded")
     await fees.post_capture(session, tenant, payment)
     await session.flush()
+    for listener in _capture_listeners:
+        await listener(session, tenant, payment)
     await _send_receipts(session, tenant, payment)
     await announce(session, tenant, payment, "payment_intent.succeeded")
     logger.info(

@@ -58,6 +58,13 @@ class TransferResult:
 
 
 @dataclass(frozen=True)
+class TransferReversalResult:
+    processor_id: str
+    transfer_id: str
+    amount: int
+
+
+@dataclass(frozen=True)
 class PayoutResult:
     processor_id: str
     amount: int
@@ -181,6 +188,12 @@ class Processor(Protocol):
     async def create_transfer(
         self, tenant: Tenant, *, idempotency_key: str, amount: int, currency: str, destination: str
     ) -> TransferResult: ...
+
+    async def reverse_transfer(
+        self, tenant: Tenant, *, idempotency_key: str, transfer_id: str, amount: int
+    ) -> TransferReversalResult:
+        """Take `amount` back from a transfer (at most what is left of it)."""
+        ...
 
     async def create_payout(
         self, tenant: Tenant, *, idempotency_key: str, amount: int, currency: str, bank_account: str

@@ -36,6 +36,7 @@ from moneyrail.processor.interface import (
     RefundResult,
     TokenizedCard,
     TransferResult,
+    TransferReversalResult,
 )
 from moneyrail.sandbox.service import tenant_now
 
@@ -307,6 +308,30 @@ class SandboxProcessor:
             answered["id"], answered["amount"], answered["currency"], answered["destination"]
         )
 
+    async def reverse_transfer(
+        self, tenant: Tenant, *, idempotency_key: str, transfer_id: str, amount: int
+    ) -> TransferReversalResult:
+        request = {"transfer_id": transfer_id, "amount": amount}
+
+        async def answer(books: _Books) -> dict[str, Any]:
+            # the transfer as this processor answered it, locked so two reversals of it take turns
+            transferred = await books.connection.fetchval(
+                _LOCK_TRANSFER, tenant.installation_id, tenant.livemode, transfer_id
+            )
+            if transferred is None:  # another tenant's transfer looks exactly like an unknown one
+                raise ProcessorRefused("no_such_transfer", f"No such transfer: {transfer_id}.")
+            reversed_already = await books.connection.fetchval(
+                _REVERSED, tenant.installation_id, tenant.livemode, transfer_id
+            )
+            if amount < 1 or amount > transferred - reversed_already:
+                raise ProcessorRefused(
+                    "amount_too_large", f"At most {transferred - reversed_already} can still be reversed."
+                )
+            return {"id": _sandbox_id("sbx_trr"), **request}
+
+        answered = await self._call(tenant, "transfer_reversal", idempotency_key, request, answer)
+        return TransferReversalResult(answered["id"], answered["transfer_id"], answered["amount"])
+
     async def create_payout(
         self, tenant: Tenant, *, idempotency_key: str, amount: int, currency: str, bank_account: str
     ) -> PayoutResult:
@@ -439,6 +464,17 @@ _INSERT_CARD = """
     INSERT INTO sandbox_cards
         (token, installation_id, livemode, behaviour, brand, last4, exp_month, exp_year, fingerprint)
     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+"""
+_LOCK_TRANSFER = """
+    SELECT (request->>'amount')::bigint FROM sandbox_processor_calls
+    WHERE installation_id = $1 AND livemode = $2 AND operation_type = 'transfer' AND succeeded
+      AND response->>'id' = $3
+    FOR UPDATE
+"""
+_REVERSED = """
+    SELECT coalesce(sum((request->>'amount')::bigint), 0) FROM sandbox_processor_calls
+    WHERE installation_id = $1 AND livemode = $2 AND operation_type = 'transfer_reversal' AND succeeded
+      AND request->>'transfer_id' = $3
 """
 _CARD_BEHAVIOUR = """
     SELECT behaviour FROM sandbox_cards WHERE token = $1 AND installation_id = $2 AND livemode = $3

@@ -1,0 +1,63 @@
+"""Queries over connected accounts and onboarding links, within one tenant unless a name says otherwise."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from sqlalchemy import and_, select
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from moneyrail.db.pagination import newest_first_page
+from moneyrail.kit.pagination import Position
+from moneyrail.kit.tenant import Tenant
+from moneyrail.models import ConnectedAccount, OnboardingLink
+
+
+def _account_of(tenant: Tenant) -> Any:
+    return and_(
+        ConnectedAccount.installation_id == tenant.installation_id,
+        ConnectedAccount.livemode == tenant.livemode,
+    )
+
+
+async def add(session: AsyncSession, row: Any) -> None:
+    session.add(row)
+    await session.flush()
+    await session.refresh(row, ["created_at"])
+
+
+async def get_account(
+    session: AsyncSession, tenant: Tenant, account_id: str, *, for_update: bool = False
+) -> ConnectedAccount | None:
+    statement = select(ConnectedAccount).where(_account_of(tenant), ConnectedAccount.id == account_id)
+    if for_update:
+        statement = statement.with_for_update()
+    return await session.scalar(statement)
+
+
+async def get_accounts(
+    session: AsyncSession, tenant: Tenant, account_ids: Sequence[str]
+) -> dict[str, ConnectedAccount]:
+    rows = await session.scalars(
+        select(ConnectedAccount).where(_account_of(tenant), ConnectedAccount.id.in_(list(account_ids)))
+    )
+    return {row.id: row for row in rows}
+
+
+async def list_accounts(
+    session: AsyncSession, tenant: Tenant, *, limit: int, after: Position | None, kind: str | None
+) -> Sequence[ConnectedAccount]:
+    statement = select(ConnectedAccount).where(_account_of(tenant))
+    if kind is not None:
+        statement = statement.where(ConnectedAccount.kind == kind)
+    return (
+        await session.scalars(newest_first_page(statement, ConnectedAccount, limit=limit, after=after))
+    ).all()
+
+
+async def get_link_by_token_hash(session: AsyncSession, token_hash: str) -> OnboardingLink | None:
+    """Across tenants, locked: the link itself names its account (and so its tenant)."""
+    return await session.scalar(
+        select(OnboardingLink).where(OnboardingLink.token_hash == token_hash).with_for_update()
+    )

@@ -1,0 +1,814 @@
+"""Allocation groups, transfers and reversals (CONVENTIONS.md §8, §9, §13).
+
+State machines (data, STYLE.md habit 7):
+
+    group     open -> committing            commit: its transfers are written `pending`, with one
+                                            allocation_commit (or transfer) operation
+              committing -> committed       every transfer paid
+              committing -> failed          the operation dead-lettered (or failed)
+              failed -> committing          an operator retried the dead letter: the same operation
+                                            finishes only the unfinished transfers
+    transfer  pending -> paid | failed;  failed -> pending (retried);  paid -> reversed (in full)
+
+Money (the installation's ledger accounts, per currency; + adds to a balance):
+
+    transfer x paid        balance:pending -y, balance:available -(x - y),
+                           connect:<acct>:pending +y, connect:<acct>:available +(x - y)
+    source payment settles connect:<acct>:pending -p, connect:<acct>:available +p
+    reversal r             connect:<acct>:pending -z, connect:<acct>:available -(r - z),
+                           balance:pending +z, balance:available +(r - z)
+
+y is the part of x still pending settlement in the source payment (fees.take_for_transfer): money goes
+out from where it is and arrives as pending or available alike; p is what of a transfer is still
+pending when its source payment's fees become final; z is the part of a reversal taken from what is
+still pending. A posted transfer is never changed: a reversal is a new journal entry.
+
+Exactly once: each transfer's processor call is keyed by the operation and its allocation
+(`op_…:alloc_…`), so a retried or re-driven attempt repeats no transfer. A processor refusal ends that
+key's life: the dead-letter outcome marks the transfer failed and moves it to its next key, so an
+operator's retry asks again for it alone, and the others answer from their first call.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import timedelta
+
+import structlog
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from moneyrail.connect import service as connect
+from moneyrail.engine.outcomes import PermanentFailure, TransientFailure
+from moneyrail.engine.policy import RetryPolicy, register_policy
+from moneyrail.engine.service import create_operation, register_outcome_listener
+from moneyrail.errors import (
+    AmountInvalid,
+    Conflict,
+    CurrencyInvalid,
+    ParameterInvalid,
+    ProcessorUnavailableError,
+    ReferencedResourceMissing,
+    ResourceMissing,
+)
+from moneyrail.events.service import record_event
+from moneyrail.kit.clock import utcnow
+from moneyrail.kit.ids import looks_like_id, new_id
+from moneyrail.kit.money import split_largest_remainder
+from moneyrail.kit.pagination import Position
+from moneyrail.kit.tenant import Tenant
+from moneyrail.ledger import service as ledger
+from moneyrail.models import (
+    Allocation,
+    AllocationGroup,
+    Operation,
+    PaymentIntent,
+    Refund,
+    Transfer,
+    TransferReversal,
+)
+from moneyrail.payments import fees
+from moneyrail.payments import refunds as payment_refunds
+from moneyrail.payments import service as payments
+from moneyrail.processor.interface import (
+    Processor,
+    ProcessorRefused,
+    ProcessorUnavailable,
+    TransferResult,
+    operation_key,
+)
+from moneyrail.sandbox.service import tenant_now
+
+from . import distribution, repository
+from .schemas import (
+    AllocationCreate,
+    AllocationGroupCreate,
+    AllocationGroupOut,
+    ReversalCreate,
+    TransferCreate,
+    render_group,
+    render_reversal,
+    render_transfer,
+)
+
+logger = structlog.get_logger("moneyrail.transfers")
+
+COMMIT_TYPE = "allocation_commit"
+TRANSFER_TYPE = "transfer"
+COMMIT_ACTOR = "transfers.commit"
+# A transient fault is asked again after about 0.5, 1, 2, 4 s; a refusal, replayed under its key by
+# every attempt, dead-letters within seconds for an operator to decide.
+for _type in (COMMIT_TYPE, TRANSFER_TYPE):
+    register_policy(
+        _type,
+        RetryPolicy(
+            max_attempts=5,
+            base_delay=timedelta(milliseconds=500),
+            max_delay=timedelta(minutes=5),
+            queue_name="money",
+        ),
+    )
+
+GROUP_TRANSITIONS: dict[str, frozenset[str]] = {
+    "open": frozenset({"committing"}),
+    "committing": frozenset({"committed", "failed"}),
+    "failed": frozenset({"committing"}),
+    "committed": frozenset(),
+}
+TRANSFER_TRANSITIONS: dict[str, frozenset[str]] = {
+    "pending": frozenset({"paid", "failed"}),
+    "failed": frozenset({"pending"}),
+    "paid": frozenset({"reversed"}),
+    "reversed": frozenset(),
+}
+PLATFORM_PENDING = fees.BALANCE_PENDING
+PLATFORM_AVAILABLE = fees.BALANCE_AVAILABLE
+
+
+def _move_group(group: AllocationGroup, status: str) -> None:
+    if status not in GROUP_TRANSITIONS[group.status]:
+        raise Conflict(f"An allocation group cannot go from {group.status} to {status}.")
+    group.status = status
+    group.updated_at = utcnow()
+
+
+def _move_transfer(transfer: Transfer, status: str) -> None:
+    if status not in TRANSFER_TRANSITIONS[transfer.status]:
+        raise Conflict(f"A transfer cannot go from {transfer.status} to {status}.")
+    transfer.status = status
+    transfer.updated_at = utcnow()
+
+
+class TransferRefused(TransientFailure):
+    """The processor refused one transfer. Retried like a fault (each attempt replays the refusal under
+    the same key, moving nothing) until the operation dead-letters for an operator to decide."""
+
+    def __init__(self, transfer_id: str, code: str, message: str) -> None:
+        super().__init__(f"{transfer_id} refused: {code}: {message}")
+        self.transfer_id = transfer_id
+        self.code = code
+
+
+REFUSED_TRANSFER = re.compile(r"\b(tr_[0-9A-Za-z]{24}) refused: ([a-z_]+): (.*)$", re.S)
+
+
+# --- events -------------------------------------------------------------------------------------------
+async def _announce_group(
+    session: AsyncSession, tenant: Tenant, group: AllocationGroup, event_type: str
+) -> None:
+    await record_event(
+        session, tenant, event_type, (await show_group(session, group)).model_dump(mode="json")
+    )
+
+
+async def _announce_transfer(
+    session: AsyncSession, tenant: Tenant, transfer: Transfer, event_type: str
+) -> None:
+    reversals = (await repository.reversals_of(session, [transfer.id])).get(transfer.id, [])
+    await record_event(
+        session, tenant, event_type, render_transfer(transfer, reversals).model_dump(mode="json")
+    )
+
+
+# --- reading ------------------------------------------------------------------------------------------
+async def get_group(
+    session: AsyncSession, tenant: Tenant, group_id: str, *, for_update: bool = False
+) -> AllocationGroup:
+    group = await repository.get_group(session, tenant, group_id, for_update=for_update)
+    if group is None:
+        raise ResourceMissing(f"No such allocation_group: {group_id!r}", param="allocation_group")
+    return group
+
+
+async def show_group(session: AsyncSession, group: AllocationGroup) -> AllocationGroupOut:
+    transfers = await repository.transfers_of_group(session, group.id)
+    reversals = await repository.reversals_of(session, [transfer.id for transfer in transfers])
+    return render_group(group, await repository.allocations_of(session, group.id), transfers, reversals)
+
+
+async def get_transfer(session: AsyncSession, tenant: Tenant, transfer_id: str) -> Transfer:
+    transfer = await repository.get_transfer(session, tenant, transfer_id)
+    if transfer is None:
+        raise ResourceMissing(f"No such transfer: {transfer_id!r}", param="transfer")
+    return transfer
+
+
+async def reversals_of(
+    session: AsyncSession, transfer_ids: Sequence[str]
+) -> dict[str, list[TransferReversal]]:
+    return await repository.reversals_of(session, transfer_ids)
+
+
+async def list_transfers(
+    session: AsyncSession,
+    tenant: Tenant,
+    *,
+    limit: int,
+    after: Position | None,
+    destination: str | None = None,
+    allocation_group: str | None = None,
+    source_transaction: str | None = None,
+) -> Sequence[Transfer]:
+    return await repository.list_transfers(
+        session,
+        tenant,
+        limit=limit,
+        after=after,
+        destination=destination,
+        allocation_group=allocation_group,
+        source_transaction=source_transaction,
+    )
+
+
+# --- reserving ----------------------------------------------------------------------------------------
+async def distributable(session: AsyncSession, payment: PaymentIntent) -> int:
+    """What of a captured payment may still be reserved: its proceeds (captured minus the commission
+    withheld), minus what is refunded or being refunded, minus what groups hold, plus what reversals
+    brought back. The caller holds the payment's lock, so two reservations take turns."""
+    held = 0
+    for group in await repository.groups_of_payment(session, payment.id):
+        held += group.amount if group.status == "open" else group.amount_allocated
+    proceeds = payment.amount_received - (payment.fee_reserve or 0) - payment.fee_prior_recovery
+    refunded = await payment_refunds.promised_back(session, payment.id)
+    returned = await repository.reversed_of_payment(session, payment.id)
+    return max(0, proceeds - refunded - held + returned)
+
+
+async def _captured_payment(
+    session: AsyncSession, tenant: Tenant, payment_id: str, param: str
+) -> PaymentIntent:
+    try:
+        payment = await payments.lock_payment_intent(session, tenant, payment_id)
+    except ResourceMissing:
+        raise ReferencedResourceMissing(f"No such payment_intent: {payment_id!r}", param=param) from None
+    if payment.status != "succeeded":
+        raise Conflict(f"Only a captured payment can be distributed; this one is {payment.status}.")
+    return payment
+
+
+async def _reserve(
+    session: AsyncSession,
+    tenant: Tenant,
+    payment: PaymentIntent,
+    amount: int,
+    source: str,
+    metadata: dict[str, str],
+) -> AllocationGroup:
+    available = await distributable(session, payment)
+    if amount > available:
+        raise AmountInvalid(
+            f"The amount ({amount}) is more than this payment can still distribute ({available}: captured, "
+            "minus commission, refunds and other groups' reservations).",
+            param="amount",
+        )
+    group = AllocationGroup(
+        id=new_id("ag"),
+        installation_id=tenant.installation_id,
+        livemode=tenant.livemode,
+        payment_intent_id=payment.id,
+        amount=amount,
+        amount_allocated=0,
+        currency=payment.currency,
+        status="open",
+        source=source,
+        metadata_=metadata,
+        updated_at=utcnow(),
+    )
+    await repository.add(session, group)
+    return group
+
+
+async def create_group(
+    session: AsyncSession, tenant: Tenant, command: AllocationGroupCreate
+) -> AllocationGroup:
+    payment = await _captured_payment(session, tenant, command.payment_intent, "payment_intent")
+    group = await _reserve(session, tenant, payment, command.amount, "api", command.metadata)
+    await _announce_group(session, tenant, group, "allocation_group.created")
+    logger.info(
+        "allocation_group_created", allocation_group=group.id, payment_intent=payment.id, amount=group.amount
+    )
+    return group
+
+
+async def _recipient(session: AsyncSession, tenant: Tenant, recipient: str, param: str) -> str:
+    if not looks_like_id(recipient, "acct"):
+        raise ParameterInvalid(
+            "A recipient is a connected account id (acct_) of this installation; processor identifiers "
+            "and other ids are not accepted.",
+            param=param,
+        )
+    if recipient not in await connect.find_recipients(session, tenant, [recipient]):
+        raise ReferencedResourceMissing(f"No such connected_account: {recipient!r}", param=param)
+    return recipient
+
+
+async def _add_allocation(
+    session: AsyncSession,
+    tenant: Tenant,
+    group: AllocationGroup,
+    *,
+    recipient: str,
+    role: str | None,
+    gross_amount: int,
+    commission: int,
+    metadata: dict[str, str],
+) -> Allocation:
+    amount = gross_amount - commission
+    if group.amount_allocated + amount > group.amount:
+        raise AmountInvalid(
+            f"This allocation ({amount}) would take the group past its reserved {group.amount} "
+            f"({group.amount_allocated} allocated already).",
+            param="amount",
+        )
+    allocations = await repository.allocations_of(session, group.id)
+    allocation = Allocation(
+        id=new_id("alloc"),
+        installation_id=tenant.installation_id,
+        livemode=tenant.livemode,
+        allocation_group_id=group.id,
+        position=len(allocations),
+        recipient=recipient,
+        role=role,
+        gross_amount=gross_amount,
+        commission=commission,
+        amount=amount,
+        metadata_=metadata,
+    )
+    await repository.add(session, allocation)
+    group.amount_allocated += amount
+    group.updated_at = utcnow()
+    return allocation
+
+
+async def add_allocation(
+    session: AsyncSession, tenant: Tenant, group_id: str, command: AllocationCreate
+) -> AllocationGroup:
+    group = await get_group(session, tenant, group_id, for_update=True)
+    if group.status != "open":
+        raise Conflict(f"Allocations are added to an open group; this one is {group.status}.")
+    recipient = await _recipient(session, tenant, command.recipient, "recipient")
+    await _add_allocation(
+        session,
+        tenant,
+        group,
+        recipient=recipient,
+        role=command.role,
+        gross_amount=command.amount,
+        commission=0,
+        metadata=command.metadata,
+    )
+    await session.flush()
+    return group
+
+
+# --- committing ---------------------------------------------------------------------------------------
+async def _commit(
+    session: AsyncSession, tenant: Tenant, group: AllocationGroup, operation_type: str
+) -> Operation:
+    """Write the group's transfers `pending` and the one operation that makes them."""
+    allocations = await repository.allocations_of(session, group.id)
+    if not allocations:
+        raise Conflict("This allocation group has no allocations to commit.")
+    _move_group(group, "committing")
+    now = utcnow()
+    transfers = [
+        Transfer(
+            id=new_id("tr"),
+            installation_id=tenant.installation_id,
+            livemode=tenant.livemode,
+            allocation_group_id=group.id,
+            allocation_id=allocation.id,
+            source_payment_intent_id=group.payment_intent_id,
+            destination=allocation.recipient,
+            amount=allocation.amount,
+            currency=group.currency,
+            status="pending",
+            metadata_=allocation.metadata_,
+            updated_at=now,
+        )
+        for allocation in allocations
+    ]
+    session.add_all(transfers)
+    await session.flush()
+    operation = await create_operation(
+        session,
+        tenant,
+        operation_type=operation_type,
+        actor_name=COMMIT_ACTOR,
+        resource=group.id,
+        payload={"allocation_group": group.id},
+    )
+    group.operation_id = operation.id
+    await session.flush()
+    for transfer in transfers:
+        await session.refresh(transfer, ["created_at"])
+        await _announce_transfer(session, tenant, transfer, "transfer.created")
+    await _announce_group(session, tenant, group, "allocation_group.updated")
+    logger.info("allocation_group_committing", allocation_group=group.id, operation_id=operation.id)
+    return operation
+
+
+async def commit_group(session: AsyncSession, tenant: Tenant, group_id: str) -> Operation:
+    group = await get_group(session, tenant, group_id, for_update=True)
+    if group.status != "open":
+        raise Conflict(f"Only an open group can be committed; this one is {group.status}.")
+    return await _commit(session, tenant, group, COMMIT_TYPE)
+
+
+@dataclass(frozen=True)
+class CreatedTransfer:
+    transfer: Transfer
+    operation: Operation
+
+
+async def create_transfer(session: AsyncSession, tenant: Tenant, command: TransferCreate) -> CreatedTransfer:
+    """A one-recipient group, reserved, allocated and committed in this one transaction."""
+    payment = await _captured_payment(session, tenant, command.source_transaction, "source_transaction")
+    if command.currency is not None and command.currency != payment.currency:
+        raise CurrencyInvalid(
+            f"The transfer's currency must be its source payment's ({payment.currency}).", param="currency"
+        )
+    recipient = await _recipient(session, tenant, command.destination, "destination")
+    group = await _reserve(session, tenant, payment, command.amount, "transfer", {})
+    await _add_allocation(
+        session,
+        tenant,
+        group,
+        recipient=recipient,
+        role=None,
+        gross_amount=command.amount,
+        commission=0,
+        metadata=command.metadata,
+    )
+    operation = await _commit(session, tenant, group, TRANSFER_TYPE)
+    (transfer,) = await repository.transfers_of_group(session, group.id)
+    return CreatedTransfer(transfer, operation)
+
+
+# --- distributions at capture ----------------------------------------------------------------------------
+async def distribute_captured_payment(session: AsyncSession, tenant: Tenant, payment: PaymentIntent) -> None:
+    """A payment declared with a distribution was captured: its allocation group, committed at once.
+
+    The commission withheld at capture (the reserve, plus any earlier shortfall recovered) is taken
+    from the merchant allocations in proportion; what the allocations keep sums exactly to the proceeds.
+    """
+    declared = await repository.get_distribution(session, payment.id)
+    if declared is None or declared.allocation_group_id is not None:
+        return
+    rows = declared.allocations
+    gross = [int(row["amount"]) for row in rows]
+    if payment.amount_received != payment.amount:  # a partial capture scales every allocation
+        gross = split_largest_remainder(payment.amount_received, gross)
+    withheld = (payment.fee_reserve or 0) + payment.fee_prior_recovery
+    shares = distribution.commission_shares(
+        withheld, [(row["role"], amount) for row, amount in zip(rows, gross, strict=True)]
+    )
+    net_total = sum(gross) - withheld
+    if net_total <= 0:
+        logger.warning("distribution_nothing_to_transfer", payment_intent=payment.id)
+        return
+    group = AllocationGroup(
+        id=new_id("ag"),
+        installation_id=tenant.installation_id,
+        livemode=tenant.livemode,
+        payment_intent_id=payment.id,
+        amount=net_total,
+        amount_allocated=0,
+        currency=payment.currency,
+        status="open",
+        source="distribution",
+        metadata_={},
+        updated_at=utcnow(),
+    )
+    await repository.add(session, group)
+    for row, amount, share in zip(rows, gross, shares, strict=True):
+        if amount - share > 0:  # an allocation the commission took whole transfers nothing
+            await _add_allocation(
+                session,
+                tenant,
+                group,
+                recipient=row["recipient"],
+                role=row["role"],
+                gross_amount=amount,
+                commission=share,
+                metadata=row.get("metadata") or {},
+            )
+    declared.allocation_group_id = group.id
+    await _announce_group(session, tenant, group, "allocation_group.created")
+    await _commit(session, tenant, group, COMMIT_TYPE)
+
+
+payments.register_capture_listener(distribute_captured_payment)
+
+
+# --- the operation ------------------------------------------------------------------------------------
+def _processor_key(operation: Operation, transfer: Transfer) -> str:
+    step = (
+        transfer.allocation_id
+        if transfer.key_generation == 0
+        else f"{transfer.allocation_id}:{transfer.key_generation}"
+    )
+    return operation_key(operation.id, step)
+
+
+def _legs(currency: str, *legs: tuple[str, int]) -> list[ledger.Posting]:
+    return [ledger.Posting(account, amount, currency) for account, amount in legs if amount != 0]
+
+
+async def _book_transfer(
+    session: AsyncSession, tenant: Tenant, payment: PaymentIntent, transfer: Transfer, result: TransferResult
+) -> None:
+    from_pending = fees.take_for_transfer(payment, transfer.amount)
+    rest = transfer.amount - from_pending
+    await ledger.post(
+        session,
+        tenant,
+        kind="transfer",
+        reference=transfer.id,
+        idempotency_key=f"{transfer.id}:transfer",
+        postings=_legs(
+            transfer.currency,
+            (PLATFORM_PENDING, -from_pending),
+            (PLATFORM_AVAILABLE, -rest),
+            (connect.pending_account(transfer.destination), from_pending),
+            (connect.available_account(transfer.destination), rest),
+        ),
+    )
+    _move_transfer(transfer, "paid")
+    transfer.processor_transfer = result.processor_id
+    transfer.amount_pending_settlement = from_pending
+    transfer.failure_code = None
+    transfer.failure_message = None
+    transfer.paid_at = await tenant_now(session, tenant)
+
+
+async def process_commit(session: AsyncSession, operation: Operation, processor: Processor) -> None:
+    """The allocation_commit (and transfer) handler: every unfinished transfer of the group, once."""
+    tenant = Tenant(operation.installation_id, operation.livemode)
+    group = await repository.get_group(
+        session, tenant, operation.payload["allocation_group"], for_update=True
+    )
+    if group is None or group.status == "committed":
+        return
+    if group.status == "failed":  # an operator retried the dead letter
+        _move_group(group, "committing")
+        group.failure_reason = None
+    payment = await payments.lock_payment_intent(session, tenant, group.payment_intent_id)
+    for transfer in await repository.transfers_of_group(session, group.id, for_update=True):
+        if transfer.status in {"paid", "reversed"}:
+            continue
+        if transfer.status == "failed":
+            _move_transfer(transfer, "pending")
+        try:
+            result = await processor.create_transfer(
+                tenant,
+                idempotency_key=_processor_key(operation, transfer),
+                amount=transfer.amount,
+                currency=transfer.currency,
+                destination=transfer.destination,
+            )
+        except ProcessorRefused as refused:
+            raise TransferRefused(transfer.id, refused.code, refused.message) from refused
+        await _book_transfer(session, tenant, payment, transfer, result)
+        await session.flush()
+        await _announce_transfer(session, tenant, transfer, "transfer.paid")
+    _move_group(group, "committed")
+    group.committed_at = await tenant_now(session, tenant)
+    await session.flush()
+    await _announce_group(session, tenant, group, "allocation_group.updated")
+    logger.info("allocation_group_committed", allocation_group=group.id, operation_id=operation.id)
+
+
+async def _on_commit_outcome(session: AsyncSession, operation: Operation) -> None:
+    """A commit that dead-lettered (or failed) leaves its group `failed`, with the reason; a transfer the
+    processor refused is `failed` too and moves to its next key, so a retry asks for it anew."""
+    if operation.type not in {COMMIT_TYPE, TRANSFER_TYPE} or operation.status not in {
+        "dead_letter",
+        "failed",
+    }:
+        return
+    tenant = Tenant(operation.installation_id, operation.livemode)
+    group = await repository.get_group(
+        session, tenant, operation.payload["allocation_group"], for_update=True
+    )
+    if group is None or group.status != "committing":
+        return
+    _move_group(group, "failed")
+    group.failure_reason = operation.last_error
+    refused = REFUSED_TRANSFER.search(operation.last_error or "")
+    if refused is not None:
+        transfer = await repository.get_transfer(session, tenant, refused.group(1), for_update=True)
+        if transfer is not None and transfer.status == "pending":
+            _move_transfer(transfer, "failed")
+            transfer.failure_code = refused.group(2)
+            transfer.failure_message = refused.group(3)[:500]
+            transfer.key_generation += 1
+            await session.flush()
+            await _announce_transfer(session, tenant, transfer, "transfer.failed")
+    await session.flush()
+    await _announce_group(session, tenant, group, "allocation_group.updated")
+
+
+register_outcome_listener(_on_commit_outcome)
+
+
+# --- settlement -------------------------------------------------------------------------------------
+async def settle_transfers(session: AsyncSession, tenant: Tenant, payment: PaymentIntent) -> None:
+    """The source payment's fees are final: what its transfers left pending becomes available."""
+    for transfer in await repository.transfers_awaiting_settlement(session, payment.id):
+        settling = transfer.amount_pending_settlement
+        await ledger.post(
+            session,
+            tenant,
+            kind="transfer_settlement",
+            reference=transfer.id,
+            idempotency_key=f"{transfer.id}:settle",
+            postings=_legs(
+                transfer.currency,
+                (connect.pending_account(transfer.destination), -settling),
+                (connect.available_account(transfer.destination), settling),
+            ),
+        )
+        transfer.amount_pending_settlement = 0
+        transfer.updated_at = utcnow()
+
+
+fees.register_settlement_listener(settle_transfers)
+
+
+# --- reversals --------------------------------------------------------------------------------------
+async def _reverse(
+    session: AsyncSession,
+    tenant: Tenant,
+    processor: Processor,
+    payment: PaymentIntent,
+    transfer: Transfer,
+    amount: int,
+    *,
+    idempotency_key: str,
+    reversal_id: str,
+    refund_id: str | None,
+    metadata: dict[str, str],
+) -> TransferReversal:
+    """One reversal: the processor first (keyed), then a new journal entry; the transfer's own entry stays."""
+    assert transfer.processor_transfer is not None  # a paid transfer has one
+    result = await processor.reverse_transfer(
+        tenant, idempotency_key=idempotency_key, transfer_id=transfer.processor_transfer, amount=amount
+    )
+    from_pending = min(amount, transfer.amount_pending_settlement)
+    await ledger.post(
+        session,
+        tenant,
+        kind="transfer_reversal",
+        reference=reversal_id,
+        idempotency_key=f"{reversal_id}:reversal",
+        postings=_legs(
+            transfer.currency,
+            (connect.pending_account(transfer.destination), -from_pending),
+            (connect.available_account(transfer.destination), -(amount - from_pending)),
+            (PLATFORM_PENDING, from_pending),
+            (PLATFORM_AVAILABLE, amount - from_pending),
+        ),
+    )
+    fees.return_from_reversal(payment, from_pending)
+    transfer.amount_pending_settlement -= from_pending
+    transfer.amount_reversed += amount
+    transfer.updated_at = utcnow()
+    if transfer.amount_reversed == transfer.amount:
+        _move_transfer(transfer, "reversed")
+    reversal = TransferReversal(
+        id=reversal_id,
+        installation_id=tenant.installation_id,
+        livemode=tenant.livemode,
+        transfer_id=transfer.id,
+        amount=amount,
+        currency=transfer.currency,
+        refund_id=refund_id,
+        processor_reversal=result.processor_id,
+        metadata_=metadata,
+    )
+    await repository.add(session, reversal)
+    await record_event(
+        session, tenant, "transfer.reversal.created", render_reversal(reversal).model_dump(mode="json")
+    )
+    await _announce_transfer(session, tenant, transfer, "transfer.reversed")
+    logger.info(
+        "transfer_reversed", transfer=transfer.id, reversal=reversal.id, amount=amount, refund=refund_id
+    )
+    return reversal
+
+
+async def create_reversal(
+    session: AsyncSession, tenant: Tenant, processor: Processor, transfer_id: str, command: ReversalCreate
+) -> TransferReversal:
+    found = await get_transfer(session, tenant, transfer_id)
+    # the payment first, then the transfer: the order every path that changes both takes
+    payment = await payments.lock_payment_intent(session, tenant, found.source_payment_intent_id)
+    transfer = await repository.get_transfer(session, tenant, transfer_id, for_update=True)
+    assert transfer is not None
+    if transfer.status != "paid":
+        raise Conflict(f"Only a paid transfer can be reversed; this one is {transfer.status}.")
+    remaining = transfer.amount - transfer.amount_reversed
+    amount = command.amount if command.amount is not None else remaining
+    if amount > remaining:
+        raise AmountInvalid(
+            f"The reversal ({amount}) is more than what is left of the transfer ({remaining} of "
+            f"{transfer.amount}).",
+            param="amount",
+        )
+    reversal_id = new_id("trr")
+    try:
+        return await _reverse(
+            session,
+            tenant,
+            processor,
+            payment,
+            transfer,
+            amount,
+            idempotency_key=f"{reversal_id}:reverse",
+            reversal_id=reversal_id,
+            refund_id=None,
+            metadata=command.metadata,
+        )
+    except ProcessorUnavailable as fault:
+        raise ProcessorUnavailableError(
+            f"The processor did not answer ({fault}). Nothing was reversed; "
+            "retry with the same Idempotency-Key."
+        ) from fault
+    except ProcessorRefused as refused:
+        raise Conflict(f"The processor refused the reversal: {refused.code}: {refused.message}") from refused
+
+
+# --- refunds of distributed payments ---------------------------------------------------------------------
+async def reverse_for_refund(
+    session: AsyncSession, processor: Processor, operation: Operation, payment: PaymentIntent, refund: Refund
+) -> None:
+    """Before a distributed payment is refunded, the same operation takes back the refunded share of
+    every transfer that went out of it (README: "Refunds of distributed payments").
+
+    Each recipient gives back the same fraction of what it received as the payer gets back of what
+    was paid; cumulative over the payment's refunds, so a full refund reverses everything. The split
+    over transfers is largest remainder. The commission the service withheld is not returned, so that
+    part of a refund comes from the platform's own balance: if the platform cannot cover it even with
+    the reversals, the refund fails before anything moves.
+    """
+    tenant = Tenant(payment.installation_id, payment.livemode)
+    groups = await repository.groups_of_payment(session, payment.id)
+    if any(group.status == "committing" for group in groups):
+        # its transfers are going out right now: wait for them, then take back what went
+        raise TransientFailure("the payment's distribution is still being committed")
+    transfers = [
+        transfer
+        for transfer in await repository.transfers_of_payment(session, payment.id, for_update=True)
+        if transfer.status in {"paid", "reversed"}
+    ]
+    if not transfers:
+        return
+    refunded_after = payment.amount_refunded + refund.amount
+    transferred = sum(transfer.amount for transfer in transfers)
+    target_total = transferred * refunded_after // payment.amount_received
+    targets = split_largest_remainder(target_total, [transfer.amount for transfer in transfers])
+    already = await repository.reversed_by_refunds(session, [transfer.id for transfer in transfers])
+    plan = [
+        (
+            transfer,
+            min(max(0, target - already.get(transfer.id, 0)), transfer.amount - transfer.amount_reversed),
+        )
+        for transfer, target in zip(transfers, targets, strict=True)
+    ]
+    taking_back = sum(amount for _, amount in plan)
+    accounts = [
+        await ledger.ensure_account(session, tenant, code, payment.currency)
+        for code in (PLATFORM_PENDING, PLATFORM_AVAILABLE)
+    ]
+    await ledger.lock_accounts(session, [account.id for account in accounts])
+    held = sum(
+        [
+            await ledger.balance(session, tenant, code, payment.currency)
+            for code in (PLATFORM_PENDING, PLATFORM_AVAILABLE)
+        ]
+    )
+    if held + taking_back < refund.amount:
+        raise PermanentFailure(
+            "insufficient_platform_balance",
+            f"The platform holds {held} {payment.currency} and the reversals bring back {taking_back}: "
+            f"not enough to refund {refund.amount}.",
+        )
+    for transfer, amount in plan:
+        if amount > 0:
+            await _reverse(
+                session,
+                tenant,
+                processor,
+                payment,
+                transfer,
+                amount,
+                idempotency_key=operation_key(operation.id, f"reverse:{transfer.id}"),
+                reversal_id=new_id("trr"),
+                refund_id=refund.id,
+                metadata={},
+            )
+
+
+payment_refunds.register_refund_preparer(reverse_for_refund)
