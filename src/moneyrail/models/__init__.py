@@ -3,7 +3,7 @@
 from moneyrail.models.base import Base
 from moneyrail.models.checkout import CheckoutSession
 from moneyrail.models.customer import Customer
-from moneyrail.models.event import Event, WebhookEndpoint
+from moneyrail.models.event import Event, WebhookDelivery, WebhookDeliveryAttempt, WebhookEndpoint
 from moneyrail.models.idempotency import IdempotencyRecord
 from moneyrail.models.installation import ApiKey, EnvironmentSettings, Installation, PublishableKey
 from moneyrail.models.ledger import (
@@ -55,5 +55,7 @@ __all__ = [
     "SandboxProcessorFault",
     "SandboxSmsMessage",
     "SetupIntent",
+    "WebhookDelivery",
+    "WebhookDeliveryAttempt",
     "WebhookEndpoint",
 ]
