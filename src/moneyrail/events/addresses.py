@@ -14,6 +14,8 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from urllib.parse import urlsplit, urlunsplit
 
+import httpx
+
 # host, port -> the addresses it resolves to (the system resolver unless a test brings its own)
 Resolver = Callable[[str, int], Awaitable[list[str]]]
 
@@ -80,3 +82,25 @@ async def resolve_checked(
 async def check_resolves_publicly(url: str, resolver: Resolver = system_resolver) -> None:
     """At creation and update; each delivery checks again (resolve_checked), since DNS can change."""
     await resolve_checked(url, public_only=True, resolver=resolver)
+
+
+async def post_pinned(
+    url: str,
+    *,
+    content: str,
+    headers: dict[str, str],
+    public_only: bool,
+    timeout_seconds: float,
+    resolver: Resolver = system_resolver,
+) -> tuple[PinnedTarget, httpx.Response]:
+    """POST to the address `url` resolved to and passed the check: AddressRefused before any connection
+    otherwise. Redirects are not followed (their target was never checked)."""
+    target = await resolve_checked(url, public_only=public_only, resolver=resolver)
+    async with httpx.AsyncClient(timeout=timeout_seconds, follow_redirects=False) as client:
+        response = await client.post(
+            target.url,
+            content=content,
+            headers={**headers, "host": target.host_header},
+            extensions={"sni_hostname": target.server_name},  # TLS: SNI and certificate of the URL's name
+        )
+    return target, response

@@ -37,7 +37,7 @@ from .addresses import (
     Resolver,
     check_resolves_publicly,
     check_shape,
-    resolve_checked,
+    post_pinned,
     system_resolver,
 )
 from .types import is_known
@@ -352,18 +352,17 @@ async def deliver(session: AsyncSession, operation: Operation, resolver: Resolve
     started = time.perf_counter()
     try:
         # resolved once, checked, and connected to that very address (no DNS rebinding in between)
-        target = await resolve_checked(endpoint.url, public_only=tenant.livemode, resolver=resolver)
+        target, response = await post_pinned(
+            endpoint.url,
+            content=body,
+            headers=headers,
+            public_only=tenant.livemode,
+            timeout_seconds=DELIVERY_TIMEOUT_SECONDS,
+            resolver=resolver,
+        )
     except AddressRefused as refused:
         await note("failed", None, None, f"endpoint address refused: {refused}")
         raise TransientFailure(f"endpoint address refused: {refused}") from refused
-    try:
-        async with httpx.AsyncClient(timeout=DELIVERY_TIMEOUT_SECONDS, follow_redirects=False) as client:
-            response = await client.post(
-                target.url,
-                content=body,
-                headers={**headers, "host": target.host_header},
-                extensions={"sni_hostname": target.server_name},
-            )
     except httpx.HTTPError as error:
         latency_ms = round((time.perf_counter() - started) * 1000, 2)
         await note("failed", None, latency_ms, f"delivery failed: {type(error).__name__}")
