@@ -7,10 +7,22 @@ HTTP server on loopback, the private address a rebinding attack would aim at."""
 from __future__ import annotations
 
 import asyncio
+import ssl
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime, timedelta
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit
 
 import httpx
 import pytest
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import NameOID
 
 from moneyrail.events.addresses import AddressRefused, post_pinned
 from tests.events.receiver import receiver
@@ -76,3 +88,105 @@ def test_a_live_host_with_any_private_address_is_refused_before_connecting(answe
                 public_only=True,
             )
     assert hooks.deliveries == []
+
+
+# --- https: the connection goes to the checked address, the TLS name check stays the URL's ---------
+def _certificate_authority(tmp_path: Path, server_name: str) -> tuple[ssl.SSLContext, Path, Path]:
+    """A test CA (the client's only trust) and a server certificate for `server_name`, signed by it."""
+    now = datetime.now(UTC)
+
+    def build(subject: str, key: ec.EllipticCurvePrivateKey, issuer: str, signer: Any, ca: bool) -> Any:
+        builder = (
+            x509.CertificateBuilder()
+            .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, subject)]))
+            .issuer_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, issuer)]))
+            .public_key(key.public_key())
+            .serial_number(x509.random_serial_number())
+            .not_valid_before(now - timedelta(minutes=5))
+            .not_valid_after(now + timedelta(hours=1))
+            .add_extension(x509.BasicConstraints(ca=ca, path_length=None), critical=True)
+        )
+        if not ca:
+            builder = builder.add_extension(
+                x509.SubjectAlternativeName([x509.DNSName(subject)]), critical=False
+            )
+        return builder.sign(signer, hashes.SHA256())
+
+    ca_key = ec.generate_private_key(ec.SECP256R1())
+    ca_cert = build("moneyrail test CA", ca_key, "moneyrail test CA", ca_key, ca=True)
+    leaf_key = ec.generate_private_key(ec.SECP256R1())
+    leaf_cert = build(server_name, leaf_key, "moneyrail test CA", ca_key, ca=False)
+    cert_path, key_path = tmp_path / "server.pem", tmp_path / "server.key"
+    cert_path.write_bytes(leaf_cert.public_bytes(serialization.Encoding.PEM))
+    key_path.write_bytes(
+        leaf_key.private_bytes(
+            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+        )
+    )
+    client = ssl.create_default_context(cadata=ca_cert.public_bytes(serialization.Encoding.PEM).decode())
+    return client, cert_path, key_path
+
+
+@contextmanager
+def tls_receiver(cert_path: Path, key_path: Path) -> Iterator[tuple[int, list[str | None], list[str]]]:
+    """A real HTTPS server on loopback: the SNI names it was asked for and the Host headers it got."""
+    server_names: list[str | None] = []
+    hosts: list[str] = []
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            self.rfile.read(int(self.headers.get("content-length", "0")))
+            hosts.append(self.headers["host"])
+            self.send_response(200)
+            self.send_header("content-length", "0")
+            self.end_headers()
+
+        def log_message(self, *_: object) -> None:
+            pass
+
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(cert_path, key_path)
+    context.sni_callback = lambda _socket, name, _context: server_names.append(name)
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server.socket = context.wrap_socket(server.socket, server_side=True)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield server.server_address[1], server_names, hosts
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def post_tls(url: str, client: ssl.SSLContext) -> httpx.Response:
+    async def go() -> httpx.Response:
+        _target, response = await post_pinned(
+            url,
+            content="{}",
+            headers={},
+            public_only=False,
+            timeout_seconds=5.0,
+            resolver=RebindingResolver(["127.0.0.1"], ["192.0.2.1"]),
+            verify=client,
+        )
+        return response
+
+    return asyncio.run(go())
+
+
+def test_https_to_the_checked_address_sends_the_url_s_name_in_sni_and_verifies_its_certificate(tmp_path):
+    client, cert_path, key_path = _certificate_authority(tmp_path, "hooks.example.test")
+    with tls_receiver(cert_path, key_path) as (port, server_names, hosts):
+        response = post_tls(f"https://hooks.example.test:{port}/hooks", client)
+    assert response.status_code == 200
+    assert server_names == ["hooks.example.test"] and hosts == [f"hooks.example.test:{port}"]
+
+
+def test_https_refuses_a_certificate_for_another_name_at_the_checked_address(tmp_path):
+    client, cert_path, key_path = _certificate_authority(tmp_path, "someone-else.example.test")
+    with (
+        tls_receiver(cert_path, key_path) as (port, _server_names, hosts),
+        pytest.raises(httpx.ConnectError, match=r"(?i)certificate"),
+    ):
+        post_tls(f"https://hooks.example.test:{port}/hooks", client)
+    assert hosts == []

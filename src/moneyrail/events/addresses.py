@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import ipaddress
 import socket
+import ssl
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from urllib.parse import urlsplit, urlunsplit
@@ -92,11 +93,13 @@ async def post_pinned(
     public_only: bool,
     timeout_seconds: float,
     resolver: Resolver = system_resolver,
+    verify: ssl.SSLContext | bool = True,
 ) -> tuple[PinnedTarget, httpx.Response]:
     """POST to the address `url` resolved to and passed the check: AddressRefused before any connection
-    otherwise. Redirects are not followed (their target was never checked)."""
+    otherwise. Redirects are not followed (their target was never checked). `verify`: the system's CAs
+    unless a test brings its own; the certificate is checked against the URL's name either way."""
     target = await resolve_checked(url, public_only=public_only, resolver=resolver)
-    async with httpx.AsyncClient(timeout=timeout_seconds, follow_redirects=False) as client:
+    async with httpx.AsyncClient(timeout=timeout_seconds, follow_redirects=False, verify=verify) as client:
         response = await client.post(
             target.url,
             content=content,
