@@ -14,7 +14,7 @@ from cryptography.fernet import Fernet, InvalidToken, MultiFernet
 from moneyrail.kit.crypto import SEALED_PREFIX
 from tests.checkout.support import create_session, enable_checkout, token_of
 from tests.harness import OUTPUT_DIR, ROOT, Process, free_port
-from tests.payments.support import create_payment
+from tests.payments.support import AUTHENTICATE, confirm, create_payment
 
 
 def every_row_as_text(db: Any) -> str:
@@ -49,7 +49,11 @@ def issue_credentials(api: Any, bridge: Any) -> dict[str, str]:
         json={"url": "http://127.0.0.1:9/hooks", "enabled_events": ["*"]},
         headers={"Idempotency-Key": "hook-1"},
     ).json()
+    authenticating = create_payment(api, 3100)
+    started = confirm(api, authenticating, AUTHENTICATE)
+    link = started.json()["next_action"]["redirect_to_url"]["url"]
     return {
+        "bank authentication link token": link.rsplit("/", 1)[1],
         "payment client_secret": payment["client_secret"],
         "checkout URL token": token_of(checkout),
         "setup intent client_secret": setup.json()["client_secret"],
@@ -73,6 +77,18 @@ def test_no_credential_an_answer_carried_is_readable_in_any_row(api, bridge, db)
         "SELECT secret FROM webhook_endpoints WHERE installation_id = %s", (api.keys.installation_id,)
     ).fetchone()
     assert secret.startswith(SEALED_PREFIX.decode())
+
+
+def test_the_bank_authentication_link_is_shown_to_callers_but_left_out_of_events(api):
+    payment = create_payment(api, 3200)
+    link = confirm(api, payment, AUTHENTICATE).json()["next_action"]["redirect_to_url"]["url"]
+    assert "/authenticate/" in link
+    shown = api.get(f"/v1/payment-intents/{payment['id']}").json()["next_action"]
+    assert shown["redirect_to_url"]["url"] == link
+    events = api.get("/v1/events", params={"type": "payment_intent.requires_action"}).json()["data"]
+    (event,) = [e for e in events if e["data"]["object"]["id"] == payment["id"]]
+    action = event["data"]["object"]["next_action"]
+    assert action["type"] == "redirect_to_url" and action["redirect_to_url"]["url"] is None
 
 
 def test_a_replayed_answer_is_the_original_with_its_credential(api):
