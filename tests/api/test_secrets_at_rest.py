@@ -153,8 +153,18 @@ def test_rotation_re_encrypts_every_secret_with_the_new_key_and_seals_old_plaint
         plain = b"".join(only_new.decrypt(bytes(body)[len(SEALED_PREFIX) :]) for (body,) in bodies)
         assert credentials["payment client_secret"].encode() in plain
         assert credentials["setup intent client_secret"] not in every_row_as_text(db)
+        (payment_id, action) = db.execute(
+            "SELECT id, next_action FROM payment_intents"
+            " WHERE installation_id = %s AND next_action IS NOT NULL",
+            (installation,),
+        ).fetchone()
+        link = only_new.decrypt(action["redirect_to_url"]["url"].encode()[len(SEALED_PREFIX) :]).decode()
+        assert link.endswith("/authenticate/" + credentials["bank authentication link token"])
     finally:
         _rotate(servers, f"{old_key},{new_key}")  # back to the key the running processes hold
+    # the web process (old key) opens what was sealed again under its key
+    shown = api.get(f"/v1/payment-intents/{payment_id}").json()["next_action"]["redirect_to_url"]["url"]
+    assert shown == link
 
 
 def test_rotation_without_keys_is_a_clear_error(servers):

@@ -30,14 +30,32 @@ class SealedColumn:
     table: str
     key_columns: tuple[str, ...]
     column: str
-    binary: bool
+    binary: bool = False
+    json_path: tuple[str, ...] = ()  # a JSONB column: the sealed string sits at this path inside it
 
 
 SEALED_COLUMNS = (
-    SealedColumn("webhook_endpoints", ("id",), "secret", binary=False),
-    SealedColumn("webhook_endpoints", ("id",), "previous_secret", binary=False),
+    SealedColumn("webhook_endpoints", ("id",), "secret"),
+    SealedColumn("webhook_endpoints", ("id",), "previous_secret"),
     SealedColumn("idempotency_records", ("installation_id", "livemode", "key"), "response_body", binary=True),
+    SealedColumn("payment_intents", ("id",), "next_action", json_path=("redirect_to_url", "url")),
 )
+
+
+def _resealed(sealed: SealedColumn, value: Any, box: Any) -> Any:
+    """The column's new value, or None when there is nothing sealed in it."""
+    if sealed.binary:
+        return crypto.reseal(bytes(value), box)
+    if not sealed.json_path:
+        return crypto.reseal_text(value, box)
+    document = json.loads(value) if isinstance(value, str) else value
+    holder = document
+    for step in sealed.json_path[:-1]:
+        holder = holder.get(step) if isinstance(holder, dict) else None
+    if not isinstance(holder, dict) or not isinstance(holder.get(sealed.json_path[-1]), str):
+        return None
+    holder[sealed.json_path[-1]] = crypto.reseal_text(holder[sealed.json_path[-1]], box)
+    return json.dumps(document)
 
 
 @secrets_app.command("generate-key")
@@ -71,18 +89,17 @@ async def _reseal_column(sealed: SealedColumn, box: Any) -> int:
                 if not rows:
                     return done
                 width = len(sealed.key_columns)
+                match = " AND ".join(f"{column} = :k{i}" for i, column in enumerate(sealed.key_columns))
+                new_value = "CAST(:value AS jsonb)" if sealed.json_path else ":value"
+                update = f"UPDATE {sealed.table} SET {sealed.column} = {new_value} WHERE {match}"  # noqa: S608
                 for row in rows:
-                    value = row[width]
-                    resealed: bytes | str = (
-                        crypto.reseal(bytes(value), box) if sealed.binary else crypto.reseal_text(value, box)
-                    )
-                    match = " AND ".join(f"{column} = :k{i}" for i, column in enumerate(sealed.key_columns))
-                    await uow.session.execute(
-                        text(f"UPDATE {sealed.table} SET {sealed.column} = :value WHERE {match}"),  # noqa: S608
-                        {"value": resealed, **{f"k{i}": row[i] for i in range(width)}},
-                    )
+                    resealed = _resealed(sealed, row[width], box)
+                    if resealed is not None:
+                        await uow.session.execute(
+                            text(update), {"value": resealed, **{f"k{i}": row[i] for i in range(width)}}
+                        )
+                        done += 1
                 await uow.commit()
-                done += len(rows)
                 after = tuple(rows[-1][:width])
     finally:
         await engine.dispose()
