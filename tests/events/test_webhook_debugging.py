@@ -153,6 +153,7 @@ def test_a_receiver_that_is_down_shows_attempts_without_an_answer(api, bridge, d
         )
     )
     (delivery,) = deliveries(api, endpoint["id"])
+    assert delivery["next_attempt_at"] is None  # dead-lettered: nothing more is due
     assert [a["outcome"] for a in delivery["attempts"]] == ["failed"] * 3
     assert {a["response_status"] for a in delivery["attempts"]} == {None}
     assert all(a["error"].startswith("delivery failed: ") for a in delivery["attempts"])
@@ -167,7 +168,8 @@ def test_a_delivery_is_resent_as_a_new_delivery_of_the_same_event(api, bridge, d
         resent = api.post(f"/v1/webhook-endpoints/{endpoint['id']}/deliveries/{first['id']}/resend")
         assert resent.status_code == 200, resent.text
         assert resent.json()["resend_of"] == first["id"] and resent.json()["event"] == first["event"]
-        assert resent.json()["id"] != first["id"]
+        assert resent.json()["id"] != first["id"] and resent.json()["status"] == "pending"
+        assert abs(resent.json()["next_attempt_at"] - time.time()) < 30
         wait_for(lambda: len(hooks.deliveries) == 2)
 
     assert {d.headers["webhook-id"] for d in hooks.deliveries} == {first["event"]}

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import datetime
 from typing import Any
 
 import orjson
@@ -108,9 +109,16 @@ async def get_delivery(session: AsyncSession, endpoint_id: str, delivery_id: str
     )
 
 
-async def delivery_statuses(session: AsyncSession, delivery_ids: Sequence[str]) -> dict[str, str]:
-    rows = await session.execute(select(Operation.id, Operation.status).where(Operation.id.in_(delivery_ids)))
-    return {str(row[0]): str(row[1]) for row in rows}
+async def delivery_states(
+    session: AsyncSession, delivery_ids: Sequence[str]
+) -> dict[str, tuple[str, datetime]]:
+    """Each delivery's operation: its status and when its next attempt is due."""
+    rows = await session.execute(
+        select(Operation.id, Operation.status, Operation.next_attempt_at).where(
+            Operation.id.in_(delivery_ids)
+        )
+    )
+    return {str(row[0]): (str(row[1]), row[2]) for row in rows}
 
 
 async def attempts_of(

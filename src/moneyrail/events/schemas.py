@@ -89,6 +89,7 @@ class WebhookDeliveryOut(BaseModel):
     event: str
     event_type: str
     status: str = Field(description="pending, running, succeeded, failed, dead_letter or canceled")
+    next_attempt_at: int | None = Field(description="While pending: when the next attempt is due")
     resend_of: str | None
     attempts: list[DeliveryAttemptOut]
 

@@ -225,6 +225,7 @@ class DeliveryView:
     delivery: WebhookDelivery
     status: str
     attempts: list[WebhookDeliveryAttempt]
+    next_attempt_at: datetime | None = None  # while pending: when it is tried (again)
 
     @property
     def id(self) -> str:
@@ -237,12 +238,16 @@ class DeliveryView:
 
 async def _views(session: AsyncSession, deliveries: Sequence[WebhookDelivery]) -> list[DeliveryView]:
     ids = [delivery.id for delivery in deliveries]
-    statuses = await repository.delivery_statuses(session, ids)
+    states = await repository.delivery_states(session, ids)
     attempts = await repository.attempts_of(session, ids)
-    return [
-        DeliveryView(delivery, statuses.get(delivery.id, "pending"), attempts[delivery.id])
-        for delivery in deliveries
-    ]
+    views = []
+    for delivery in deliveries:
+        status, next_attempt_at = states[delivery.id]
+        pending = status == "pending"
+        views.append(
+            DeliveryView(delivery, status, attempts[delivery.id], next_attempt_at if pending else None)
+        )
+    return views
 
 
 async def list_deliveries(
@@ -300,7 +305,7 @@ async def resend_delivery(
     event = await get_event(session, tenant, original.delivery.event_id)
     delivery = await _schedule_delivery(session, tenant, endpoint.id, event, resend_of=original.delivery.id)
     await session.flush()
-    return DeliveryView(delivery, "pending", [])
+    return (await _views(session, [delivery]))[0]
 
 
 # --- delivery ----------------------------------------------------------------------------------
