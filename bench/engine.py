@@ -39,6 +39,7 @@ from typing import Any
 
 import asyncpg
 import psutil
+from cryptography.fernet import Fernet
 from redis import Redis
 from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -294,6 +295,7 @@ def engine_rate(
         "DATABASE_URL": database_url,
         "REDIS_URL": redis_url,
         "MONEYRAIL_WORKER_MODULES": "tests.engine.probe_actors",
+        "MONEYRAIL_SECRET_KEYS": os.environ.get("MONEYRAIL_SECRET_KEYS") or Fernet.generate_key().decode(),
         "MONEYRAIL_LOG_LEVEL": "WARNING",
         "MONEYRAIL_WORKER_METRICS_PORT": "19292",
         # one connection per thread and a few spare: an operation never waits for the pool

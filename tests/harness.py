@@ -28,6 +28,7 @@ from moneyrail.db.engine import create_engine, create_sessionmaker
 from moneyrail.db.uow import UnitOfWork
 from moneyrail.embedded import EmbeddedPostgres, EmbeddedRedis
 from moneyrail.installations import service as installations
+from moneyrail.kit.crypto import generate_key
 from moneyrail.kit.tenant import Tenant
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -57,6 +58,8 @@ class Servers:
     admin_url: str
     database: str
     _embedded: list[Any] = field(default_factory=list)
+    # the processes' MONEYRAIL_SECRET_KEYS (secrets at rest), one key per test session
+    secret_keys: str = field(default_factory=generate_key)
 
     @classmethod
     def start(cls, work_dir: Path) -> Servers:
@@ -96,7 +99,14 @@ class Servers:
             for key, value in os.environ.items()
             if not key.startswith("MONEYRAIL_") and key not in {"DATABASE_URL", "REDIS_URL"}
         }
-        env.update({"DATABASE_URL": self.database_url, "REDIS_URL": self.redis_url, **extra})
+        env.update(
+            {
+                "DATABASE_URL": self.database_url,
+                "REDIS_URL": self.redis_url,
+                "MONEYRAIL_SECRET_KEYS": self.secret_keys,
+                **extra,
+            }
+        )
         return env
 
 

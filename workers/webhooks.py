@@ -4,9 +4,13 @@ from __future__ import annotations
 
 import dramatiq
 
+from moneyrail.config import get_settings
 from moneyrail.events import service
+from moneyrail.kit import crypto
 from workers import runtime
 from workers.broker import broker  # actors bind to the configured broker, not dramatiq's default
+
+crypto.require_secret_keys(get_settings().secret_keys)  # deliveries open sealed signing secrets
 
 
 @dramatiq.actor(actor_name=service.DELIVERY_ACTOR, queue_name="webhooks", broker=broker)

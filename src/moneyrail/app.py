@@ -23,6 +23,7 @@ from moneyrail.deliveries.endpoints import router as deliveries_router
 from moneyrail.engine.endpoints import router as operations_router
 from moneyrail.events.endpoints import router as events_router
 from moneyrail.installations.endpoints import router as account_router
+from moneyrail.kit import crypto
 from moneyrail.logging import configure_logging
 from moneyrail.merchants.endpoints import router as merchants_router
 from moneyrail.merchants.pages import router as merchant_pages_router
@@ -56,6 +57,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        crypto.require_secret_keys(settings.secret_keys)  # secrets at rest: refuse to start without keys
         engine = create_engine(settings)
         app.state.engine = engine
         app.state.sessionmaker = create_sessionmaker(engine)

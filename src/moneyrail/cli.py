@@ -19,6 +19,7 @@ from moneyrail.config import get_settings
 from moneyrail.engine.cli import dead_letters_app
 from moneyrail.installations import service as installations
 from moneyrail.kit.clock import to_unix
+from moneyrail.kit.secrets_cli import secrets_app
 from moneyrail.kit.tenant import Tenant
 from moneyrail.ledger.cli import ledger_app
 from moneyrail.logging import configure_logging
@@ -35,6 +36,7 @@ app.add_typer(keys_app, name="keys")
 app.add_typer(settings_app, name="settings")
 app.add_typer(dead_letters_app, name="dead-letters")
 app.add_typer(ledger_app, name="ledger")
+app.add_typer(secrets_app, name="secrets")
 
 JsonOption = Annotated[bool, typer.Option("--json", help="Machine-readable output.")]
 InstallationOption = Annotated[str, typer.Option("--installation", "-i", help="Installation id (inst_…).")]
@@ -85,6 +87,7 @@ def settings_view(settings: EnvironmentSettings) -> dict[str, Any]:
         "oauth_redirect_uris": settings.oauth_redirect_uris,
         "commission_basis_points": settings.commission_basis_points,
         "commission_fixed_amount": settings.commission_fixed_amount,
+        "rate_limit_per_second": settings.rate_limit_per_second,  # null: MONEYRAIL_RATE_LIMIT_PER_SECOND
     }
 
 
@@ -271,6 +274,10 @@ def settings_set(
     ] = None,
     commission_bps: Annotated[int | None, typer.Option(help="Commission in basis points.")] = None,
     commission_fixed: Annotated[int | None, typer.Option(help="Fixed commission in minor units.")] = None,
+    rate_limit: Annotated[
+        int | None,
+        typer.Option(help="Requests per second per API key; 0: no limit; -1: the service-wide default."),
+    ] = None,
     as_json: JsonOption = False,
 ) -> None:
     tenant = Tenant(installation, _livemode(environment))
@@ -284,6 +291,7 @@ def settings_set(
             oauth_redirect_uris=oauth_redirect_uri,
             commission_basis_points=commission_bps,
             commission_fixed_amount=commission_fixed,
+            rate_limit_per_second=rate_limit,
         )
     )
     view = settings_view(updated)

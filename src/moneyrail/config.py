@@ -54,6 +54,14 @@ class Settings(BaseSettings):
     webhook_retry_base_seconds: float = 30.0
     webhook_max_attempts: int = 20
 
+    # Fernet keys (comma-separated, the first encrypts, all decrypt) that seal the secrets moneyrail must
+    # read back: webhook signing secrets, stored idempotent answers. `moneyrail secrets generate-key`
+    # makes one; `moneyrail secrets rotate` re-encrypts with the first after a new key is put in front.
+    secret_keys: str | None = None
+    # Requests per second per API key, unless the operator set the installation's own figure
+    # (`moneyrail settings set --rate-limit`); 0 turns the limit off.
+    rate_limit_per_second: int = Field(default=100, ge=0)
+
     # Receipts (deliveries): e-mail through SMTP, `smtp://[user:password@]host:port` (smtps:// for TLS);
     # unset, e-mail receipts are recorded as failed with "SMTP is not configured". SMS through a sender
     # chosen by name; `sandbox` records messages in the database.

@@ -19,6 +19,7 @@ from moneyrail.db.uow import UnitOfWork
 from moneyrail.embedded import EmbeddedPostgres, EmbeddedRedis
 from moneyrail.installations import repository as keys_repository
 from moneyrail.installations import service as installations
+from moneyrail.kit.crypto import generate_key
 from moneyrail.kit.tenant import Tenant
 
 DEV_INSTALLATION_NAME = "Dev sandbox"
@@ -61,6 +62,17 @@ def dev_key(settings: Settings, key_file: Path) -> str:
         key_file.write_text(secret + "\n")
         key_file.chmod(0o600)
     return secret
+
+
+def dev_secret_keys(settings: Settings, key_file: Path) -> str:
+    """MONEYRAIL_SECRET_KEYS for the dev processes: the environment's, else one made once and kept."""
+    if settings.secret_keys:
+        return settings.secret_keys
+    if not key_file.exists():
+        key_file.parent.mkdir(parents=True, exist_ok=True)
+        key_file.write_text(generate_key() + "\n")
+        key_file.chmod(0o600)
+    return key_file.read_text().strip()
 
 
 def _wait_ready(base_url: str, processes: list[subprocess.Popen[bytes]]) -> None:
@@ -107,7 +119,12 @@ def run_dev(settings: Settings) -> int:
         upgrade(database_url)
         secret = dev_key(settings, data_dir / "dev-key")
 
-        environment = {**os.environ, "DATABASE_URL": database_url, "REDIS_URL": redis_url}
+        environment = {
+            **os.environ,
+            "DATABASE_URL": database_url,
+            "REDIS_URL": redis_url,
+            "MONEYRAIL_SECRET_KEYS": dev_secret_keys(settings, data_dir / "secret-keys"),
+        }
         executable = [sys.executable, "-m", "moneyrail"]
         for role in ("web", "worker", "scheduler"):
             # Own process groups: a terminal Ctrl-C reaches only us, and we stop the children in order.

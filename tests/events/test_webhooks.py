@@ -8,30 +8,11 @@ import time
 import pytest
 from standardwebhooks import Webhook, WebhookVerificationError
 
-from tests.engine.conftest import create_probe, start_scheduler, start_worker, wait_for_operation
+from tests.engine.conftest import create_probe, wait_for_operation
+from tests.events.conftest import wait_for
 from tests.events.receiver import receiver
 from tests.harness import add_key
 from tests.helpers import assert_error
-
-FAST_RETRIES = {"MONEYRAIL_WEBHOOK_RETRY_BASE_SECONDS": "0.2", "MONEYRAIL_WEBHOOK_MAX_ATTEMPTS": "3"}
-
-
-@pytest.fixture(scope="module")
-def delivering_stack(servers):
-    worker = start_worker(servers, name="worker-webhooks", **FAST_RETRIES)
-    scheduler = start_scheduler(servers, name="scheduler-webhooks", **FAST_RETRIES)
-    yield worker
-    worker.stop()
-    scheduler.stop()
-
-
-def wait_for(condition, timeout: float = 30):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if condition():
-            return
-        time.sleep(0.05)
-    raise AssertionError("timed out")
 
 
 def test_an_endpoint_secret_is_shown_once(api):

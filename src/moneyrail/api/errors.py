@@ -43,7 +43,9 @@ def error_body(error: MoneyrailError, request_id_value: str) -> dict[str, Any]:
 
 
 def error_response(error: MoneyrailError, request_id_value: str) -> JSONResponse:
-    return JSONResponse(error_body(error, request_id_value), status_code=error.status)
+    # an error may carry response headers (a rate limit's Retry-After)
+    headers: dict[str, str] | None = getattr(error, "headers", None)
+    return JSONResponse(error_body(error, request_id_value), status_code=error.status, headers=headers)
 
 
 def _param_name(location: Sequence[str | int]) -> str | None:

@@ -4,6 +4,10 @@ A key is claimed inside the request's own transaction: a transaction-scoped advi
 in flight, the stored record (if any) is replayed or refused, and the new record is written by
 `routing.py` in the same transaction as the effect, so a response is stored exactly when its
 effect commits.
+
+Stored answers are sealed (kit/crypto.py): creation answers carry credentials (a payment's or setup
+intent's `client_secret`, a checkout session's URL) that the database must not hold readable. Every
+answer is sealed, not only those, so a new credential-bearing answer cannot be missed.
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ from moneyrail.errors import (
     IdempotencyKeyRequired,
     IdempotencyKeyReused,
 )
+from moneyrail.kit import crypto
 from moneyrail.kit.clock import utcnow
 from moneyrail.kit.tenant import Tenant
 from moneyrail.models import IdempotencyRecord
@@ -136,7 +141,7 @@ async def claim(request: Request, principal: Principal, retention: timedelta) ->
             raise IdempotencyKeyReused(
                 "This Idempotency-Key was used with another request (method, path or body differ)."
             )
-        raise IdempotentReplay(record["status_code"], bytes(record["response_body"]))
+        raise IdempotentReplay(record["status_code"], crypto.open_sealed(bytes(record["response_body"])))
     # The effect runs after this savepoint, so a refusal can be undone and stored under the still-held
     # lock. Plain SQL: COMMIT releases it, no extra round trip.
     await connection.execute(f"SAVEPOINT {EFFECT_SAVEPOINT}")
@@ -166,7 +171,7 @@ async def store(session: AsyncSession, claimed: ClaimedKey, status_code: int, bo
         claimed.key,
         claimed.fingerprint,
         status_code,
-        body,
+        crypto.seal(body),
     )
 
 

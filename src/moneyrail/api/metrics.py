@@ -11,6 +11,7 @@ import hmac
 from fastapi import APIRouter, Request, Response
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Histogram, generate_latest
 from redis.asyncio import Redis
+from redis.exceptions import RedisError
 from sqlalchemy import text
 
 from moneyrail.engine.broker import QUEUES
@@ -58,7 +59,7 @@ async def metrics(request: Request) -> Response:
         oldest_due = float(await connection.scalar(OLDEST_DUE) or 0)
     try:
         depths = await _queue_depths(request.app.state.redis)
-    except OSError:
+    except (OSError, RedisError):  # Redis down: the rest of the metrics still matter (and say so)
         depths = {}
     registry = CollectorRegistry()
     registry.register(EngineSnapshot(rows, oldest_due, depths))

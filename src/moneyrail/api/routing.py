@@ -19,7 +19,7 @@ from fastapi.routing import APIRoute
 from fastapi.security import SecurityScopes
 from fastapi.security.base import SecurityBase
 
-from moneyrail.api import idempotency
+from moneyrail.api import idempotency, rate_limits
 from moneyrail.api.auth import authenticate
 from moneyrail.api.context import Principal, request_id
 from moneyrail.api.errors import error_body
@@ -59,6 +59,7 @@ class ApiKeyGate(SecurityBase):
             )
         if principal.key_kind == "secret" and not grants(principal.scopes, scope):
             raise InsufficientScope(f"This API key lacks the `{scope}` scope needed here.")
+        await rate_limits.check(request, principal)  # before the key's claim: a 429 is never stored
         retention = timedelta(hours=request.app.state.settings.idempotency_retention_hours)
         await idempotency.claim(request, principal, retention)
         return principal

@@ -49,6 +49,7 @@ from moneyrail.kit.tenant import Tenant
 from moneyrail.models import CheckoutSession, PaymentIntent
 from moneyrail.payment_methods import service as methods
 from moneyrail.payments import service as payments
+from moneyrail.payments.schemas import authentication_url
 from moneyrail.processor import provider
 from moneyrail.processor.interface import CardDetails, Processor
 from moneyrail.sandbox.service import register_due_work, tenant_now
@@ -373,10 +374,7 @@ async def _load(session: AsyncSession, token: str) -> _Loaded | Notice:
 
 
 def _authentication_url(payment: PaymentIntent) -> str | None:
-    action = payment.next_action or {}
-    redirect = action.get("redirect_to_url") or {}
-    url = redirect.get("url")
-    return url if isinstance(url, str) else None
+    return authentication_url(payment)  # stored sealed: payments/schemas.py opens it
 
 
 async def _settled(session: AsyncSession, loaded: _Loaded, *, when_complete: PageStep) -> PageStep | None:

@@ -1,17 +1,26 @@
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Literal, cast
 
 from fastapi import APIRouter, Depends, Query, Request
 
 from moneyrail.api.context import Principal, request_session
 from moneyrail.api.pagination import ListEnvelope, PageRequest, list_envelope, page_request
 from moneyrail.api.routing import MoneyrailRoute, scoped
-from moneyrail.kit.clock import to_unix
+from moneyrail.kit.clock import to_unix, utcnow
 from moneyrail.models import Event, WebhookEndpoint
 
 from . import service
-from .schemas import DeletedOut, EventOut, WebhookEndpointCreate, WebhookEndpointOut
+from .schemas import (
+    DeletedOut,
+    DeliveryAttemptOut,
+    EventOut,
+    SecretRotation,
+    WebhookDeliveryOut,
+    WebhookEndpointCreate,
+    WebhookEndpointOut,
+    WebhookEndpointUpdate,
+)
 
 router = APIRouter(route_class=MoneyrailRoute, tags=["events and webhooks"])
 
@@ -20,7 +29,8 @@ def render_event(event: Event) -> EventOut:
     return EventOut.model_validate(service.event_object(event))
 
 
-def render_endpoint(endpoint: WebhookEndpoint, *, with_secret: bool = False) -> WebhookEndpointOut:
+def render_endpoint(endpoint: WebhookEndpoint, *, secret: str | None = None) -> WebhookEndpointOut:
+    overlap_ends = service.overlap_ends(endpoint, utcnow())
     return WebhookEndpointOut(
         id=endpoint.id,
         livemode=endpoint.livemode,
@@ -28,7 +38,35 @@ def render_endpoint(endpoint: WebhookEndpoint, *, with_secret: bool = False) -> 
         url=endpoint.url,
         description=endpoint.description,
         enabled_events=endpoint.enabled_events,
-        secret=endpoint.secret if with_secret else None,
+        status=cast(Literal["enabled", "disabled"], service.endpoint_status(endpoint)),
+        previous_secret_expires_at=to_unix(overlap_ends) if overlap_ends else None,
+        secret=secret,
+    )
+
+
+def render_delivery(view: service.DeliveryView) -> WebhookDeliveryOut:
+    delivery = view.delivery
+    return WebhookDeliveryOut(
+        id=delivery.id,
+        livemode=delivery.livemode,
+        created=to_unix(delivery.created_at),
+        webhook_endpoint=delivery.endpoint_id,
+        event=delivery.event_id,
+        event_type=delivery.event_type,
+        status=view.status,
+        next_attempt_at=to_unix(view.next_attempt_at) if view.next_attempt_at else None,
+        resend_of=delivery.resend_of,
+        attempts=[
+            DeliveryAttemptOut(
+                number=attempt.number,
+                attempted_at=to_unix(attempt.attempted_at),
+                outcome=cast(Literal["succeeded", "failed"], attempt.outcome),
+                response_status=attempt.response_status,
+                latency_ms=attempt.latency_ms,
+                error=attempt.error,
+            )
+            for attempt in view.attempts
+        ],
     )
 
 
@@ -56,14 +94,14 @@ async def get_event(
 async def create_endpoint(
     request: Request, body: WebhookEndpointCreate, principal: Annotated[Principal, scoped("webhooks:write")]
 ) -> WebhookEndpointOut:
-    endpoint = await service.create_endpoint(
+    issued = await service.create_endpoint(
         request_session(request),
         principal.tenant,
         url=body.url,
-        enabled_events=body.enabled_events,
+        enabled_events=[event.value for event in body.enabled_events],
         description=body.description,
     )
-    return render_endpoint(endpoint, with_secret=True)  # the only time the secret is shown
+    return render_endpoint(issued.endpoint, secret=issued.secret)  # the only time the secret is shown
 
 
 @router.get("/webhook-endpoints", response_model=ListEnvelope[WebhookEndpointOut])
@@ -87,9 +125,91 @@ async def get_endpoint(
     )
 
 
+@router.post("/webhook-endpoints/{webhook_endpoint}", response_model=WebhookEndpointOut)
+async def update_endpoint(
+    request: Request,
+    webhook_endpoint: str,
+    body: WebhookEndpointUpdate,
+    principal: Annotated[Principal, scoped("webhooks:write")],
+) -> WebhookEndpointOut:
+    """Change the URL, the events or the description; `disabled` pauses or resumes deliveries."""
+    endpoint = await service.update_endpoint(
+        request_session(request),
+        principal.tenant,
+        webhook_endpoint,
+        url=body.url,
+        enabled_events=None
+        if body.enabled_events is None
+        else [event.value for event in body.enabled_events],
+        description=body.description,
+        disabled=body.disabled,
+    )
+    return render_endpoint(endpoint)
+
+
+@router.post("/webhook-endpoints/{webhook_endpoint}/rotate-secret", response_model=WebhookEndpointOut)
+async def rotate_secret(
+    request: Request,
+    webhook_endpoint: str,
+    body: SecretRotation,
+    principal: Annotated[Principal, scoped("webhooks:write")],
+) -> WebhookEndpointOut:
+    """A new signing secret, shown once; the previous one keeps signing too until the overlap ends."""
+    issued = await service.rotate_secret(
+        request_session(request),
+        principal.tenant,
+        webhook_endpoint,
+        expire_previous_in_seconds=body.expire_previous_in_seconds,
+    )
+    return render_endpoint(issued.endpoint, secret=issued.secret)
+
+
 @router.delete("/webhook-endpoints/{webhook_endpoint}", response_model=DeletedOut)
 async def delete_endpoint(
     request: Request, webhook_endpoint: str, principal: Annotated[Principal, scoped("webhooks:write")]
 ) -> DeletedOut:
     endpoint = await service.delete_endpoint(request_session(request), principal.tenant, webhook_endpoint)
     return DeletedOut(id=endpoint.id, object="webhook_endpoint")
+
+
+@router.get(
+    "/webhook-endpoints/{webhook_endpoint}/deliveries", response_model=ListEnvelope[WebhookDeliveryOut]
+)
+async def list_deliveries(
+    request: Request,
+    webhook_endpoint: str,
+    principal: Annotated[Principal, scoped("webhooks:read")],
+    page: Annotated[PageRequest, Depends(page_request)],
+) -> ListEnvelope[WebhookDeliveryOut]:
+    """The endpoint's deliveries, newest first, each with every attempt's outcome, status and latency."""
+    rows = await service.list_deliveries(
+        request_session(request), principal.tenant, webhook_endpoint, limit=page.limit, after=page.after
+    )
+    return list_envelope(rows, page, render_delivery)
+
+
+@router.get("/webhook-endpoints/{webhook_endpoint}/deliveries/{delivery}", response_model=WebhookDeliveryOut)
+async def get_delivery(
+    request: Request,
+    webhook_endpoint: str,
+    delivery: str,
+    principal: Annotated[Principal, scoped("webhooks:read")],
+) -> WebhookDeliveryOut:
+    return render_delivery(
+        await service.get_delivery(request_session(request), principal.tenant, webhook_endpoint, delivery)
+    )
+
+
+@router.post(
+    "/webhook-endpoints/{webhook_endpoint}/deliveries/{delivery}/resend", response_model=WebhookDeliveryOut
+)
+async def resend_delivery(
+    request: Request,
+    webhook_endpoint: str,
+    delivery: str,
+    principal: Annotated[Principal, scoped("webhooks:write")],
+) -> WebhookDeliveryOut:
+    """Send the delivery's event again, as a new delivery (answered here, `resend_of` naming the first)."""
+    return render_delivery(
+        await service.resend_delivery(request_session(request), principal.tenant, webhook_endpoint, delivery)
+    )

@@ -1,17 +1,18 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import datetime
 from typing import Any
 
 import orjson
 from sqlalchemy import and_, select
-from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
 
 from moneyrail.db.pagination import newest_first_page
 from moneyrail.db.raw import driver_connection
 from moneyrail.kit.pagination import Position
 from moneyrail.kit.tenant import Tenant
-from moneyrail.models import Event, WebhookEndpoint
+from moneyrail.models import Event, Operation, WebhookDelivery, WebhookDeliveryAttempt, WebhookEndpoint
 
 
 def _event_owned_by(tenant: Tenant) -> Any:
@@ -33,7 +34,7 @@ _INSERT_EVENT = """
         VALUES ($1, $2, $3, $4, $5, $6, $7)
     )
     SELECT id FROM webhook_endpoints
-    WHERE installation_id = $2 AND livemode = $3 AND deleted_at IS NULL
+    WHERE installation_id = $2 AND livemode = $3 AND deleted_at IS NULL AND disabled_at IS NULL
       AND enabled_events && ARRAY[$4::text, '*']
     ORDER BY id
 """
@@ -88,3 +89,78 @@ async def list_endpoints(
     return (
         await session.scalars(newest_first_page(statement, WebhookEndpoint, limit=limit, after=after))
     ).all()
+
+
+# --- deliveries --------------------------------------------------------------------------------
+async def list_deliveries(
+    session: AsyncSession, endpoint_id: str, *, limit: int, after: Position | None
+) -> Sequence[WebhookDelivery]:
+    statement = select(WebhookDelivery).where(WebhookDelivery.endpoint_id == endpoint_id)
+    return (
+        await session.scalars(newest_first_page(statement, WebhookDelivery, limit=limit, after=after))
+    ).all()
+
+
+async def get_delivery(session: AsyncSession, endpoint_id: str, delivery_id: str) -> WebhookDelivery | None:
+    return await session.scalar(
+        select(WebhookDelivery).where(
+            WebhookDelivery.endpoint_id == endpoint_id, WebhookDelivery.id == delivery_id
+        )
+    )
+
+
+async def delivery_states(
+    session: AsyncSession, delivery_ids: Sequence[str]
+) -> dict[str, tuple[str, datetime]]:
+    """Each delivery's operation: its status and when its next attempt is due."""
+    rows = await session.execute(
+        select(Operation.id, Operation.status, Operation.next_attempt_at).where(
+            Operation.id.in_(delivery_ids)
+        )
+    )
+    return {str(row[0]): (str(row[1]), row[2]) for row in rows}
+
+
+async def attempts_of(
+    session: AsyncSession, delivery_ids: Sequence[str]
+) -> dict[str, list[WebhookDeliveryAttempt]]:
+    rows = await session.scalars(
+        select(WebhookDeliveryAttempt)
+        .where(WebhookDeliveryAttempt.delivery_id.in_(delivery_ids))
+        .order_by(
+            WebhookDeliveryAttempt.delivery_id, WebhookDeliveryAttempt.number, WebhookDeliveryAttempt.id
+        )
+    )
+    attempts: dict[str, list[WebhookDeliveryAttempt]] = {delivery_id: [] for delivery_id in delivery_ids}
+    for attempt in rows:
+        attempts[attempt.delivery_id].append(attempt)
+    return attempts
+
+
+_INSERT_ATTEMPT = """
+    INSERT INTO webhook_delivery_attempts
+        (delivery_id, number, outcome, response_status, latency_ms, error)
+    VALUES ($1, $2, $3, $4, $5, $6)
+"""
+
+
+async def record_attempt_now(
+    session: AsyncSession,
+    *,
+    delivery_id: str,
+    number: int,
+    outcome: str,
+    response_status: int | None,
+    latency_ms: float | None,
+    error: str | None,
+) -> None:
+    """Written on a connection of its own that commits at once: a failed attempt's transaction is rolled
+    back by the engine, and the integrator must still see what the receiver answered."""
+    engine = session.bind
+    assert isinstance(engine, AsyncEngine)
+    async with engine.connect() as connection:  # no statement through SQLAlchemy: nothing begins
+        pooled = await connection.get_raw_connection()
+        driver: Any = pooled.driver_connection
+        await driver.execute(
+            _INSERT_ATTEMPT, delivery_id, number, outcome, response_status, latency_ms, error
+        )

@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import base64
 import secrets
+import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -21,15 +23,24 @@ from moneyrail.engine.outcomes import PermanentFailure, TransientFailure
 from moneyrail.engine.policy import RetryPolicy, register_policy
 from moneyrail.engine.schemas import render_operation
 from moneyrail.engine.service import create_operation, register_outcome_listener
-from moneyrail.errors import ParameterInvalid, ResourceMissing
+from moneyrail.errors import Conflict, ParameterInvalid, ResourceMissing
+from moneyrail.kit import crypto
 from moneyrail.kit.clock import to_unix, utcnow
 from moneyrail.kit.ids import new_id
 from moneyrail.kit.pagination import Position
 from moneyrail.kit.tenant import Tenant
-from moneyrail.models import Event, Operation, WebhookEndpoint
+from moneyrail.models import Event, Operation, WebhookDelivery, WebhookDeliveryAttempt, WebhookEndpoint
 
 from . import repository
-from .addresses import AddressRefused, check_resolves_publicly, check_shape
+from .addresses import (
+    AddressRefused,
+    Resolver,
+    check_resolves_publicly,
+    check_shape,
+    post_pinned,
+    system_resolver,
+)
+from .types import is_known
 
 logger = structlog.get_logger("moneyrail.webhooks")
 
@@ -64,6 +75,8 @@ async def record_event(
     session: AsyncSession, tenant: Tenant, event_type: str, data_object: dict[str, Any]
 ) -> Event:
     """Write the event and one delivery per listening endpoint, in the caller's transaction."""
+    if not is_known(event_type):
+        raise ValueError(f"event type {event_type!r} is not in events/types.py's registry")
     event = Event(
         id=new_id("evt"),
         installation_id=tenant.installation_id,
@@ -74,14 +87,7 @@ async def record_event(
         created_at=utcnow(),
     )
     for endpoint_id in await repository.insert_event(session, event):
-        await create_operation(
-            session,
-            tenant,
-            operation_type=DELIVERY_TYPE,
-            actor_name=DELIVERY_ACTOR,
-            resource=event.id,
-            payload={"event": event.id, "endpoint": endpoint_id},
-        )
+        await _schedule_delivery(session, tenant, endpoint_id, event)
     return event
 
 
@@ -99,15 +105,30 @@ async def list_events(
 
 
 # --- endpoints ---------------------------------------------------------------------------------
-async def create_endpoint(
-    session: AsyncSession, tenant: Tenant, *, url: str, enabled_events: Sequence[str], description: str | None
-) -> WebhookEndpoint:
+def _new_secret() -> str:
+    return "whsec_" + base64.b64encode(secrets.token_bytes(32)).decode()
+
+
+async def _check_url(tenant: Tenant, url: str) -> None:
     try:
         check_shape(url, livemode=tenant.livemode)
         if tenant.livemode:  # sandbox endpoints may be loopback, for local development
             await check_resolves_publicly(url)
     except AddressRefused as refused:
         raise ParameterInvalid(f"The webhook URL {refused}.", param="url") from refused
+
+
+@dataclass(frozen=True)
+class IssuedEndpoint:
+    endpoint: WebhookEndpoint
+    secret: str  # shown once; the row holds it sealed
+
+
+async def create_endpoint(
+    session: AsyncSession, tenant: Tenant, *, url: str, enabled_events: Sequence[str], description: str | None
+) -> IssuedEndpoint:
+    await _check_url(tenant, url)
+    secret = _new_secret()
     endpoint = WebhookEndpoint(
         id=new_id("we"),
         installation_id=tenant.installation_id,
@@ -115,11 +136,11 @@ async def create_endpoint(
         url=url,
         description=description,
         enabled_events=sorted(set(enabled_events)),
-        secret="whsec_" + base64.b64encode(secrets.token_bytes(32)).decode(),
+        secret=crypto.seal_text(secret),
     )
     session.add(endpoint)
     await session.flush()
-    return endpoint
+    return IssuedEndpoint(endpoint, secret)
 
 
 async def get_endpoint(session: AsyncSession, tenant: Tenant, endpoint_id: str) -> WebhookEndpoint:
@@ -135,6 +156,62 @@ async def list_endpoints(
     return await repository.list_endpoints(session, tenant, limit=limit, after=after)
 
 
+async def update_endpoint(
+    session: AsyncSession,
+    tenant: Tenant,
+    endpoint_id: str,
+    *,
+    url: str | None,
+    enabled_events: Sequence[str] | None,
+    description: str | None,
+    disabled: bool | None,
+) -> WebhookEndpoint:
+    """Only the fields given change. Disabling stops new deliveries; those pending fail when their turn
+    comes (resend them once enabled again)."""
+    endpoint = await get_endpoint(session, tenant, endpoint_id)
+    if url is not None:
+        await _check_url(tenant, url)
+        endpoint.url = url
+    if enabled_events is not None:
+        endpoint.enabled_events = sorted(set(enabled_events))
+    if description is not None:
+        endpoint.description = description
+    if disabled is True and endpoint.disabled_at is None:
+        endpoint.disabled_at = utcnow()
+    elif disabled is False:
+        endpoint.disabled_at = None
+    await session.flush()
+    return endpoint
+
+
+async def rotate_secret(
+    session: AsyncSession, tenant: Tenant, endpoint_id: str, *, expire_previous_in_seconds: int
+) -> IssuedEndpoint:
+    """A new signing secret. Until the previous one expires, deliveries carry both signatures (Standard
+    Webhooks allows several in `webhook-signature`), so receivers switch secrets without losing any."""
+    endpoint = await get_endpoint(session, tenant, endpoint_id)
+    secret = _new_secret()
+    if expire_previous_in_seconds > 0:
+        endpoint.previous_secret = endpoint.secret
+        endpoint.previous_secret_expires_at = utcnow() + timedelta(seconds=expire_previous_in_seconds)
+    else:
+        endpoint.previous_secret = None
+        endpoint.previous_secret_expires_at = None
+    endpoint.secret = crypto.seal_text(secret)
+    await session.flush()
+    return IssuedEndpoint(endpoint, secret)
+
+
+def endpoint_status(endpoint: WebhookEndpoint) -> str:
+    return "disabled" if endpoint.disabled_at is not None else "enabled"
+
+
+def overlap_ends(endpoint: WebhookEndpoint, at: datetime) -> datetime | None:
+    """When the previous secret stops signing, if it still signs at `at`."""
+    expires = endpoint.previous_secret_expires_at
+    return expires if endpoint.previous_secret is not None and expires is not None and expires > at else None
+
+
 async def delete_endpoint(session: AsyncSession, tenant: Tenant, endpoint_id: str) -> WebhookEndpoint:
     endpoint = await get_endpoint(session, tenant, endpoint_id)
     endpoint.deleted_at = utcnow()  # pending deliveries see it gone and stop
@@ -142,40 +219,173 @@ async def delete_endpoint(session: AsyncSession, tenant: Tenant, endpoint_id: st
     return endpoint
 
 
+# --- deliveries (what an integrator sees) ---------------------------------------------------------
+@dataclass(frozen=True)
+class DeliveryView:
+    delivery: WebhookDelivery
+    status: str
+    attempts: list[WebhookDeliveryAttempt]
+    next_attempt_at: datetime | None = None  # while pending: when it is tried (again)
+
+    @property
+    def id(self) -> str:
+        return self.delivery.id
+
+    @property
+    def created_at(self) -> datetime:
+        return self.delivery.created_at
+
+
+async def _views(session: AsyncSession, deliveries: Sequence[WebhookDelivery]) -> list[DeliveryView]:
+    ids = [delivery.id for delivery in deliveries]
+    states = await repository.delivery_states(session, ids)
+    attempts = await repository.attempts_of(session, ids)
+    views = []
+    for delivery in deliveries:
+        status, next_attempt_at = states[delivery.id]
+        pending = status == "pending"
+        views.append(
+            DeliveryView(delivery, status, attempts[delivery.id], next_attempt_at if pending else None)
+        )
+    return views
+
+
+async def list_deliveries(
+    session: AsyncSession, tenant: Tenant, endpoint_id: str, *, limit: int, after: Position | None
+) -> list[DeliveryView]:
+    endpoint = await get_endpoint(session, tenant, endpoint_id)
+    return await _views(
+        session, await repository.list_deliveries(session, endpoint.id, limit=limit, after=after)
+    )
+
+
+async def get_delivery(
+    session: AsyncSession, tenant: Tenant, endpoint_id: str, delivery_id: str
+) -> DeliveryView:
+    endpoint = await get_endpoint(session, tenant, endpoint_id)
+    delivery = await repository.get_delivery(session, endpoint.id, delivery_id)
+    if delivery is None:
+        raise ResourceMissing(f"No such webhook delivery: {delivery_id!r}", param="delivery")
+    return (await _views(session, [delivery]))[0]
+
+
+async def _schedule_delivery(
+    session: AsyncSession, tenant: Tenant, endpoint_id: str, event: Event, resend_of: str | None = None
+) -> WebhookDelivery:
+    operation = await create_operation(
+        session,
+        tenant,
+        operation_type=DELIVERY_TYPE,
+        actor_name=DELIVERY_ACTOR,
+        resource=event.id,
+        payload={"event": event.id, "endpoint": endpoint_id},
+    )
+    delivery = WebhookDelivery(
+        id=operation.id,
+        installation_id=tenant.installation_id,
+        livemode=tenant.livemode,
+        endpoint_id=endpoint_id,
+        event_id=event.id,
+        event_type=event.type,
+        resend_of=resend_of,
+        created_at=operation.created_at,
+    )
+    session.add(delivery)
+    return delivery
+
+
+async def resend_delivery(
+    session: AsyncSession, tenant: Tenant, endpoint_id: str, delivery_id: str
+) -> DeliveryView:
+    """The same event to the same endpoint again, as a new delivery (the first keeps its history)."""
+    original = await get_delivery(session, tenant, endpoint_id, delivery_id)
+    endpoint = await get_endpoint(session, tenant, endpoint_id)
+    if endpoint.disabled_at is not None:
+        raise Conflict("The webhook endpoint is disabled; enable it before resending.", param="delivery")
+    event = await get_event(session, tenant, original.delivery.event_id)
+    delivery = await _schedule_delivery(session, tenant, endpoint.id, event, resend_of=original.delivery.id)
+    await session.flush()
+    return (await _views(session, [delivery]))[0]
+
+
 # --- delivery ----------------------------------------------------------------------------------
-def signed_headers(endpoint_secret: str, event_id: str, body: str, at: datetime) -> dict[str, str]:
-    signature = Webhook(endpoint_secret).sign(msg_id=event_id, timestamp=at, data=body)
+def signed_headers(endpoint_secrets: Sequence[str], event_id: str, body: str, at: datetime) -> dict[str, str]:
+    """One `v1,<signature>` per secret, space-separated (Standard Webhooks: receivers accept any)."""
+    signatures = [
+        Webhook(secret).sign(msg_id=event_id, timestamp=at, data=body) for secret in endpoint_secrets
+    ]
     return {
         "webhook-id": event_id,
         "webhook-timestamp": str(int(at.timestamp())),
-        "webhook-signature": signature,
+        "webhook-signature": " ".join(signatures),
         "content-type": "application/json",
         "user-agent": "moneyrail-webhooks/1",
     }
 
 
-async def deliver(session: AsyncSession, operation: Operation) -> None:
+def signing_secrets(endpoint: WebhookEndpoint, at: datetime) -> list[str]:
+    signing = [crypto.open_text(endpoint.secret)]
+    if endpoint.previous_secret is not None and overlap_ends(endpoint, at) is not None:
+        signing.append(crypto.open_text(endpoint.previous_secret))
+    return signing
+
+
+async def deliver(session: AsyncSession, operation: Operation, resolver: Resolver = system_resolver) -> None:
     """One delivery attempt of one event to one endpoint (the `webhook_delivery` operation handler)."""
     tenant = Tenant(operation.installation_id, operation.livemode)
     endpoint = await repository.get_endpoint_any_state(session, operation.payload["endpoint"])
     if endpoint is None or endpoint.deleted_at is not None:
         raise PermanentFailure("endpoint_deleted", "The webhook endpoint was deleted before delivery.")
+    if endpoint.disabled_at is not None:
+        raise PermanentFailure("endpoint_disabled", "The webhook endpoint was disabled before delivery.")
     event = await get_event(session, tenant, operation.payload["event"])
-    if tenant.livemode:
-        try:
-            await check_resolves_publicly(endpoint.url)
-        except AddressRefused as refused:
-            raise TransientFailure(f"endpoint address refused: {refused}") from refused
+    now = datetime.now(UTC)
     body = orjson.dumps(event_object(event)).decode()
-    headers = signed_headers(endpoint.secret, event.id, body, datetime.now(UTC))
+    headers = signed_headers(signing_secrets(endpoint, now), event.id, body, now)
+
+    async def note(outcome: str, status: int | None, latency_ms: float | None, error: str | None) -> None:
+        await repository.record_attempt_now(
+            session,
+            delivery_id=operation.id,
+            number=operation.attempts,
+            outcome=outcome,
+            response_status=status,
+            latency_ms=latency_ms,
+            error=error,
+        )
+
+    started = time.perf_counter()
     try:
-        async with httpx.AsyncClient(timeout=DELIVERY_TIMEOUT_SECONDS, follow_redirects=False) as client:
-            response = await client.post(endpoint.url, content=body, headers=headers)
+        # resolved once, checked, and connected to that very address (no DNS rebinding in between)
+        target, response = await post_pinned(
+            endpoint.url,
+            content=body,
+            headers=headers,
+            public_only=tenant.livemode,
+            timeout_seconds=DELIVERY_TIMEOUT_SECONDS,
+            resolver=resolver,
+        )
+    except AddressRefused as refused:
+        await note("failed", None, None, f"endpoint address refused: {refused}")
+        raise TransientFailure(f"endpoint address refused: {refused}") from refused
     except httpx.HTTPError as error:
+        latency_ms = round((time.perf_counter() - started) * 1000, 2)
+        await note("failed", None, latency_ms, f"delivery failed: {type(error).__name__}")
         raise TransientFailure(f"delivery failed: {type(error).__name__}") from error
+    latency_ms = round((time.perf_counter() - started) * 1000, 2)
     if not response.is_success:
+        await note(
+            "failed", response.status_code, latency_ms, f"endpoint answered HTTP {response.status_code}"
+        )
         raise TransientFailure(f"endpoint answered HTTP {response.status_code}")
-    logger.info("webhook_delivered", event_id=event.id, endpoint=endpoint.id, status=response.status_code)
+    await note("succeeded", response.status_code, latency_ms, None)
+    logger.info(
+        "webhook_delivered",
+        event_id=event.id,
+        endpoint=endpoint.id,
+        status=response.status_code,
+        address=target.address,
+    )
 
 
 OUTCOME_EVENTS = {

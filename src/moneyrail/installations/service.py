@@ -119,8 +119,14 @@ async def update_environment_settings(
     oauth_redirect_uris: Sequence[str] | None = None,
     commission_basis_points: int | None = None,
     commission_fixed_amount: int | None = None,
+    rate_limit_per_second: int | None = None,
 ) -> EnvironmentSettings:
+    """None leaves a field as it is. rate_limit_per_second: -1 returns to the service-wide default."""
     settings = await get_environment_settings(session, tenant)
+    if rate_limit_per_second is not None and rate_limit_per_second < -1:
+        raise ParameterInvalid(
+            "the rate limit is requests per second, 0 for none, -1 for the default", param="rate_limit"
+        )
     if commission_basis_points is not None and not 0 <= commission_basis_points <= 10_000:
         raise ParameterInvalid("commission basis points must be 0 to 10000", param="commission_basis_points")
     if commission_fixed_amount is not None and commission_fixed_amount < 0:
@@ -146,6 +152,8 @@ async def update_environment_settings(
         settings.commission_basis_points = commission_basis_points
     if commission_fixed_amount is not None:
         settings.commission_fixed_amount = commission_fixed_amount
+    if rate_limit_per_second is not None:
+        settings.rate_limit_per_second = None if rate_limit_per_second == -1 else rate_limit_per_second
     settings.updated_at = utcnow()
     await session.flush()
     return settings

@@ -4,7 +4,7 @@ from moneyrail.models.base import Base
 from moneyrail.models.checkout import CheckoutSession
 from moneyrail.models.connect import ConnectedAccount, OnboardingLink
 from moneyrail.models.customer import Customer
-from moneyrail.models.event import Event, WebhookEndpoint
+from moneyrail.models.event import Event, WebhookDelivery, WebhookDeliveryAttempt, WebhookEndpoint
 from moneyrail.models.idempotency import IdempotencyRecord
 from moneyrail.models.installation import ApiKey, EnvironmentSettings, Installation, PublishableKey
 from moneyrail.models.ledger import (
@@ -80,5 +80,7 @@ __all__ = [
     "SetupIntent",
     "Transfer",
     "TransferReversal",
+    "WebhookDelivery",
+    "WebhookDeliveryAttempt",
     "WebhookEndpoint",
 ]

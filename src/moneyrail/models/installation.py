@@ -30,6 +30,7 @@ class EnvironmentSettings(Base):
     __table_args__ = (
         CheckConstraint("commission_basis_points BETWEEN 0 AND 10000", name="commission_basis_points"),
         CheckConstraint("commission_fixed_amount >= 0", name="commission_fixed_amount"),
+        CheckConstraint("rate_limit_per_second >= 0", name="rate_limit_per_second"),
     )
 
     installation_id: Mapped[str] = mapped_column(ForeignKey("installations.id"), primary_key=True)
@@ -41,6 +42,8 @@ class EnvironmentSettings(Base):
     oauth_redirect_uris: Mapped[list[str]] = mapped_column(ARRAY(TEXT), server_default=text("'{}'"))
     commission_basis_points: Mapped[int] = mapped_column(server_default=text("0"))
     commission_fixed_amount: Mapped[int] = mapped_column(server_default=text("0"))
+    # requests per second per API key; null: the service-wide MONEYRAIL_RATE_LIMIT_PER_SECOND; 0: no limit
+    rate_limit_per_second: Mapped[int | None]
     updated_at: Mapped[datetime] = mapped_column(server_default=func.now())
 
 

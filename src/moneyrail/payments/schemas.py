@@ -4,6 +4,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, EmailStr, Field, StringConstraints
 
+from moneyrail.kit import crypto
 from moneyrail.kit.clock import to_unix
 from moneyrail.kit.schemas import Amount, Currency, Metadata, RequestBody, ResourceOut
 from moneyrail.models import PaymentIntent, Refund
@@ -125,8 +126,32 @@ class PaymentIntentOut(ResourceOut):
     canceled_at: int | None
 
 
+def authentication_url(payment: PaymentIntent) -> str | None:
+    """The bank-authentication link of a payment that requires action. It is a credential (it decides the
+    payment), so the row keeps it sealed (kit/crypto.py) and this opens it."""
+    redirect = (payment.next_action or {}).get("redirect_to_url") or {}
+    url = redirect.get("url")
+    return crypto.open_text(url) if isinstance(url, str) else None
+
+
+def shown_next_action(payment: PaymentIntent, *, with_link: bool) -> dict[str, Any] | None:
+    """next_action as callers see it: the link opened, or left out (null) where the copy is stored in the
+    clear and sent on (an event)."""
+    if payment.next_action is None:
+        return None
+    redirect = payment.next_action.get("redirect_to_url")
+    if not isinstance(redirect, dict):
+        return payment.next_action
+    link = authentication_url(payment) if with_link else None
+    return {**payment.next_action, "redirect_to_url": {**redirect, "url": link}}
+
+
 def render_payment_intent(
-    payment: PaymentIntent, *, publishable_key: str | None, client_secret: str | None = None
+    payment: PaymentIntent,
+    *,
+    publishable_key: str | None,
+    client_secret: str | None = None,
+    with_authentication_link: bool = True,
 ) -> PaymentIntentOut:
     return PaymentIntentOut(
         id=payment.id,
@@ -157,7 +182,7 @@ def render_payment_intent(
             prior_recovery=payment.fee_prior_recovery,
             outstanding=payment.fee_outstanding,
         ),
-        next_action=payment.next_action,
+        next_action=shown_next_action(payment, with_link=with_authentication_link),
         last_payment_error=(
             PaymentErrorOut.model_validate(payment.last_payment_error) if payment.last_payment_error else None
         ),

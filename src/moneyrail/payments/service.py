@@ -46,6 +46,7 @@ from moneyrail.errors import (
 from moneyrail.events.service import record_event
 from moneyrail.installations import service as installations
 from moneyrail.installations.service import hash_secret
+from moneyrail.kit import crypto
 from moneyrail.kit.clock import utcnow
 from moneyrail.kit.ids import new_id, random_base62
 from moneyrail.kit.pagination import Position
@@ -101,7 +102,9 @@ def _move(payment: PaymentIntent, status: str) -> None:
 
 async def announce(session: AsyncSession, tenant: Tenant, payment: PaymentIntent, event_type: str) -> None:
     shown = render_payment_intent(
-        payment, publishable_key=await installations.publishable_key(session, tenant)
+        payment,
+        publishable_key=await installations.publishable_key(session, tenant),
+        with_authentication_link=False,  # events are stored in the clear and sent to receivers
     )
     await record_event(session, tenant, event_type, shown.model_dump(mode="json"))
 
@@ -542,7 +545,11 @@ async def _apply_authorization(
         payment.authentication_token_hash = hash_secret(token)
         payment.next_action = {
             "type": "redirect_to_url",
-            "redirect_to_url": {"url": f"{base_url}/authenticate/{token}", "return_url": payment.return_url},
+            # the link is a credential: sealed at rest, opened when shown (schemas.authentication_url)
+            "redirect_to_url": {
+                "url": crypto.seal_text(f"{base_url}/authenticate/{token}"),
+                "return_url": payment.return_url,
+            },
         }
         payment.last_payment_error = None
         _move(payment, "requires_action")

@@ -2,14 +2,14 @@ from __future__ import annotations
 
 from typing import Annotated, Literal, cast
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter, Query, Request
 
 from moneyrail.api.context import Principal, request_session
 from moneyrail.api.routing import MoneyrailRoute, scoped
 from moneyrail.kit.clock import to_unix
 
 from . import service
-from .schemas import ClockAdvance, ClockOut, FaultCreate, FaultOut
+from .schemas import ClockAdvance, ClockOut, FaultCreate, FaultList, FaultOut
 
 router = APIRouter(route_class=MoneyrailRoute, prefix="/test-helpers", tags=["sandbox test helpers"])
 
@@ -41,8 +41,36 @@ async def inject_processor_faults(
         mode=body.mode,
         count=body.count,
     )
+    return render_fault(fault)
+
+
+def render_fault(fault: service.FaultView) -> FaultOut:
     return FaultOut(
         operation_type=fault.operation_type,
         mode=cast(Literal["transient", "permanent"], fault.mode),
         count=fault.count,
     )
+
+
+@router.get("/processor-faults", response_model=FaultList)
+async def list_processor_faults(
+    request: Request, principal: Annotated[Principal, scoped("account:read")]
+) -> FaultList:
+    """The injected faults still armed, each with the number of calls it has left to fail."""
+    faults = await service.list_processor_faults(request_session(request), principal.tenant)
+    return FaultList(data=[render_fault(fault) for fault in faults])
+
+
+@router.delete("/processor-faults", response_model=FaultList)
+async def clear_processor_faults(
+    request: Request,
+    principal: Annotated[Principal, scoped("account:write")],
+    operation_type: Annotated[
+        str | None, Query(max_length=100, description="Only this type's fault; all when absent")
+    ] = None,
+) -> FaultList:
+    """Disarm the injected faults; answers those that were still armed."""
+    faults = await service.clear_processor_faults(
+        request_session(request), principal.tenant, operation_type=operation_type
+    )
+    return FaultList(data=[render_fault(fault) for fault in faults])

@@ -1,6 +1,8 @@
 from __future__ import annotations
 
-from sqlalchemy import func, select
+from collections.abc import Sequence
+
+from sqlalchemy import delete, func, select
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -40,3 +42,31 @@ async def set_fault(
             set_={"mode": mode, "remaining": count, "updated_at": func.now()},
         )
     )
+
+
+async def list_faults(session: AsyncSession, tenant: Tenant) -> Sequence[SandboxProcessorFault]:
+    """Faults still armed (a spent one keeps its row at 0 remaining)."""
+    return (
+        await session.scalars(
+            select(SandboxProcessorFault)
+            .where(
+                SandboxProcessorFault.installation_id == tenant.installation_id,
+                SandboxProcessorFault.livemode == tenant.livemode,
+                SandboxProcessorFault.remaining > 0,
+            )
+            .order_by(SandboxProcessorFault.operation_type)
+        )
+    ).all()
+
+
+async def clear_faults(
+    session: AsyncSession, tenant: Tenant, operation_type: str | None
+) -> Sequence[SandboxProcessorFault]:
+    statement = delete(SandboxProcessorFault).where(
+        SandboxProcessorFault.installation_id == tenant.installation_id,
+        SandboxProcessorFault.livemode == tenant.livemode,
+        SandboxProcessorFault.remaining > 0,
+    )
+    if operation_type is not None:
+        statement = statement.where(SandboxProcessorFault.operation_type == operation_type)
+    return (await session.scalars(statement.returning(SandboxProcessorFault))).all()

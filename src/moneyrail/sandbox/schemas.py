@@ -30,3 +30,10 @@ class FaultOut(BaseModel):
     operation_type: str
     mode: Literal["transient", "permanent"]
     count: int
+
+
+class FaultList(BaseModel):
+    object: Literal["list"] = "list"
+    data: list[FaultOut]
+    has_more: Literal[False] = False
+    next_cursor: None = None

@@ -80,9 +80,36 @@ async def inject_processor_faults(
     session: AsyncSession, tenant: Tenant, *, operation_type: str, mode: str, count: int
 ) -> FaultView:
     require_sandbox(tenant)
-    if operation_type not in PROCESSOR_OPERATION_TYPES:
+    _check_operation_type(operation_type)
+    await repository.set_fault(session, tenant, operation_type, mode, count)
+    return FaultView(operation_type=operation_type, mode=mode, count=count)
+
+
+def _check_operation_type(operation_type: str | None) -> None:
+    if operation_type is not None and operation_type not in PROCESSOR_OPERATION_TYPES:
         raise ParameterInvalid(
             f"operation_type must be one of {', '.join(PROCESSOR_OPERATION_TYPES)}.", param="operation_type"
         )
-    await repository.set_fault(session, tenant, operation_type, mode, count)
-    return FaultView(operation_type=operation_type, mode=mode, count=count)
+
+
+async def list_processor_faults(session: AsyncSession, tenant: Tenant) -> list[FaultView]:
+    """The faults still armed, with the calls each has left to fail."""
+    require_sandbox(tenant)
+    return [
+        FaultView(operation_type=fault.operation_type, mode=fault.mode, count=fault.remaining)
+        for fault in await repository.list_faults(session, tenant)
+    ]
+
+
+async def clear_processor_faults(
+    session: AsyncSession, tenant: Tenant, *, operation_type: str | None
+) -> list[FaultView]:
+    """Disarm every fault (or one type's); answers what was still armed."""
+    require_sandbox(tenant)
+    _check_operation_type(operation_type)
+    cleared = await repository.clear_faults(session, tenant, operation_type)
+    logger.info("sandbox_faults_cleared", installation=tenant.installation_id, cleared=len(cleared))
+    return sorted(
+        (FaultView(operation_type=f.operation_type, mode=f.mode, count=f.remaining) for f in cleared),
+        key=lambda view: view.operation_type,
+    )

@@ -1,0 +1,50 @@
+"""The one registry of event types the service emits: what `enabled_events` is validated against, what
+/openapi.json lists as an enum and the README's table shows. `record_event` refuses a type missing here,
+so a domain that adds an event adds it here first."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+EVENT_TYPES: dict[str, str] = {
+    "payment_intent.created": "A payment intent was created.",
+    "payment_intent.requires_action": "The card asks for bank authentication (3-D Secure) before it pays.",
+    "payment_intent.amount_capturable_updated": "An authorization holds funds to capture (manual capture).",
+    "payment_intent.succeeded": "The payment succeeded.",
+    "payment_intent.payment_failed": "An attempt to pay was declined.",
+    "payment_intent.canceled": "The payment intent was canceled.",
+    "payment_intent.fees_finalized": "The processor reported the payment's real cost: fees are final.",
+    "refund.created": "A refund was created.",
+    "refund.updated": "A refund changed status (succeeded, failed).",
+    "checkout.session.completed": "A hosted checkout session was paid.",
+    "checkout.session.expired": "A hosted checkout session expired unpaid.",
+    "merchant.created": "A merchant connection was started (the merchant is pending).",
+    "merchant.connected": "A merchant approved the connection; its consent is recorded.",
+    "merchant.denied": "A merchant denied the connection.",
+    "merchant.revoked": "This application's access to a merchant was revoked.",
+    "merchant.updated": "A merchant's profile, capabilities or requirements changed.",
+    "connected_account.created": "A connected account (courier, driver, ...) was created.",
+    "connected_account.updated": "A connected account's capabilities, requirements or payouts changed.",
+    "allocation_group.created": "An allocation group reserved part of a captured payment.",
+    "allocation_group.updated": "An allocation group changed (allocations, committing, committed, failed).",
+    "transfer.created": "A transfer to a recipient was created.",
+    "transfer.paid": "A transfer reached its recipient.",
+    "transfer.failed": "A transfer failed.",
+    "transfer.reversed": "A transfer was reversed, in part or in full.",
+    "transfer.reversal.created": "A transfer reversal was created.",
+    "operation.succeeded": "An asynchronous operation succeeded.",
+    "operation.failed": "An asynchronous operation failed (a business refusal, not retried).",
+    "operation.dead_lettered": "An asynchronous operation exhausted its retries; an operator decides.",
+}
+
+ALL_EVENTS = "*"
+
+# An enum so that /openapi.json names every accepted value of `enabled_events`.
+EnabledEvent = StrEnum(  # type: ignore[misc]
+    "EnabledEvent", {"ALL": ALL_EVENTS, **{name.upper().replace(".", "_"): name for name in EVENT_TYPES}}
+)
+EnabledEvent.__doc__ = "An event type the service emits, or `*` for every one."
+
+
+def is_known(event_type: str) -> bool:
+    return event_type in EVENT_TYPES
