@@ -226,13 +226,18 @@ async def distributable(session: AsyncSession, payment: PaymentIntent) -> int:
     """What of a captured payment may still be reserved: its proceeds (captured minus the commission
     withheld), minus what is refunded or being refunded, minus what groups hold, plus what reversals
     brought back. The caller holds the payment's lock, so two reservations take turns."""
+    return max(0, await _unreserved(session, payment))
+
+
+async def _unreserved(session: AsyncSession, payment: PaymentIntent) -> int:
+    """`distributable` before it is floored at zero: negative when refunds took money groups hold."""
     held = 0
     for group in await repository.groups_of_payment(session, payment.id):
         held += group.amount if group.status == "open" else group.amount_allocated
     proceeds = payment.amount_received - (payment.fee_reserve or 0) - payment.fee_prior_recovery
     refunded = await payment_refunds.promised_back(session, payment.id)
     returned = await repository.reversed_of_payment(session, payment.id)
-    return max(0, proceeds - refunded - held + returned)
+    return proceeds - refunded - held + returned
 
 
 async def _captured_payment(
@@ -413,6 +418,14 @@ async def commit_group(session: AsyncSession, tenant: Tenant, group_id: str) -> 
     group = await get_group(session, tenant, group_id, for_update=True)
     if group.status != "open":
         raise Conflict(f"Only an open group can be committed; this one is {group.status}.")
+    # a refund accepted since the reservation may have taken money the group counted on
+    payment = await payments.lock_payment_intent(session, tenant, group.payment_intent_id)
+    still_there = await _unreserved(session, payment) + group.amount
+    if group.amount_allocated > still_there:
+        raise Conflict(
+            f"This payment can distribute only {max(0, still_there)} now (refunded since the reservation); "
+            f"the group allocates {group.amount_allocated}."
+        )
     return await _commit(session, tenant, group, COMMIT_TYPE)
 
 
@@ -758,6 +771,13 @@ async def reverse_for_refund(
     if any(group.status == "committing" for group in groups):
         # its transfers are going out right now: wait for them, then take back what went
         raise TransientFailure("the payment's distribution is still being committed")
+    if any(group.status == "failed" for group in groups):
+        # a dead-lettered commit could still pay out money this refund would give back
+        raise PermanentFailure(
+            "distribution_unfinished",
+            "A commit of this payment's distribution is dead-lettered: an operator retries or discards it "
+            "(moneyrail dead-letters) before the payment can be refunded.",
+        )
     transfers = [
         transfer
         for transfer in await repository.transfers_of_payment(session, payment.id, for_update=True)
