@@ -63,6 +63,12 @@ def test_the_commission_comes_from_merchant_allocations_in_proportion_and_settle
         merchant_of_record=shop_a["id"],
     )
     group = group_of(platform, payment["id"])
+    shown = platform.get(f"/v1/payment-intents/{payment['id']}").json()["distribution"]
+    assert shown["merchant_of_record"] == shop_a["id"] and shown["allocation_group"] == group["id"]
+    assert [(a["recipient"], a["amount"], a["commission"]) for a in shown["allocations"]][:2] == [
+        (shop_a["id"], 6000, 187),
+        (shop_b["id"], 3000, 93),
+    ]
     # 280 over 6000:3000 is 186.67 and 93.33: the leftover unit goes to the larger remainder
     assert [(a["gross_amount"], a["commission"], a["amount"]) for a in group["allocations"]] == [
         (6000, 187, 5813),

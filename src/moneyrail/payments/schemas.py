@@ -126,7 +126,11 @@ class PaymentIntentOut(ResourceOut):
 
 
 def render_payment_intent(
-    payment: PaymentIntent, *, publishable_key: str | None, client_secret: str | None = None
+    payment: PaymentIntent,
+    *,
+    publishable_key: str | None,
+    client_secret: str | None = None,
+    distribution: dict[str, Any] | None = None,
 ) -> PaymentIntentOut:
     return PaymentIntentOut(
         id=payment.id,
@@ -144,7 +148,7 @@ def render_payment_intent(
         customer=payment.customer_id,
         payment_method=payment.payment_method_id,
         merchant=None,
-        distribution=None,
+        distribution=distribution,
         external_reference=payment.external_reference,
         description=payment.description,
         metadata=payment.metadata_,

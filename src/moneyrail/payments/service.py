@@ -100,7 +100,9 @@ def _move(payment: PaymentIntent, status: str) -> None:
 
 async def announce(session: AsyncSession, tenant: Tenant, payment: PaymentIntent, event_type: str) -> None:
     shown = render_payment_intent(
-        payment, publishable_key=await installations.publishable_key(session, tenant)
+        payment,
+        publishable_key=await installations.publishable_key(session, tenant),
+        distribution=(await distributions.describe(session, [payment.id])).get(payment.id),
     )
     await record_event(session, tenant, event_type, shown.model_dump(mode="json"))
 
