@@ -18,6 +18,7 @@ from moneyrail.models.ledger import (
 from moneyrail.models.operation import Operation, OperationAttempt
 from moneyrail.models.payment import PaymentIntent, ReceiptDelivery, Refund, SandboxSmsMessage
 from moneyrail.models.payment_method import CustomerSession, PaymentMethod, SetupIntent
+from moneyrail.models.payout import Payout
 from moneyrail.models.sandbox import (
     SandboxAuthorization,
     SandboxCard,
@@ -58,6 +59,7 @@ __all__ = [
     "PaymentDistribution",
     "PaymentIntent",
     "PaymentMethod",
+    "Payout",
     "PublishableKey",
     "ReceiptDelivery",
     "Refund",
