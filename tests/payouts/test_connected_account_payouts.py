@@ -4,6 +4,7 @@ than the available balance, also when two are requested at once."""
 
 from __future__ import annotations
 
+import json
 import threading
 
 import httpx
@@ -12,8 +13,9 @@ import pytest
 from tests.connect.support import CLOSED_BANK_ACCOUNT, create_account, onboarded_account
 from tests.engine.conftest import assert_ledger_verifies, start_scheduler, start_worker, wait_for_operation
 from tests.helpers import assert_error, count_rows
+from tests.installations.test_cli import moneyrail
 from tests.payments.support import event_types, ledger_balance, paid
-from tests.transfers.support import FINAL, account_balance
+from tests.transfers.support import FINAL, account_balance, processor_transfer_calls
 
 DAY = 86400
 
@@ -140,3 +142,53 @@ def test_payouts_wait_for_onboarding_and_never_overdraw(platform, make_api, db):
     foreign = onboarded_account(make_api(kind="platform"))["id"]
     assert_error(payout(platform, foreign, 1), 404, "resource_missing", "connected_account")
     assert count_rows(db, "payouts", platform.keys.installation_id) == 0
+
+
+def test_a_transient_fault_is_retried_and_the_payout_happens_once(platform, db, money_stack):
+    account = funded(platform, 900)
+    platform.post(
+        "/v1/test-helpers/processor-faults",
+        json={"operation_type": "payout", "mode": "transient", "count": 2},
+    )
+    body = payout(platform, account, 900).json()
+    operation = wait_for_operation(platform, body["operation"], FINAL)
+    assert (operation["status"], operation["attempts"]) == ("succeeded", 3)
+    assert platform.get(f"/v1/payouts/{body['id']}").json()["status"] == "in_transit"
+    calls = processor_transfer_calls(db, platform.keys.installation_id, "payout")
+    assert calls == [(f"{body['operation']}:payout", True)]
+
+
+def test_a_refused_payout_dead_letters_holding_its_money_and_an_operators_retry_sends_it(
+    platform, db, servers, money_stack
+):
+    account = funded(platform, 600)
+    platform.post(
+        "/v1/test-helpers/processor-faults",
+        json={"operation_type": "payout", "mode": "permanent", "count": 1},
+    )
+    body = payout(platform, account, 600).json()
+    assert wait_for_operation(platform, body["operation"], FINAL)["status"] == "dead_letter"
+    held = platform.get(f"/v1/payouts/{body['id']}").json()
+    assert (held["status"], held["failure_code"]) == ("pending", "processor_error")
+    assert account_balance(platform, account) == (0, 0)  # held until an operator decides
+    listed = json.loads(
+        moneyrail(
+            servers, "dead-letters", "list", "--installation", platform.keys.installation_id, "--json"
+        ).stdout
+    )
+    assert [(item["id"], item["type"]) for item in listed] == [(body["operation"], "payout")]
+    assert moneyrail(servers, "dead-letters", "retry", body["operation"]).returncode == 0
+    assert wait_for_operation(platform, body["operation"], FINAL)["status"] == "succeeded"
+    sent = platform.get(f"/v1/payouts/{body['id']}").json()
+    assert (sent["status"], sent["failure_code"]) == ("in_transit", None)
+    calls = processor_transfer_calls(db, platform.keys.installation_id, "payout")
+    assert calls == [(f"{body['operation']}:payout", False), (f"{body['operation']}:payout:1", True)]
+
+
+def test_the_installations_payouts_are_listed_and_read_only_by_it(platform, make_api, money_stack):
+    account = funded(platform, 500)
+    body = payout(platform, account, 200).json()
+    assert [item["id"] for item in platform.get("/v1/payouts").json()["data"]] == [body["id"]]
+    other = make_api(kind="platform")
+    assert other.get("/v1/payouts").json()["data"] == []
+    assert_error(other.get(f"/v1/payouts/{body['id']}"), 404, "resource_missing", "payout")

@@ -38,5 +38,7 @@ class Payout(TenantOwned, Base):
     failure_message: Mapped[str | None]
     operation_id: Mapped[str | None] = mapped_column(ForeignKey("operations.id"))
     processor_payout: Mapped[str | None]
+    # a processor refusal ends one generation of keys; an operator's retry asks again under the next
+    key_generation: Mapped[int] = mapped_column(server_default=text("0"))
     metadata_: Mapped[dict[str, Any]] = mapped_column("metadata", server_default=text("'{}'::jsonb"))
     updated_at: Mapped[datetime] = mapped_column(server_default=text("now()"))

@@ -38,3 +38,23 @@ async def list_payouts(
         request_session(request), principal.tenant, connected_account, limit=page.limit, after=page.after
     )
     return list_envelope(rows, page, render_payout)
+
+
+@router.get("/payouts", response_model=ListEnvelope[PayoutOut])
+async def list_all_payouts(
+    request: Request,
+    principal: Annotated[Principal, scoped("payouts:read")],
+    page: Annotated[PageRequest, Depends(page_request)],
+) -> ListEnvelope[PayoutOut]:
+    """Every payout of the installation's environment (today: its connected accounts' payouts)."""
+    rows = await service.list_all_payouts(
+        request_session(request), principal.tenant, limit=page.limit, after=page.after
+    )
+    return list_envelope(rows, page, render_payout)
+
+
+@router.get("/payouts/{payout}", response_model=PayoutOut)
+async def get_payout(
+    request: Request, payout: str, principal: Annotated[Principal, scoped("payouts:read")]
+) -> PayoutOut:
+    return render_payout(await service.get_payout(request_session(request), principal.tenant, payout))

@@ -64,3 +64,22 @@ async def arrived(session: AsyncSession, tenant: Tenant, now: datetime, limit: i
             .with_for_update(skip_locked=True)
         )
     ).all()
+
+
+async def get(session: AsyncSession, tenant: Tenant, payout_id: str) -> Payout | None:
+    return await session.scalar(
+        select(Payout).where(
+            Payout.installation_id == tenant.installation_id,
+            Payout.livemode == tenant.livemode,
+            Payout.id == payout_id,
+        )
+    )
+
+
+async def list_all(
+    session: AsyncSession, tenant: Tenant, *, limit: int, after: Position | None
+) -> Sequence[Payout]:
+    statement = select(Payout).where(
+        Payout.installation_id == tenant.installation_id, Payout.livemode == tenant.livemode
+    )
+    return (await session.scalars(newest_first_page(statement, Payout, limit=limit, after=after))).all()

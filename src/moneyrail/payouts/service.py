@@ -7,6 +7,10 @@
                             the money goes back to the available balance
     pending -> canceled     an operator discarded its dead-lettered operation: the money goes back
 
+A transient processor fault is retried under the same key (one processor effect). Any other refusal
+dead-letters the operation with the payout still `pending` and its money held; an operator's retry asks
+the processor again under the payout's next key, a discard cancels it and returns the money.
+
 Money (the installation's ledger accounts, per currency):
 
     created     connect:<acct>:available -(amount + fee), payouts:in_transit +amount, service:payout_fees +fee
@@ -19,6 +23,7 @@ account: two payouts requested at once are checked one after the other, and neve
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from datetime import datetime, timedelta
 
@@ -28,11 +33,11 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from moneyrail.config import get_settings
 from moneyrail.connect import service as connect
 from moneyrail.connect.requirements import Requirements
-from moneyrail.engine.outcomes import PermanentFailure
+from moneyrail.engine.outcomes import PermanentFailure, TransientFailure
 from moneyrail.engine.policy import RetryPolicy, register_policy
 from moneyrail.engine.schedule import register_periodic
 from moneyrail.engine.service import create_operation, register_outcome_listener
-from moneyrail.errors import AmountInvalid, Conflict
+from moneyrail.errors import AmountInvalid, Conflict, ResourceMissing
 from moneyrail.events.service import record_event
 from moneyrail.kit.clock import utcnow
 from moneyrail.kit.ids import new_id
@@ -75,6 +80,18 @@ INSTANT_FEE_MINIMUM = 50
 INSTANT_ARRIVAL = timedelta(minutes=30)
 STANDARD_BUSINESS_DAYS = 2
 ARRIVAL_BATCH = 200
+
+
+# refusals that are the payout's own outcome (the bank said no): the payout fails, the money returns
+FINAL_REFUSALS = frozenset({"account_closed"})
+
+
+class PayoutRefused(TransientFailure):
+    """Any other refusal: retried (each attempt replays it under the same key, moving nothing) until the
+    operation dead-letters for an operator to decide."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(f"payout refused: {code}: {message}")
 
 
 def instant_fee(amount: int) -> int:
@@ -182,6 +199,19 @@ async def list_payouts(
     return await repository.list_for_account(session, tenant, account.id, limit=limit, after=after)
 
 
+async def get_payout(session: AsyncSession, tenant: Tenant, payout_id: str) -> Payout:
+    payout = await repository.get(session, tenant, payout_id)
+    if payout is None:
+        raise ResourceMissing(f"No such payout: {payout_id!r}", param="payout")
+    return payout
+
+
+async def list_all_payouts(
+    session: AsyncSession, tenant: Tenant, *, limit: int, after: Position | None
+) -> Sequence[Payout]:
+    return await repository.list_all(session, tenant, limit=limit, after=after)
+
+
 async def process_payout(session: AsyncSession, operation: Operation, processor: Processor) -> None:
     """The `payout` operation's handler: one processor call keyed by the operation."""
     payout = await repository.get_by_operation(session, operation.id)
@@ -189,17 +219,22 @@ async def process_payout(session: AsyncSession, operation: Operation, processor:
         return
     tenant = Tenant(payout.installation_id, payout.livemode)
     account = await connect.get_connected_account(session, tenant, payout.connected_account_id)
+    step = "payout" if payout.key_generation == 0 else f"payout:{payout.key_generation}"
     try:
         result = await processor.create_payout(
             tenant,
-            idempotency_key=operation_key(operation.id, "payout"),
+            idempotency_key=operation_key(operation.id, step),
             amount=payout.amount,
             currency=payout.currency,
             bank_account=account.bank_account_number,
         )
     except ProcessorRefused as refused:
-        raise PermanentFailure(refused.code, refused.message) from refused
+        if refused.code in FINAL_REFUSALS:
+            raise PermanentFailure(refused.code, refused.message) from refused
+        raise PayoutRefused(refused.code, refused.message) from refused
     now = await tenant_now(session, tenant)
+    payout.failure_code = None
+    payout.failure_message = None
     _move(payout, "in_transit")
     payout.processor_payout = result.processor_id
     payout.arrival_date = now + INSTANT_ARRIVAL if payout.method == "instant" else standard_arrival(now)
@@ -223,17 +258,31 @@ async def _return(session: AsyncSession, tenant: Tenant, payout: Payout) -> None
     )
 
 
+REFUSAL = re.compile(r"payout refused: ([a-z_]+): (.*)$", re.S)
+
+
 async def _on_payout_outcome(session: AsyncSession, operation: Operation) -> None:
     """A refused payout ends `failed`, a discarded dead letter `canceled`: either way its money returns
     to the available balance, in the outcome's own transaction. A dead-lettered one stays `pending`
     (its money held) until an operator decides."""
-    status = {"failed": "failed", "canceled": "canceled"}.get(operation.status)
-    if operation.type != PAYOUT_TYPE or status is None:
+    if operation.type != PAYOUT_TYPE:
         return
     payout = await repository.get_by_operation(session, operation.id)
     if payout is None or payout.status != "pending":
         return
     tenant = Tenant(payout.installation_id, payout.livemode)
+    if operation.status == "dead_letter":
+        refused = REFUSAL.search(operation.last_error or "")
+        if refused is not None:  # the next try asks under a new key; the money stays held meanwhile
+            payout.failure_code, payout.failure_message = refused.group(1), refused.group(2)[:500]
+            payout.key_generation += 1
+            payout.updated_at = utcnow()
+            await session.flush()
+            await _announce(session, tenant, payout, "payout.updated")
+        return
+    status = {"failed": "failed", "canceled": "canceled"}.get(operation.status)
+    if status is None:
+        return
     _move(payout, status)
     error = operation.last_error or ""
     payout.failure_code, _, message = error.partition(": ") if status == "failed" else ("canceled", "", "")

@@ -331,6 +331,7 @@ def upgrade() -> None:
         sa.Column("failure_message", sa.String(), nullable=True),
         sa.Column("operation_id", sa.String(), nullable=True),
         sa.Column("processor_payout", sa.String(), nullable=True),
+        sa.Column("key_generation", sa.BigInteger(), server_default=sa.text("0"), nullable=False),
         sa.Column(
             "metadata",
             postgresql.JSONB(astext_type=sa.Text()),
