@@ -171,11 +171,11 @@ def test_a_refused_payout_dead_letters_holding_its_money_and_an_operators_retry_
     held = platform.get(f"/v1/payouts/{body['id']}").json()
     assert (held["status"], held["failure_code"]) == ("pending", "processor_error")
     assert account_balance(platform, account) == (0, 0)  # held until an operator decides
-    listed = json.loads(
-        moneyrail(
-            servers, "dead-letters", "list", "--installation", platform.keys.installation_id, "--json"
-        ).stdout
+    shown = moneyrail(
+        servers, "dead-letters", "list", "--installation", platform.keys.installation_id, "--json"
     )
+    assert shown.returncode == 0, shown.stderr
+    listed = json.loads(shown.stdout)
     assert [(item["id"], item["type"]) for item in listed] == [(body["operation"], "payout")]
     assert moneyrail(servers, "dead-letters", "retry", body["operation"]).returncode == 0
     assert wait_for_operation(platform, body["operation"], FINAL)["status"] == "succeeded"

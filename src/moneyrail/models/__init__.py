@@ -19,6 +19,7 @@ from moneyrail.models.operation import Operation, OperationAttempt
 from moneyrail.models.payment import PaymentIntent, ReceiptDelivery, Refund, SandboxSmsMessage
 from moneyrail.models.payment_method import CustomerSession, PaymentMethod, SetupIntent
 from moneyrail.models.payout import Payout
+from moneyrail.models.reconciliation import ReconciliationRun
 from moneyrail.models.sandbox import (
     SandboxAuthorization,
     SandboxCard,
@@ -62,6 +63,7 @@ __all__ = [
     "Payout",
     "PublishableKey",
     "ReceiptDelivery",
+    "ReconciliationRun",
     "Refund",
     "SandboxAuthorization",
     "SandboxCard",

@@ -221,6 +221,24 @@ async def list_transfers(
     )
 
 
+@dataclass(frozen=True)
+class BookedTransfer:
+    """A transfer as the ledger has it, for reconciliation: paid, or reversed in full."""
+
+    transfer_id: str
+    processor_id: str
+    amount: int
+    status: str
+
+
+async def booked_transfers(session: AsyncSession, tenant: Tenant) -> list[BookedTransfer]:
+    return [
+        BookedTransfer(transfer.id, transfer.processor_transfer, transfer.amount, transfer.status)
+        for transfer in await repository.booked_transfers(session, tenant)
+        if transfer.processor_transfer is not None
+    ]
+
+
 # --- reserving ----------------------------------------------------------------------------------------
 async def distributable(session: AsyncSession, payment: PaymentIntent) -> int:
     """What of a captured payment may still be reserved: its proceeds (captured minus the commission
