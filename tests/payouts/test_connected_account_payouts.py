@@ -192,3 +192,40 @@ def test_the_installations_payouts_are_listed_and_read_only_by_it(platform, make
     other = make_api(kind="platform")
     assert other.get("/v1/payouts").json()["data"] == []
     assert_error(other.get(f"/v1/payouts/{body['id']}"), 404, "resource_missing", "payout")
+
+
+def test_a_pending_payout_can_be_canceled_and_its_money_returns(platform, db, money_stack):
+    account = funded(platform, 750)
+    # the processor is down, so the payout stays pending while its operation retries
+    platform.post(
+        "/v1/test-helpers/processor-faults",
+        json={"operation_type": "payout", "mode": "transient", "count": 50},
+    )
+    body = payout(platform, account, 700, method="instant").json()
+    assert account_balance(platform, account) == (0, 0)
+    canceled = platform.post(f"/v1/payouts/{body['id']}/cancel")
+    assert canceled.status_code == 200, canceled.text
+    assert canceled.json()["status"] == "canceled"
+    assert account_balance(platform, account) == (750, 0)  # the fee too
+    assert_error(platform.post(f"/v1/payouts/{body['id']}/cancel"), 409, "resource_state_invalid")
+    platform.post(
+        "/v1/test-helpers/processor-faults",
+        json={"operation_type": "payout", "mode": "transient", "count": 0},
+    )
+    # the operation then finds nothing to send (or, on a slow machine, ran out of attempts first)
+    assert wait_for_operation(platform, body["operation"], FINAL, timeout=60)["status"] in {
+        "succeeded",
+        "dead_letter",
+    }
+    assert processor_transfer_calls(db, platform.keys.installation_id, "payout") == []  # nothing was sent
+    assert platform.get(f"/v1/payouts/{body['id']}").json()["status"] == "canceled"
+    assert ledger_balance(db, platform.keys.installation_id, "payouts:in_transit") == 0
+    assert event_types(platform, body["id"]) == ["payout.created", "payout.canceled"]
+
+
+def test_a_payout_on_its_way_cannot_be_canceled(platform, money_stack):
+    account = funded(platform, 300)
+    body = payout(platform, account, 300).json()
+    wait_for_operation(platform, body["operation"], FINAL)
+    assert_error(platform.post(f"/v1/payouts/{body['id']}/cancel"), 409, "resource_state_invalid")
+    assert_error(platform.post("/v1/payouts/po_" + "0" * 24 + "/cancel"), 404, "resource_missing", "payout")

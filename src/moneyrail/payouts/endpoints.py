@@ -58,3 +58,11 @@ async def get_payout(
     request: Request, payout: str, principal: Annotated[Principal, scoped("payouts:read")]
 ) -> PayoutOut:
     return render_payout(await service.get_payout(request_session(request), principal.tenant, payout))
+
+
+@router.post("/payouts/{payout}/cancel", response_model=PayoutOut)
+async def cancel_payout(
+    request: Request, payout: str, principal: Annotated[Principal, scoped("payouts:write")]
+) -> PayoutOut:
+    """Cancel a payout still `pending` (not yet handed to the bank): its money returns to the balance."""
+    return render_payout(await service.cancel_payout(request_session(request), principal.tenant, payout))

@@ -66,14 +66,17 @@ async def arrived(session: AsyncSession, tenant: Tenant, now: datetime, limit: i
     ).all()
 
 
-async def get(session: AsyncSession, tenant: Tenant, payout_id: str) -> Payout | None:
-    return await session.scalar(
-        select(Payout).where(
-            Payout.installation_id == tenant.installation_id,
-            Payout.livemode == tenant.livemode,
-            Payout.id == payout_id,
-        )
+async def get(
+    session: AsyncSession, tenant: Tenant, payout_id: str, *, for_update: bool = False
+) -> Payout | None:
+    statement = select(Payout).where(
+        Payout.installation_id == tenant.installation_id,
+        Payout.livemode == tenant.livemode,
+        Payout.id == payout_id,
     )
+    if for_update:
+        statement = statement.with_for_update()
+    return await session.scalar(statement.execution_options(populate_existing=True))
 
 
 async def list_all(

@@ -206,6 +206,25 @@ async def get_payout(session: AsyncSession, tenant: Tenant, payout_id: str) -> P
     return payout
 
 
+async def cancel_payout(session: AsyncSession, tenant: Tenant, payout_id: str) -> Payout:
+    """Only while `pending`: its operation has not handed it to the processor (the operation holds the
+    payout's lock while it does, so a cancel arriving then waits and finds it in transit). The money
+    returns to the available balance; the operation, when it runs, finds nothing to send."""
+    payout = await repository.get(session, tenant, payout_id, for_update=True)
+    if payout is None:
+        raise ResourceMissing(f"No such payout: {payout_id!r}", param="payout")
+    if payout.status != "pending":
+        raise Conflict(f"Only a pending payout can be canceled; this one is {payout.status}.")
+    _move(payout, "canceled")
+    payout.failure_code = None
+    payout.failure_message = None
+    await _return(session, tenant, payout)
+    await session.flush()
+    await _announce(session, tenant, payout, "payout.canceled")
+    logger.info("payout_canceled", payout=payout.id)
+    return payout
+
+
 async def list_all_payouts(
     session: AsyncSession, tenant: Tenant, *, limit: int, after: Position | None
 ) -> Sequence[Payout]:
