@@ -144,3 +144,16 @@ def test_a_direct_installation_cannot_distribute(api):
         payment_with(api, 1000, [(account, "merchant", 1000)]), 400, "distribution_invalid", "distribution"
     )
     assert create_payment(api, 1000)["status"] == "requires_payment_method"
+
+
+def test_a_commission_unit_that_cannot_be_split_evenly_goes_to_the_earlier_merchant(
+    platform, bridge, money_stack
+):
+    set_commission(bridge, platform.keys, 0, 1)  # a fixed commission of one unit
+    first, second = create_account(platform, "merchant")["id"], create_account(platform, "merchant")["id"]
+    payment = distributed(platform, 1000, [(first, "merchant", 500), (second, "merchant", 500)])
+    group = group_of(platform, payment["id"])
+    assert [(a["recipient"], a["commission"], a["amount"]) for a in group["allocations"]] == [
+        (first, 1, 499),
+        (second, 0, 500),
+    ]
