@@ -30,6 +30,8 @@ from moneyrail.merchants.pages import router as merchant_pages_router
 from moneyrail.payment_methods.endpoints import router as payment_methods_router
 from moneyrail.payments.endpoints import router as payments_router
 from moneyrail.payments.pages import router as payment_pages_router
+from moneyrail.payouts.endpoints import router as payouts_router
+from moneyrail.reconciliation.endpoints import router as reconciliation_router
 from moneyrail.sandbox.endpoints import router as sandbox_router
 from moneyrail.transfers.endpoints import router as transfers_router
 
@@ -48,6 +50,8 @@ def payments_api() -> APIRouter:
     v1.include_router(sandbox_router)
     v1.include_router(connect_router)
     v1.include_router(transfers_router)
+    v1.include_router(payouts_router)
+    v1.include_router(reconciliation_router)
     return v1
 
 

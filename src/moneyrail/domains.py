@@ -15,4 +15,7 @@ import moneyrail.events.service
 import moneyrail.ledger.service
 import moneyrail.payments.refunds
 import moneyrail.payments.reports
+import moneyrail.payouts.service
+import moneyrail.reconciliation.service
+import moneyrail.transfers.reversals
 import moneyrail.transfers.service  # noqa: F401 - cost reports (sweep and due work); commits, settlement, refunds

@@ -176,3 +176,13 @@ def test_transfer_routes_need_the_transfers_scope(platform, web, bridge):
     with httpx.Client(base_url=web.base_url, headers={"Authorization": f"Bearer {payments_only}"}) as client:
         assert_error(client.get("/v1/transfers"), 403, "insufficient_scope")
         assert_error(client.post("/v1/allocation-groups", json={}), 403, "insufficient_scope")
+
+
+def test_a_refund_since_the_reservation_stops_the_commit_of_money_no_longer_there(platform, money_stack):
+    payment = paid(platform, 1000)
+    group = reserve(platform, payment["id"], 1000).json()
+    allocate(platform, group["id"], create_account(platform)["id"], 1000)
+    refund = platform.post("/v1/refunds", json={"payment_intent": payment["id"], "amount": 600}).json()
+    assert wait_for_operation(platform, refund["operation"], FINAL)["status"] == "succeeded"
+    assert_error(platform.post(f"/v1/allocation-groups/{group['id']}/commit"), 409, "resource_state_invalid")
+    assert platform.get(f"/v1/allocation-groups/{group['id']}").json()["status"] == "open"

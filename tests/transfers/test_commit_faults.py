@@ -97,11 +97,11 @@ def test_a_refused_transfer_dead_letters_the_commit_and_a_retry_finishes_only_wh
     assert by_destination[courier]["status"] == "pending"  # done at the processor, not in the books yet
     assert account_balance(platform, courier) == (0, 0)
 
-    listed = json.loads(
-        moneyrail(
-            servers, "dead-letters", "list", "--installation", platform.keys.installation_id, "--json"
-        ).stdout
+    shown = moneyrail(
+        servers, "dead-letters", "list", "--installation", platform.keys.installation_id, "--json"
     )
+    assert shown.returncode == 0, shown.stderr
+    listed = json.loads(shown.stdout)
     assert [(item["id"], item["type"]) for item in listed] == [(operation["id"], "allocation_commit")]
     retried = moneyrail(servers, "dead-letters", "retry", operation["id"], "--operator", "ops@example.com")
     assert retried.returncode == 0, retried.stderr
@@ -123,4 +123,6 @@ def test_a_refused_transfer_dead_letters_the_commit_and_a_retry_finishes_only_wh
     assert ledger_balance(db, platform.keys.installation_id, "balance:pending") == 3000 - 2000
     driver_transfer = by_destination[driver]["id"]
     assert event_types(platform, driver_transfer) == ["transfer.created", "transfer.failed", "transfer.paid"]
+    # the operation's own events let a receiver retry and diagnose from events alone
+    assert event_types(platform, operation["id"]) == ["operation.dead_lettered", "operation.succeeded"]
     assert payment["id"] == done["payment_intent"]

@@ -63,6 +63,12 @@ def test_the_commission_comes_from_merchant_allocations_in_proportion_and_settle
         merchant_of_record=shop_a["id"],
     )
     group = group_of(platform, payment["id"])
+    shown = platform.get(f"/v1/payment-intents/{payment['id']}").json()["distribution"]
+    assert shown["merchant_of_record"] == shop_a["id"] and shown["allocation_group"] == group["id"]
+    assert [(a["recipient"], a["amount"], a["commission"]) for a in shown["allocations"]][:2] == [
+        (shop_a["id"], 6000, 187),
+        (shop_b["id"], 3000, 93),
+    ]
     # 280 over 6000:3000 is 186.67 and 93.33: the leftover unit goes to the larger remainder
     assert [(a["gross_amount"], a["commission"], a["amount"]) for a in group["allocations"]] == [
         (6000, 187, 5813),
@@ -138,3 +144,16 @@ def test_a_direct_installation_cannot_distribute(api):
         payment_with(api, 1000, [(account, "merchant", 1000)]), 400, "distribution_invalid", "distribution"
     )
     assert create_payment(api, 1000)["status"] == "requires_payment_method"
+
+
+def test_a_commission_unit_that_cannot_be_split_evenly_goes_to_the_earlier_merchant(
+    platform, bridge, money_stack
+):
+    set_commission(bridge, platform.keys, 0, 1)  # a fixed commission of one unit
+    first, second = create_account(platform, "merchant")["id"], create_account(platform, "merchant")["id"]
+    payment = distributed(platform, 1000, [(first, "merchant", 500), (second, "merchant", 500)])
+    group = group_of(platform, payment["id"])
+    assert [(a["recipient"], a["commission"], a["amount"]) for a in group["allocations"]] == [
+        (first, 1, 499),
+        (second, 0, 500),
+    ]

@@ -24,6 +24,8 @@ from moneyrail.models.merchant import (
 from moneyrail.models.operation import Operation, OperationAttempt
 from moneyrail.models.payment import PaymentIntent, ReceiptDelivery, Refund, SandboxSmsMessage
 from moneyrail.models.payment_method import CustomerSession, PaymentMethod, SetupIntent
+from moneyrail.models.payout import Payout
+from moneyrail.models.reconciliation import ReconciliationRun
 from moneyrail.models.sandbox import (
     SandboxAuthorization,
     SandboxCard,
@@ -68,8 +70,10 @@ __all__ = [
     "PaymentDistribution",
     "PaymentIntent",
     "PaymentMethod",
+    "Payout",
     "PublishableKey",
     "ReceiptDelivery",
+    "ReconciliationRun",
     "Refund",
     "SandboxAuthorization",
     "SandboxCard",

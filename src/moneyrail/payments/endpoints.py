@@ -12,6 +12,7 @@ from moneyrail.installations import service as installations
 from moneyrail.kit.tenant import Tenant
 from moneyrail.models import PaymentIntent
 from moneyrail.processor.provider import processor
+from moneyrail.transfers import distribution as distributions
 from moneyrail.web import public_base_url
 
 from . import (
@@ -45,7 +46,9 @@ router = APIRouter(route_class=MoneyrailRoute, tags=["payments"])
 
 async def _render(session: AsyncSession, tenant: Tenant, payment: PaymentIntent) -> PaymentIntentOut:
     return render_payment_intent(
-        payment, publishable_key=await installations.publishable_key(session, tenant)
+        payment,
+        publishable_key=await installations.publishable_key(session, tenant),
+        distribution=(await distributions.describe(session, [payment.id])).get(payment.id),
     )
 
 
@@ -59,6 +62,7 @@ async def create_payment_intent(
         created.payment,
         publishable_key=await installations.publishable_key(session, principal.tenant),
         client_secret=created.client_secret,
+        distribution=(await distributions.describe(session, [created.payment.id])).get(created.payment.id),
     )
 
 
@@ -74,7 +78,14 @@ async def list_payment_intents(
         session, principal.tenant, limit=page.limit, after=page.after, customer=customer
     )
     key = await installations.publishable_key(session, principal.tenant)
-    return list_envelope(rows, page, lambda payment: render_payment_intent(payment, publishable_key=key))
+    declared = await distributions.describe(session, [row.id for row in rows])
+    return list_envelope(
+        rows,
+        page,
+        lambda payment: render_payment_intent(
+            payment, publishable_key=key, distribution=declared.get(payment.id)
+        ),
+    )
 
 
 @router.get("/payment-intents/{payment_intent}", response_model=PaymentIntentOut)

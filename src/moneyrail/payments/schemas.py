@@ -152,6 +152,7 @@ def render_payment_intent(
     publishable_key: str | None,
     client_secret: str | None = None,
     with_authentication_link: bool = True,
+    distribution: dict[str, Any] | None = None,
 ) -> PaymentIntentOut:
     return PaymentIntentOut(
         id=payment.id,
@@ -169,7 +170,7 @@ def render_payment_intent(
         customer=payment.customer_id,
         payment_method=payment.payment_method_id,
         merchant=payment.merchant_id,
-        distribution=None,
+        distribution=distribution,
         external_reference=payment.external_reference,
         description=payment.description,
         metadata=payment.metadata_,

@@ -105,6 +105,7 @@ async def announce(session: AsyncSession, tenant: Tenant, payment: PaymentIntent
         payment,
         publishable_key=await installations.publishable_key(session, tenant),
         with_authentication_link=False,  # events are stored in the clear and sent to receivers
+        distribution=(await distributions.describe(session, [payment.id])).get(payment.id),
     )
     await record_event(session, tenant, event_type, shown.model_dump(mode="json"))
 

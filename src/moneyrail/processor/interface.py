@@ -65,6 +65,18 @@ class TransferReversalResult:
 
 
 @dataclass(frozen=True)
+class ProcessorTransferRecord:
+    """A transfer as the processor's own books have it (for reconciliation)."""
+
+    processor_id: str
+    amount: int
+    currency: str
+    destination: str
+    status: str  # paid | reversed | failed
+    amount_reversed: int
+
+
+@dataclass(frozen=True)
 class PayoutResult:
     processor_id: str
     amount: int
@@ -198,3 +210,7 @@ class Processor(Protocol):
     async def create_payout(
         self, tenant: Tenant, *, idempotency_key: str, amount: int, currency: str, bank_account: str
     ) -> PayoutResult: ...
+
+    async def list_transfers(self, tenant: Tenant) -> list[ProcessorTransferRecord]:
+        """Every transfer the processor made for this tenant, as its own records say."""
+        ...

@@ -32,6 +32,7 @@ from moneyrail.processor.interface import (
     CostReport,
     PayoutResult,
     ProcessorRefused,
+    ProcessorTransferRecord,
     ProcessorUnavailable,
     RefundResult,
     TokenizedCard,
@@ -345,6 +346,51 @@ class SandboxProcessor:
         answered = await self._call(tenant, "payout", idempotency_key, request, answer)
         return PayoutResult(answered["id"], answered["amount"], answered["currency"], answered["status"])
 
+    async def list_transfers(self, tenant: Tenant) -> list[ProcessorTransferRecord]:
+        async with UnitOfWork(self._sessionmaker) as uow:
+            books = await _open_books(uow, tenant)
+            rows = await books.connection.fetch(_TRANSFER_RECORDS, tenant.installation_id, tenant.livemode)
+        records = []
+        for row in rows:
+            amount, reversed_amount = int(row["amount"]), int(row["amount_reversed"])
+            status = row["status"] or ("reversed" if reversed_amount >= amount else "paid")
+            records.append(
+                ProcessorTransferRecord(
+                    row["id"], amount, row["currency"], row["destination"], status, reversed_amount
+                )
+            )
+        return records
+
+    # sandbox helpers: the processor's books go wrong, so reconciliation has something to find ----------
+    async def lose_transfer(self, tenant: Tenant, processor_id: str) -> bool:
+        async with UnitOfWork(self._sessionmaker) as uow:
+            books = await _open_books(uow, tenant)
+            lost = await books.connection.fetchval(
+                _LOSE_TRANSFER, tenant.installation_id, tenant.livemode, processor_id
+            )
+            await uow.commit()
+        return lost is not None
+
+    async def alter_transfer(
+        self, tenant: Tenant, processor_id: str, *, amount: int | None, status: str | None
+    ) -> bool:
+        changes: dict[str, Any] = {}
+        if amount is not None:
+            changes["amount"] = amount
+        if status is not None:
+            changes["status"] = status
+        async with UnitOfWork(self._sessionmaker) as uow:
+            books = await _open_books(uow, tenant)
+            altered = await books.connection.fetchval(
+                _ALTER_TRANSFER,
+                tenant.installation_id,
+                tenant.livemode,
+                processor_id,
+                orjson.dumps(changes).decode(),
+            )
+            await uow.commit()
+        return altered is not None
+
     # ------------------------------------------------------------------------------------------------
     async def _call(
         self,
@@ -475,6 +521,28 @@ _REVERSED = """
     SELECT coalesce(sum((request->>'amount')::bigint), 0) FROM sandbox_processor_calls
     WHERE installation_id = $1 AND livemode = $2 AND operation_type = 'transfer_reversal' AND succeeded
       AND request->>'transfer_id' = $3
+"""
+_TRANSFER_RECORDS = """
+    SELECT t.response->>'id' AS id, (t.response->>'amount')::bigint AS amount,
+           t.response->>'currency' AS currency, t.response->>'destination' AS destination,
+           t.response->>'status' AS status,
+           coalesce((SELECT sum((r.request->>'amount')::bigint) FROM sandbox_processor_calls r
+                     WHERE r.installation_id = t.installation_id AND r.livemode = t.livemode
+                       AND r.operation_type = 'transfer_reversal' AND r.succeeded
+                       AND r.request->>'transfer_id' = t.response->>'id'), 0) AS amount_reversed
+    FROM sandbox_processor_calls t
+    WHERE t.installation_id = $1 AND t.livemode = $2 AND t.operation_type = 'transfer' AND t.succeeded
+    ORDER BY t.created_at
+"""
+_LOSE_TRANSFER = """
+    DELETE FROM sandbox_processor_calls
+    WHERE installation_id = $1 AND livemode = $2 AND operation_type = 'transfer' AND response->>'id' = $3
+    RETURNING idempotency_key
+"""
+_ALTER_TRANSFER = """
+    UPDATE sandbox_processor_calls SET response = response || $4::jsonb
+    WHERE installation_id = $1 AND livemode = $2 AND operation_type = 'transfer' AND response->>'id' = $3
+    RETURNING idempotency_key
 """
 _CARD_BEHAVIOUR = """
     SELECT behaviour FROM sandbox_cards WHERE token = $1 AND installation_id = $2 AND livemode = $3

@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from moneyrail.connect import service as connect
@@ -147,6 +148,26 @@ async def plan_distribution(
             for item, share in zip(items, shares, strict=True)
         ],
     )
+
+
+async def describe(session: AsyncSession, payment_ids: list[str]) -> dict[str, dict[str, Any]]:
+    """The distribution each of these payments declared, as the payment intent shows it."""
+    if not payment_ids:
+        return {}
+    rows = await session.scalars(
+        select(PaymentDistribution).where(PaymentDistribution.payment_intent_id.in_(payment_ids))
+    )
+    return {
+        row.payment_intent_id: {
+            "merchant_of_record": row.merchant_of_record,
+            "allocations": [
+                {key: item[key] for key in ("recipient", "role", "amount", "commission")}
+                for item in row.allocations
+            ],
+            "allocation_group": row.allocation_group_id,
+        }
+        for row in rows
+    }
 
 
 async def record_distribution(

@@ -12,7 +12,7 @@ from moneyrail.engine.schemas import OperationOut, render_operation
 from moneyrail.models import AllocationGroup
 from moneyrail.processor.provider import processor
 
-from . import service
+from . import reversals, service
 from .schemas import (
     AllocationCreate,
     AllocationGroupCommit,
@@ -128,7 +128,7 @@ async def create_reversal(
     principal: Annotated[Principal, scoped("transfers:write")],
     body: ReversalCreate | None = None,
 ) -> ReversalOut:
-    reversal = await service.create_reversal(
+    reversal = await reversals.create_reversal(
         request_session(request), principal.tenant, processor(), transfer, body or ReversalCreate()
     )
     return render_reversal(reversal)

@@ -172,3 +172,16 @@ async def transfers_awaiting_settlement(session: AsyncSession, payment_id: str) 
             )
         ).all()
     )
+
+
+async def booked_transfers(session: AsyncSession, tenant: Tenant) -> list[Transfer]:
+    """Every transfer the ledger paid (paid or reversed), oldest first."""
+    return list(
+        (
+            await session.scalars(
+                select(Transfer)
+                .where(_owned(Transfer, tenant), Transfer.status.in_(("paid", "reversed")))
+                .order_by(Transfer.created_at, Transfer.id)
+            )
+        ).all()
+    )

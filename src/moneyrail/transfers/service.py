@@ -1,4 +1,4 @@
-"""Allocation groups, transfers and reversals (CONVENTIONS.md §8, §9, §13).
+"""Allocation groups and transfers; their reversals are in reversals.py (CONVENTIONS.md §8, §9, §13).
 
 State machines (data, STYLE.md habit 7):
 
@@ -40,7 +40,7 @@ import structlog
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from moneyrail.connect import service as connect
-from moneyrail.engine.outcomes import PermanentFailure, TransientFailure
+from moneyrail.engine.outcomes import TransientFailure
 from moneyrail.engine.policy import RetryPolicy, register_policy
 from moneyrail.engine.service import create_operation, register_outcome_listener
 from moneyrail.errors import (
@@ -48,7 +48,6 @@ from moneyrail.errors import (
     Conflict,
     CurrencyInvalid,
     ParameterInvalid,
-    ProcessorUnavailableError,
     ReferencedResourceMissing,
     ResourceMissing,
 )
@@ -64,7 +63,6 @@ from moneyrail.models import (
     AllocationGroup,
     Operation,
     PaymentIntent,
-    Refund,
     Transfer,
     TransferReversal,
 )
@@ -74,7 +72,6 @@ from moneyrail.payments import service as payments
 from moneyrail.processor.interface import (
     Processor,
     ProcessorRefused,
-    ProcessorUnavailable,
     TransferResult,
     operation_key,
 )
@@ -85,10 +82,8 @@ from .schemas import (
     AllocationCreate,
     AllocationGroupCreate,
     AllocationGroupOut,
-    ReversalCreate,
     TransferCreate,
     render_group,
-    render_reversal,
     render_transfer,
 )
 
@@ -133,7 +128,7 @@ def _move_group(group: AllocationGroup, status: str) -> None:
     group.updated_at = utcnow()
 
 
-def _move_transfer(transfer: Transfer, status: str) -> None:
+def move_transfer(transfer: Transfer, status: str) -> None:
     if status not in TRANSFER_TRANSITIONS[transfer.status]:
         raise Conflict(f"A transfer cannot go from {transfer.status} to {status}.")
     transfer.status = status
@@ -162,7 +157,7 @@ async def _announce_group(
     )
 
 
-async def _announce_transfer(
+async def announce_transfer(
     session: AsyncSession, tenant: Tenant, transfer: Transfer, event_type: str
 ) -> None:
     reversals = (await repository.reversals_of(session, [transfer.id])).get(transfer.id, [])
@@ -221,18 +216,41 @@ async def list_transfers(
     )
 
 
+@dataclass(frozen=True)
+class BookedTransfer:
+    """A transfer as the ledger has it, for reconciliation: paid, or reversed in full."""
+
+    transfer_id: str
+    processor_id: str
+    amount: int
+    status: str
+
+
+async def booked_transfers(session: AsyncSession, tenant: Tenant) -> list[BookedTransfer]:
+    return [
+        BookedTransfer(transfer.id, transfer.processor_transfer, transfer.amount, transfer.status)
+        for transfer in await repository.booked_transfers(session, tenant)
+        if transfer.processor_transfer is not None
+    ]
+
+
 # --- reserving ----------------------------------------------------------------------------------------
 async def distributable(session: AsyncSession, payment: PaymentIntent) -> int:
     """What of a captured payment may still be reserved: its proceeds (captured minus the commission
     withheld), minus what is refunded or being refunded, minus what groups hold, plus what reversals
     brought back. The caller holds the payment's lock, so two reservations take turns."""
+    return max(0, await _unreserved(session, payment))
+
+
+async def _unreserved(session: AsyncSession, payment: PaymentIntent) -> int:
+    """`distributable` before it is floored at zero: negative when refunds took money groups hold."""
     held = 0
     for group in await repository.groups_of_payment(session, payment.id):
         held += group.amount if group.status == "open" else group.amount_allocated
     proceeds = payment.amount_received - (payment.fee_reserve or 0) - payment.fee_prior_recovery
     refunded = await payment_refunds.promised_back(session, payment.id)
     returned = await repository.reversed_of_payment(session, payment.id)
-    return max(0, proceeds - refunded - held + returned)
+    return proceeds - refunded - held + returned
 
 
 async def _captured_payment(
@@ -403,7 +421,7 @@ async def _commit(
     await session.flush()
     for transfer in transfers:
         await session.refresh(transfer, ["created_at"])
-        await _announce_transfer(session, tenant, transfer, "transfer.created")
+        await announce_transfer(session, tenant, transfer, "transfer.created")
     await _announce_group(session, tenant, group, "allocation_group.updated")
     logger.info("allocation_group_committing", allocation_group=group.id, operation_id=operation.id)
     return operation
@@ -413,6 +431,14 @@ async def commit_group(session: AsyncSession, tenant: Tenant, group_id: str) -> 
     group = await get_group(session, tenant, group_id, for_update=True)
     if group.status != "open":
         raise Conflict(f"Only an open group can be committed; this one is {group.status}.")
+    # a refund accepted since the reservation may have taken money the group counted on
+    payment = await payments.lock_payment_intent(session, tenant, group.payment_intent_id)
+    still_there = await _unreserved(session, payment) + group.amount
+    if group.amount_allocated > still_there:
+        raise Conflict(
+            f"This payment can distribute only {max(0, still_there)} now (refunded since the reservation); "
+            f"the group allocates {group.amount_allocated}."
+        )
     return await _commit(session, tenant, group, COMMIT_TYPE)
 
 
@@ -512,7 +538,7 @@ def _processor_key(operation: Operation, transfer: Transfer) -> str:
     return operation_key(operation.id, step)
 
 
-def _legs(currency: str, *legs: tuple[str, int]) -> list[ledger.Posting]:
+def ledger_legs(currency: str, *legs: tuple[str, int]) -> list[ledger.Posting]:
     return [ledger.Posting(account, amount, currency) for account, amount in legs if amount != 0]
 
 
@@ -527,7 +553,7 @@ async def _book_transfer(
         kind="transfer",
         reference=transfer.id,
         idempotency_key=f"{transfer.id}:transfer",
-        postings=_legs(
+        postings=ledger_legs(
             transfer.currency,
             (PLATFORM_PENDING, -from_pending),
             (PLATFORM_AVAILABLE, -rest),
@@ -535,7 +561,7 @@ async def _book_transfer(
             (connect.available_account(transfer.destination), rest),
         ),
     )
-    _move_transfer(transfer, "paid")
+    move_transfer(transfer, "paid")
     transfer.processor_transfer = result.processor_id
     transfer.amount_pending_settlement = from_pending
     transfer.failure_code = None
@@ -559,7 +585,7 @@ async def process_commit(session: AsyncSession, operation: Operation, processor:
         if transfer.status in {"paid", "reversed"}:
             continue
         if transfer.status == "failed":
-            _move_transfer(transfer, "pending")
+            move_transfer(transfer, "pending")
         try:
             result = await processor.create_transfer(
                 tenant,
@@ -572,7 +598,7 @@ async def process_commit(session: AsyncSession, operation: Operation, processor:
             raise TransferRefused(transfer.id, refused.code, refused.message) from refused
         await _book_transfer(session, tenant, payment, transfer, result)
         await session.flush()
-        await _announce_transfer(session, tenant, transfer, "transfer.paid")
+        await announce_transfer(session, tenant, transfer, "transfer.paid")
     _move_group(group, "committed")
     group.committed_at = await tenant_now(session, tenant)
     await session.flush()
@@ -600,12 +626,12 @@ async def _on_commit_outcome(session: AsyncSession, operation: Operation) -> Non
     if refused is not None:
         transfer = await repository.get_transfer(session, tenant, refused.group(1), for_update=True)
         if transfer is not None and transfer.status == "pending":
-            _move_transfer(transfer, "failed")
+            move_transfer(transfer, "failed")
             transfer.failure_code = refused.group(2)
             transfer.failure_message = refused.group(3)[:500]
             transfer.key_generation += 1
             await session.flush()
-            await _announce_transfer(session, tenant, transfer, "transfer.failed")
+            await announce_transfer(session, tenant, transfer, "transfer.failed")
     await session.flush()
     await _announce_group(session, tenant, group, "allocation_group.updated")
 
@@ -624,7 +650,7 @@ async def settle_transfers(session: AsyncSession, tenant: Tenant, payment: Payme
             kind="transfer_settlement",
             reference=transfer.id,
             idempotency_key=f"{transfer.id}:settle",
-            postings=_legs(
+            postings=ledger_legs(
                 transfer.currency,
                 (connect.pending_account(transfer.destination), -settling),
                 (connect.available_account(transfer.destination), settling),
@@ -635,180 +661,3 @@ async def settle_transfers(session: AsyncSession, tenant: Tenant, payment: Payme
 
 
 fees.register_settlement_listener(settle_transfers)
-
-
-# --- reversals --------------------------------------------------------------------------------------
-async def _reverse(
-    session: AsyncSession,
-    tenant: Tenant,
-    processor: Processor,
-    payment: PaymentIntent,
-    transfer: Transfer,
-    amount: int,
-    *,
-    idempotency_key: str,
-    reversal_id: str,
-    refund_id: str | None,
-    metadata: dict[str, str],
-) -> TransferReversal:
-    """One reversal: the processor first (keyed), then a new journal entry; the transfer's own entry stays."""
-    assert transfer.processor_transfer is not None  # a paid transfer has one
-    result = await processor.reverse_transfer(
-        tenant, idempotency_key=idempotency_key, transfer_id=transfer.processor_transfer, amount=amount
-    )
-    from_pending = min(amount, transfer.amount_pending_settlement)
-    await ledger.post(
-        session,
-        tenant,
-        kind="transfer_reversal",
-        reference=reversal_id,
-        idempotency_key=f"{reversal_id}:reversal",
-        postings=_legs(
-            transfer.currency,
-            (connect.pending_account(transfer.destination), -from_pending),
-            (connect.available_account(transfer.destination), -(amount - from_pending)),
-            (PLATFORM_PENDING, from_pending),
-            (PLATFORM_AVAILABLE, amount - from_pending),
-        ),
-    )
-    fees.return_from_reversal(payment, from_pending)
-    transfer.amount_pending_settlement -= from_pending
-    transfer.amount_reversed += amount
-    transfer.updated_at = utcnow()
-    if transfer.amount_reversed == transfer.amount:
-        _move_transfer(transfer, "reversed")
-    reversal = TransferReversal(
-        id=reversal_id,
-        installation_id=tenant.installation_id,
-        livemode=tenant.livemode,
-        transfer_id=transfer.id,
-        amount=amount,
-        currency=transfer.currency,
-        refund_id=refund_id,
-        processor_reversal=result.processor_id,
-        metadata_=metadata,
-    )
-    await repository.add(session, reversal)
-    await record_event(
-        session, tenant, "transfer.reversal.created", render_reversal(reversal).model_dump(mode="json")
-    )
-    await _announce_transfer(session, tenant, transfer, "transfer.reversed")
-    logger.info(
-        "transfer_reversed", transfer=transfer.id, reversal=reversal.id, amount=amount, refund=refund_id
-    )
-    return reversal
-
-
-async def create_reversal(
-    session: AsyncSession, tenant: Tenant, processor: Processor, transfer_id: str, command: ReversalCreate
-) -> TransferReversal:
-    found = await get_transfer(session, tenant, transfer_id)
-    # the payment first, then the transfer: the order every path that changes both takes
-    payment = await payments.lock_payment_intent(session, tenant, found.source_payment_intent_id)
-    transfer = await repository.get_transfer(session, tenant, transfer_id, for_update=True)
-    assert transfer is not None
-    if transfer.status != "paid":
-        raise Conflict(f"Only a paid transfer can be reversed; this one is {transfer.status}.")
-    remaining = transfer.amount - transfer.amount_reversed
-    amount = command.amount if command.amount is not None else remaining
-    if amount > remaining:
-        raise AmountInvalid(
-            f"The reversal ({amount}) is more than what is left of the transfer ({remaining} of "
-            f"{transfer.amount}).",
-            param="amount",
-        )
-    reversal_id = new_id("trr")
-    try:
-        return await _reverse(
-            session,
-            tenant,
-            processor,
-            payment,
-            transfer,
-            amount,
-            idempotency_key=f"{reversal_id}:reverse",
-            reversal_id=reversal_id,
-            refund_id=None,
-            metadata=command.metadata,
-        )
-    except ProcessorUnavailable as fault:
-        raise ProcessorUnavailableError(
-            f"The processor did not answer ({fault}). Nothing was reversed; "
-            "retry with the same Idempotency-Key."
-        ) from fault
-    except ProcessorRefused as refused:
-        raise Conflict(f"The processor refused the reversal: {refused.code}: {refused.message}") from refused
-
-
-# --- refunds of distributed payments ---------------------------------------------------------------------
-async def reverse_for_refund(
-    session: AsyncSession, processor: Processor, operation: Operation, payment: PaymentIntent, refund: Refund
-) -> None:
-    """Before a distributed payment is refunded, the same operation takes back the refunded share of
-    every transfer that went out of it (README: "Refunds of distributed payments").
-
-    Each recipient gives back the same fraction of what it received as the payer gets back of what
-    was paid; cumulative over the payment's refunds, so a full refund reverses everything. The split
-    over transfers is largest remainder. The commission the service withheld is not returned, so that
-    part of a refund comes from the platform's own balance: if the platform cannot cover it even with
-    the reversals, the refund fails before anything moves.
-    """
-    tenant = Tenant(payment.installation_id, payment.livemode)
-    groups = await repository.groups_of_payment(session, payment.id)
-    if any(group.status == "committing" for group in groups):
-        # its transfers are going out right now: wait for them, then take back what went
-        raise TransientFailure("the payment's distribution is still being committed")
-    transfers = [
-        transfer
-        for transfer in await repository.transfers_of_payment(session, payment.id, for_update=True)
-        if transfer.status in {"paid", "reversed"}
-    ]
-    if not transfers:
-        return
-    refunded_after = payment.amount_refunded + refund.amount
-    transferred = sum(transfer.amount for transfer in transfers)
-    target_total = transferred * refunded_after // payment.amount_received
-    targets = split_largest_remainder(target_total, [transfer.amount for transfer in transfers])
-    already = await repository.reversed_by_refunds(session, [transfer.id for transfer in transfers])
-    plan = [
-        (
-            transfer,
-            min(max(0, target - already.get(transfer.id, 0)), transfer.amount - transfer.amount_reversed),
-        )
-        for transfer, target in zip(transfers, targets, strict=True)
-    ]
-    taking_back = sum(amount for _, amount in plan)
-    accounts = [
-        await ledger.ensure_account(session, tenant, code, payment.currency)
-        for code in (PLATFORM_PENDING, PLATFORM_AVAILABLE)
-    ]
-    await ledger.lock_accounts(session, [account.id for account in accounts])
-    held = sum(
-        [
-            await ledger.balance(session, tenant, code, payment.currency)
-            for code in (PLATFORM_PENDING, PLATFORM_AVAILABLE)
-        ]
-    )
-    if held + taking_back < refund.amount:
-        raise PermanentFailure(
-            "insufficient_platform_balance",
-            f"The platform holds {held} {payment.currency} and the reversals bring back {taking_back}: "
-            f"not enough to refund {refund.amount}.",
-        )
-    for transfer, amount in plan:
-        if amount > 0:
-            await _reverse(
-                session,
-                tenant,
-                processor,
-                payment,
-                transfer,
-                amount,
-                idempotency_key=operation_key(operation.id, f"reverse:{transfer.id}"),
-                reversal_id=new_id("trr"),
-                refund_id=refund.id,
-                metadata={},
-            )
-
-
-payment_refunds.register_refund_preparer(reverse_for_refund)

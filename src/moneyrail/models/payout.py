@@ -1,0 +1,44 @@
+"""Payouts: money leaving a connected account's available balance for its bank account."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import CheckConstraint, ForeignKey, Index, text
+from sqlalchemy.orm import Mapped, mapped_column
+
+from moneyrail.models.base import Base, TenantOwned
+
+PAYOUT_STATUSES = ("pending", "in_transit", "paid", "failed", "canceled")
+
+
+class Payout(TenantOwned, Base):
+    __tablename__ = "payouts"
+    __table_args__ = (
+        CheckConstraint("status IN ('pending', 'in_transit', 'paid', 'failed', 'canceled')", name="status"),
+        CheckConstraint("method IN ('standard', 'instant')", name="method"),
+        CheckConstraint("amount > 0", name="amount"),
+        CheckConstraint("fee_amount >= 0", name="fee_amount"),
+        Index("ix_payouts_list", "installation_id", "livemode", "created_at", "id"),
+        Index("ix_payouts_account", "connected_account_id", "created_at"),
+        # the arrival sweep's question: payouts on their way, soonest arrival first
+        Index("ix_payouts_in_transit", "arrival_date", postgresql_where=text("status = 'in_transit'")),
+    )
+
+    id: Mapped[str] = mapped_column(primary_key=True)
+    connected_account_id: Mapped[str] = mapped_column(ForeignKey("connected_accounts.id"))
+    amount: Mapped[int]
+    fee_amount: Mapped[int] = mapped_column(server_default=text("0"))
+    currency: Mapped[str]
+    method: Mapped[str]
+    status: Mapped[str] = mapped_column(server_default="pending")
+    arrival_date: Mapped[datetime | None]  # on the tenant's clock, once the bank has it
+    failure_code: Mapped[str | None]
+    failure_message: Mapped[str | None]
+    operation_id: Mapped[str | None] = mapped_column(ForeignKey("operations.id"))
+    processor_payout: Mapped[str | None]
+    # a processor refusal ends one generation of keys; an operator's retry asks again under the next
+    key_generation: Mapped[int] = mapped_column(server_default=text("0"))
+    metadata_: Mapped[dict[str, Any]] = mapped_column("metadata", server_default=text("'{}'::jsonb"))
+    updated_at: Mapped[datetime] = mapped_column(server_default=text("now()"))

@@ -1,0 +1,344 @@
+"""Payouts of connected accounts: money from an account's available balance to its bank account.
+
+    pending -> in_transit   the processor took it (the `payout` operation); it arrives at arrival_date
+    in_transit -> paid      the arrival date passed on the environment's clock (a scheduler sweep, or a
+                            sandbox clock advance)
+    pending -> failed       the processor refused it (sandbox bank account 000111111116: account_closed):
+                            the money goes back to the available balance
+    pending -> canceled     an operator discarded its dead-lettered operation: the money goes back
+
+A transient processor fault is retried under the same key (one processor effect). Any other refusal
+dead-letters the operation with the payout still `pending` and its money held; an operator's retry asks
+the processor again under the payout's next key, a discard cancels it and returns the money.
+
+Money (the installation's ledger accounts, per currency):
+
+    created     connect:<acct>:available -(amount + fee), payouts:in_transit +amount, service:payout_fees +fee
+    paid        payouts:in_transit -amount, world:bank_payouts +amount
+    returned    payouts:in_transit -amount, service:payout_fees -fee, connect:<acct>:available +(amount + fee)
+
+The money leaves the available balance when the payout is accepted, under a lock on that balance's
+account: two payouts requested at once are checked one after the other, and never exceed it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from datetime import datetime, timedelta
+
+import structlog
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from moneyrail.config import get_settings
+from moneyrail.connect import service as connect
+from moneyrail.connect.requirements import Requirements
+from moneyrail.engine.outcomes import PermanentFailure, TransientFailure
+from moneyrail.engine.policy import RetryPolicy, register_policy
+from moneyrail.engine.schedule import register_periodic
+from moneyrail.engine.service import create_operation, register_outcome_listener
+from moneyrail.errors import AmountInvalid, Conflict, ResourceMissing
+from moneyrail.events.service import record_event
+from moneyrail.kit.clock import utcnow
+from moneyrail.kit.ids import new_id
+from moneyrail.kit.pagination import Position
+from moneyrail.kit.tenant import Tenant
+from moneyrail.ledger import service as ledger
+from moneyrail.models import Operation, Payout
+from moneyrail.processor.interface import Processor, ProcessorRefused, operation_key
+from moneyrail.sandbox.service import register_due_work, tenant_now
+
+from . import repository
+from .schemas import PayoutCreate, render_payout
+
+logger = structlog.get_logger("moneyrail.payouts")
+
+PAYOUT_TYPE = "payout"
+PAYOUT_ACTOR = "payouts.send"
+register_policy(
+    PAYOUT_TYPE,
+    RetryPolicy(
+        max_attempts=5,
+        base_delay=timedelta(milliseconds=500),
+        max_delay=timedelta(minutes=5),
+        queue_name="money",
+    ),
+)
+
+TRANSITIONS: dict[str, frozenset[str]] = {
+    "pending": frozenset({"in_transit", "failed", "canceled"}),
+    "in_transit": frozenset({"paid", "failed"}),
+    "paid": frozenset(),
+    "failed": frozenset(),
+    "canceled": frozenset(),
+}
+IN_TRANSIT = "payouts:in_transit"
+PAYOUT_FEES = "service:payout_fees"
+BANK_PAYOUTS = "world:bank_payouts"
+INSTANT_FEE_BASIS_POINTS = 100  # 1 %
+INSTANT_FEE_MINIMUM = 50
+INSTANT_ARRIVAL = timedelta(minutes=30)
+STANDARD_BUSINESS_DAYS = 2
+ARRIVAL_BATCH = 200
+
+
+# refusals that are the payout's own outcome (the bank said no): the payout fails, the money returns
+FINAL_REFUSALS = frozenset({"account_closed"})
+
+
+class PayoutRefused(TransientFailure):
+    """Any other refusal: retried (each attempt replays it under the same key, moving nothing) until the
+    operation dead-letters for an operator to decide."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(f"payout refused: {code}: {message}")
+
+
+def instant_fee(amount: int) -> int:
+    return max(INSTANT_FEE_MINIMUM, -(-amount * INSTANT_FEE_BASIS_POINTS // 10_000))
+
+
+def standard_arrival(now: datetime) -> datetime:
+    """The next business days: two weekdays after today, weekends skipped."""
+    arrival, left = now, STANDARD_BUSINESS_DAYS
+    while left:
+        arrival += timedelta(days=1)
+        if arrival.weekday() < 5:
+            left -= 1
+    return arrival
+
+
+def _move(payout: Payout, status: str) -> None:
+    if status not in TRANSITIONS[payout.status]:
+        raise Conflict(f"A payout cannot go from {payout.status} to {status}.")
+    payout.status = status
+    payout.updated_at = utcnow()
+
+
+def _legs(currency: str, *legs: tuple[str, int]) -> list[ledger.Posting]:
+    return [ledger.Posting(account, amount, currency) for account, amount in legs if amount != 0]
+
+
+async def _announce(session: AsyncSession, tenant: Tenant, payout: Payout, event_type: str) -> None:
+    await record_event(session, tenant, event_type, render_payout(payout).model_dump(mode="json"))
+
+
+async def create_payout(
+    session: AsyncSession, tenant: Tenant, account_id: str, command: PayoutCreate
+) -> Payout:
+    account = await connect.get_connected_account(session, tenant, account_id)
+    if not Requirements.of(account).payouts_enabled:
+        raise Conflict(
+            "Payouts are not enabled for this account yet: its onboarding still has requirements "
+            "currently due (POST /v1/connected-accounts/{id}/onboarding-links)."
+        )
+    fee = instant_fee(command.amount) if command.method == "instant" else 0
+    available_code = connect.available_account(account.id)
+    balance_account = await ledger.ensure_account(session, tenant, available_code, command.currency)
+    await ledger.lock_accounts(session, [balance_account.id])  # concurrent payouts take turns
+    available = await ledger.balance(session, tenant, available_code, command.currency)
+    if command.amount + fee > available:
+        raise AmountInvalid(
+            f"The payout ({command.amount}"
+            + (f" plus the instant fee of {fee}" if fee else "")
+            + f") is more than the available balance ({available} {command.currency}).",
+            param="amount",
+        )
+    payout = Payout(
+        id=new_id("po"),
+        installation_id=tenant.installation_id,
+        livemode=tenant.livemode,
+        connected_account_id=account.id,
+        amount=command.amount,
+        fee_amount=fee,
+        currency=command.currency,
+        method=command.method,
+        status="pending",
+        metadata_=command.metadata,
+        updated_at=utcnow(),
+    )
+    await repository.add(session, payout)
+    await ledger.post(
+        session,
+        tenant,
+        kind="payout",
+        reference=payout.id,
+        idempotency_key=f"{payout.id}:payout",
+        postings=_legs(
+            payout.currency,
+            (available_code, -(payout.amount + fee)),
+            (IN_TRANSIT, payout.amount),
+            (PAYOUT_FEES, fee),
+        ),
+    )
+    operation = await create_operation(
+        session,
+        tenant,
+        operation_type=PAYOUT_TYPE,
+        actor_name=PAYOUT_ACTOR,
+        resource=payout.id,
+        payload={"payout": payout.id},
+    )
+    payout.operation_id = operation.id
+    await session.flush()
+    await _announce(session, tenant, payout, "payout.created")
+    logger.info(
+        "payout_created",
+        payout=payout.id,
+        amount=payout.amount,
+        currency=payout.currency,
+        method=payout.method,
+    )
+    return payout
+
+
+async def list_payouts(
+    session: AsyncSession, tenant: Tenant, account_id: str, *, limit: int, after: Position | None
+) -> Sequence[Payout]:
+    account = await connect.get_connected_account(session, tenant, account_id)
+    return await repository.list_for_account(session, tenant, account.id, limit=limit, after=after)
+
+
+async def get_payout(session: AsyncSession, tenant: Tenant, payout_id: str) -> Payout:
+    payout = await repository.get(session, tenant, payout_id)
+    if payout is None:
+        raise ResourceMissing(f"No such payout: {payout_id!r}", param="payout")
+    return payout
+
+
+async def cancel_payout(session: AsyncSession, tenant: Tenant, payout_id: str) -> Payout:
+    """Only while `pending`: its operation has not handed it to the processor (the operation holds the
+    payout's lock while it does, so a cancel arriving then waits and finds it in transit). The money
+    returns to the available balance; the operation, when it runs, finds nothing to send."""
+    payout = await repository.get(session, tenant, payout_id, for_update=True)
+    if payout is None:
+        raise ResourceMissing(f"No such payout: {payout_id!r}", param="payout")
+    if payout.status != "pending":
+        raise Conflict(f"Only a pending payout can be canceled; this one is {payout.status}.")
+    _move(payout, "canceled")
+    payout.failure_code = None
+    payout.failure_message = None
+    await _return(session, tenant, payout)
+    await session.flush()
+    await _announce(session, tenant, payout, "payout.canceled")
+    logger.info("payout_canceled", payout=payout.id)
+    return payout
+
+
+async def list_all_payouts(
+    session: AsyncSession, tenant: Tenant, *, limit: int, after: Position | None
+) -> Sequence[Payout]:
+    return await repository.list_all(session, tenant, limit=limit, after=after)
+
+
+async def process_payout(session: AsyncSession, operation: Operation, processor: Processor) -> None:
+    """The `payout` operation's handler: one processor call keyed by the operation."""
+    payout = await repository.get_by_operation(session, operation.id)
+    if payout is None or payout.status != "pending":
+        return
+    tenant = Tenant(payout.installation_id, payout.livemode)
+    account = await connect.get_connected_account(session, tenant, payout.connected_account_id)
+    step = "payout" if payout.key_generation == 0 else f"payout:{payout.key_generation}"
+    try:
+        result = await processor.create_payout(
+            tenant,
+            idempotency_key=operation_key(operation.id, step),
+            amount=payout.amount,
+            currency=payout.currency,
+            bank_account=account.bank_account_number,
+        )
+    except ProcessorRefused as refused:
+        if refused.code in FINAL_REFUSALS:
+            raise PermanentFailure(refused.code, refused.message) from refused
+        raise PayoutRefused(refused.code, refused.message) from refused
+    now = await tenant_now(session, tenant)
+    payout.failure_code = None
+    payout.failure_message = None
+    _move(payout, "in_transit")
+    payout.processor_payout = result.processor_id
+    payout.arrival_date = now + INSTANT_ARRIVAL if payout.method == "instant" else standard_arrival(now)
+    await session.flush()
+    await _announce(session, tenant, payout, "payout.updated")
+
+
+async def _return(session: AsyncSession, tenant: Tenant, payout: Payout) -> None:
+    await ledger.post(
+        session,
+        tenant,
+        kind="payout_returned",
+        reference=payout.id,
+        idempotency_key=f"{payout.id}:returned",
+        postings=_legs(
+            payout.currency,
+            (IN_TRANSIT, -payout.amount),
+            (PAYOUT_FEES, -payout.fee_amount),
+            (connect.available_account(payout.connected_account_id), payout.amount + payout.fee_amount),
+        ),
+    )
+
+
+REFUSAL = re.compile(r"payout refused: ([a-z_]+): (.*)$", re.S)
+
+
+async def _on_payout_outcome(session: AsyncSession, operation: Operation) -> None:
+    """A refused payout ends `failed`, a discarded dead letter `canceled`: either way its money returns
+    to the available balance, in the outcome's own transaction. A dead-lettered one stays `pending`
+    (its money held) until an operator decides."""
+    if operation.type != PAYOUT_TYPE:
+        return
+    payout = await repository.get_by_operation(session, operation.id)
+    if payout is None or payout.status != "pending":
+        return
+    tenant = Tenant(payout.installation_id, payout.livemode)
+    if operation.status == "dead_letter":
+        refused = REFUSAL.search(operation.last_error or "")
+        if refused is not None:  # the next try asks under a new key; the money stays held meanwhile
+            payout.failure_code, payout.failure_message = refused.group(1), refused.group(2)[:500]
+            payout.key_generation += 1
+            payout.updated_at = utcnow()
+            await session.flush()
+            await _announce(session, tenant, payout, "payout.updated")
+        return
+    status = {"failed": "failed", "canceled": "canceled"}.get(operation.status)
+    if status is None:
+        return
+    _move(payout, status)
+    error = operation.last_error or ""
+    payout.failure_code, _, message = error.partition(": ") if status == "failed" else ("canceled", "", "")
+    payout.failure_message = message or operation.discard_reason
+    await _return(session, tenant, payout)
+    await session.flush()
+    await _announce(session, tenant, payout, "payout.updated")
+
+
+register_outcome_listener(_on_payout_outcome)
+
+
+async def settle_arrivals(session: AsyncSession, tenant: Tenant, now: datetime) -> int:
+    """Payouts whose arrival date has come on this tenant's clock are paid."""
+    done = 0
+    for payout in await repository.arrived(session, tenant, now, ARRIVAL_BATCH):
+        await ledger.post(
+            session,
+            tenant,
+            kind="payout_paid",
+            reference=payout.id,
+            idempotency_key=f"{payout.id}:paid",
+            postings=_legs(payout.currency, (IN_TRANSIT, -payout.amount), (BANK_PAYOUTS, payout.amount)),
+        )
+        _move(payout, "paid")
+        await session.flush()
+        await _announce(session, tenant, payout, "payout.paid")
+        done += 1
+    return done
+
+
+async def _sweep(session: AsyncSession) -> int:
+    done = 0
+    for tenant in await repository.tenants_in_transit(session):
+        done += await settle_arrivals(session, tenant, await tenant_now(session, tenant))
+    return done
+
+
+register_periodic("payouts.arrivals", timedelta(seconds=get_settings().cost_report_sweep_seconds), _sweep)
+register_due_work("payouts.arrivals", settle_arrivals)

@@ -1,0 +1,87 @@
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, Request
+from fastapi.responses import JSONResponse
+
+from moneyrail.api.context import Principal, request_session
+from moneyrail.api.pagination import ListEnvelope, PageRequest, list_envelope, page_request
+from moneyrail.api.routing import MoneyrailRoute, scoped
+from moneyrail.engine.schemas import render_operation
+from moneyrail.errors import ResourceMissing
+from moneyrail.processor.provider import processor
+from moneyrail.processor.sandbox import SandboxProcessor
+
+from . import service
+from .schemas import ProcessorTransferChange, ReconciliationRunCreate, ReconciliationRunOut, render_run
+
+router = APIRouter(route_class=MoneyrailRoute, tags=["reconciliation"])
+
+
+@router.post(
+    "/reconciliation-runs",
+    response_model=ReconciliationRunOut,
+    status_code=202,
+    responses={202: {"description": "Accepted: the run's `operation` compares the books in a worker"}},
+)
+async def create_reconciliation_run(
+    request: Request,
+    principal: Annotated[Principal, scoped("reconciliation:write")],
+    body: ReconciliationRunCreate | None = None,
+) -> JSONResponse:
+    run, operation = await service.create_run(request_session(request), principal.tenant)
+    shown = render_run(run, render_operation(operation))
+    return JSONResponse(shown.model_dump(mode="json"), status_code=202)
+
+
+@router.get("/reconciliation-runs", response_model=ListEnvelope[ReconciliationRunOut])
+async def list_reconciliation_runs(
+    request: Request,
+    principal: Annotated[Principal, scoped("reconciliation:read")],
+    page: Annotated[PageRequest, Depends(page_request)],
+) -> ListEnvelope[ReconciliationRunOut]:
+    rows = await service.list_runs(
+        request_session(request), principal.tenant, limit=page.limit, after=page.after
+    )
+    return list_envelope(rows, page, lambda run: render_run(run, None))
+
+
+@router.get("/reconciliation-runs/{run}", response_model=ReconciliationRunOut)
+async def get_reconciliation_run(
+    request: Request, run: str, principal: Annotated[Principal, scoped("reconciliation:read")]
+) -> ReconciliationRunOut:
+    session = request_session(request)
+    found = await service.get_run(session, principal.tenant, run)
+    operation = await service.operation_of(session, principal.tenant, found)
+    return render_run(found, render_operation(operation) if operation else None)
+
+
+def _sandbox_processor() -> SandboxProcessor:
+    network = processor()
+    if not isinstance(network, SandboxProcessor):
+        raise ResourceMissing("Unrecognized request URL: test helpers exist only in the sandbox.")
+    return network
+
+
+@router.post("/test-helpers/processor-transfers/{transfer}/lose", status_code=204)
+async def lose_processor_transfer(
+    request: Request, transfer: str, principal: Annotated[Principal, scoped("reconciliation:write")]
+) -> None:
+    """Sandbox only: the processor loses its record of this transfer."""
+    processor_id = await service.processor_id_of(request_session(request), principal.tenant, transfer)
+    await _sandbox_processor().lose_transfer(principal.tenant, processor_id)
+
+
+@router.post("/test-helpers/processor-transfers/{transfer}/alter", status_code=204)
+async def alter_processor_transfer(
+    request: Request,
+    transfer: str,
+    body: ProcessorTransferChange,
+    principal: Annotated[Principal, scoped("reconciliation:write")],
+) -> None:
+    """Sandbox only: the processor's record of this transfer says another amount or status."""
+    processor_id = await service.processor_id_of(request_session(request), principal.tenant, transfer)
+    await _sandbox_processor().alter_transfer(
+        principal.tenant, processor_id, amount=body.amount, status=body.status
+    )
