@@ -126,7 +126,8 @@ def worker(
     metrics_dir = Path(tempfile.gettempdir()) / f"moneyrail-worker-metrics-{settings.worker_metrics_port}"
     shutil.rmtree(metrics_dir, ignore_errors=True)  # counters restart with the fleet
     metrics_dir.mkdir(parents=True)
-    os.environ["dramatiq_prom_port"] = str(settings.worker_metrics_port)  # noqa: SIM112 - dramatiq's name
+    os.environ["dramatiq_prom_host"] = settings.worker_metrics_host  # noqa: SIM112 - dramatiq's name
+    os.environ["dramatiq_prom_port"] = str(settings.worker_metrics_port)  # noqa: SIM112
     os.environ["dramatiq_prom_db"] = str(metrics_dir)  # noqa: SIM112
     os.environ["PROMETHEUS_MULTIPROC_DIR"] = str(metrics_dir)
     arguments = [
