@@ -13,6 +13,6 @@ LEADER_LOCK_ID = 0x6D725F6C656164  # "mr_lead"
 # the server: count only this database's holder.
 LEADERS_HELD = text(
     "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted AND objsubid = 1 "
-    f"AND classid = {LEADER_LOCK_ID >> 32} AND objid = {LEADER_LOCK_ID & 0xFFFFFFFF} "
+    "AND classid = :high AND objid = :low "
     "AND database = (SELECT oid FROM pg_database WHERE datname = current_database())"
-)
+).bindparams(high=LEADER_LOCK_ID >> 32, low=LEADER_LOCK_ID & 0xFFFFFFFF)
