@@ -60,11 +60,20 @@ def ensure_venv(extras: set[str]) -> None:
     # `test` needs nothing new.
     wanted = extras | (installed or set())
     label = f"[{','.join(sorted(wanted))}]" if wanted else ""
-    print(f"installing moneyrail{label} into .venv ...", flush=True)
+    log = VENV / "install.log"
+    print(f"installing moneyrail{label} into .venv (pip's output: {log.relative_to(ROOT)}) ...", flush=True)
     pip = [str(BIN / "python"), "-m", "pip", "--disable-pip-version-check", "-q"]
-    subprocess.check_call([*pip, "install", "--upgrade", "pip"])
-    subprocess.check_call([*pip, "install", "-e", f"{ROOT}{label}"])
+    with log.open("w") as output:  # pip's warnings and progress stay off the screen unless it fails
+        for step in (["install", "--upgrade", "pip"], ["install", "-e", f"{ROOT}{label}"]):
+            output.flush()
+            if subprocess.call([*pip, *step], stdout=output, stderr=subprocess.STDOUT) != 0:
+                output.flush()
+                sys.exit(f"pip {' '.join(step)} failed; the end of {log}:\n" + _tail(log))
     STAMP.write_text(json.dumps({"digest": _project_digest(), "extras": sorted(wanted)}))
+
+
+def _tail(path: Path, lines: int = 20) -> str:
+    return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
 
 
 def main() -> None:
