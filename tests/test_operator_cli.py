@@ -60,11 +60,12 @@ def test_every_command_and_parameter_has_help(path: str, command: click.Command)
 
 
 def test_without_a_database_or_a_running_dev_the_cli_says_what_to_do_in_one_line(tmp_path) -> None:
-    answered = run_cli("keys", "list", "-i", "inst_x", cwd=tmp_path)
-    assert answered.returncode == 2
-    assert answered.stderr.count("\n") == 1, answered.stderr
-    assert "moneyrail dev" in answered.stderr and "DATABASE_URL" in answered.stderr
-    assert answered.stdout == ""
+    for command in (("keys", "list", "-i", "inst_x"), ("dead-letters", "list"), ("ledger", "verify")):
+        answered = run_cli(*command, cwd=tmp_path)
+        assert answered.returncode == 2
+        assert answered.stderr.count("\n") == 1, answered.stderr
+        assert "moneyrail dev" in answered.stderr and "DATABASE_URL" in answered.stderr
+        assert answered.stdout == ""
 
 
 @pytest.mark.parametrize(
