@@ -297,6 +297,16 @@ def settings_set(
     _emit(as_json, view, "\n".join(f"{key}: {value}" for key, value in view.items()))
 
 
+# Failures to open a session, however the driver names them.
+CONNECTION_ERRORS = (
+    OSError,
+    asyncpg.exceptions.PostgresConnectionError,
+    asyncpg.exceptions.InvalidCatalogNameError,
+    asyncpg.exceptions.InvalidAuthorizationSpecificationError,
+    asyncpg.exceptions.TooManyConnectionsError,
+    asyncpg.exceptions.CannotConnectNowError,
+)
+
 # Commands that are processes (they log like one); every other command is an operator's.
 PROCESS_COMMANDS = frozenset({"web", "worker", "scheduler", "dev", "migrate"})
 
@@ -318,12 +328,15 @@ def _describe_failure(error: BaseException) -> str:
     if isinstance(error, RedisError):
         return f"cannot use the broker: {type(error).__name__}: {(str(error).splitlines() or [''])[0]}"
     cause = getattr(error, "orig", None) or error
+    cause = (
+        getattr(cause, "__cause__", None) or cause
+    )  # SQLAlchemy's adapted asyncpg error holds the real one
     detail = (str(cause).strip().splitlines() or [type(cause).__name__])[0]
-    if isinstance(error, OSError | InterfaceError | OperationalError) or isinstance(
-        cause, OSError | asyncpg.exceptions.InvalidCatalogNameError | asyncpg.exceptions.InvalidPasswordError
-    ):
+    if isinstance(error, OSError | InterfaceError | OperationalError) or isinstance(cause, CONNECTION_ERRORS):
         return f"cannot connect to the database at {where}: {detail}"
-    return f"the database at {where} refused the command: {detail} (is it migrated? `moneyrail migrate`)"
+    if isinstance(cause, asyncpg.exceptions.UndefinedTableError):
+        return f"the database at {where} has no moneyrail tables ({detail}): run `moneyrail migrate`"
+    return f"the database at {where} refused the command: {detail}"
 
 
 def main(argv: Sequence[str] | None = None) -> None:
