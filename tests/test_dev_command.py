@@ -15,7 +15,9 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
@@ -82,6 +84,18 @@ def stop_dev(process: subprocess.Popen[bytes]) -> int:
     return process.wait(60)
 
 
+@pytest.fixture
+def clone(tmp_path: Path) -> Iterator[Path]:
+    """The folder `dev` runs in, outside pytest's base folder: as root, the embedded PostgreSQL runs as its
+    own user, which needs to traverse the path, and each pytest session resets its base folder to 0700."""
+    folder = Path(tempfile.mkdtemp(prefix="moneyrail-dev-test-"))
+    folder.chmod(0o755)
+    try:
+        yield folder
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
 def postgres_running_in(data_dir: Path) -> bool:
     pid_file = data_dir / "postgres" / "postmaster.pid"
     if not pid_file.exists():
@@ -94,8 +108,8 @@ def postgres_running_in(data_dir: Path) -> bool:
     return True
 
 
-def test_dev_starts_everything_prints_a_working_curl_line_and_stops_cleanly(tmp_path):
-    folder = tmp_path / "clone"
+def test_dev_starts_everything_prints_a_working_curl_line_and_stops_cleanly(tmp_path, clone):
+    folder = clone
     data_dir = folder / ".moneyrail"
     port = free_port()
     screen_path = tmp_path / "dev.screen"
@@ -152,6 +166,12 @@ def test_dev_starts_everything_prints_a_working_curl_line_and_stops_cleanly(tmp_
         listed = operator_cli(folder, "installations", "list")
         assert installation in listed.stdout and re.search(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", listed.stdout)
         assert listed.stderr == ""
+
+        # a second `dev` in the same folder says the first runs, and leaves it alone
+        second = start_dev(folder, free_port(), tmp_path / "dev-second.screen")
+        assert second.wait(60) == 1
+        assert "already running" in (tmp_path / "dev-second.screen").read_text()
+        assert httpx.get(f"http://127.0.0.1:{port}/healthz").status_code == 200
     finally:
         exit_code = stop_dev(process)
     assert exit_code == 0, screen_path.read_text()
@@ -175,10 +195,10 @@ def test_dev_starts_everything_prints_a_working_curl_line_and_stops_cleanly(tmp_
         assert stop_dev(again) == 0
 
 
-def test_dev_reports_a_taken_port_in_one_line_and_stops_everything(tmp_path):
+def test_dev_reports_a_taken_port_in_one_line_and_stops_everything(tmp_path, clone):
     import socket
 
-    folder = tmp_path / "clone"
+    folder = clone
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))
         taken.listen()

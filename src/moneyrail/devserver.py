@@ -192,6 +192,13 @@ async def _wait_ready(
 
 def run_dev(settings: Settings) -> int:
     data_dir = settings.data_dir.resolve()
+    running = DevInstance.read(data_dir)
+    if running is not None:  # its servers own this data folder; a second one would fight over them
+        _say(
+            f"moneyrail dev: already running from {_display(data_dir)}/ "
+            f"(pid {running.pid}, {running.base_url})"
+        )
+        return 1
     logs = data_dir / "logs"
     logs.mkdir(parents=True, exist_ok=True)
     log_stream = _send_logs_to(logs / "dev.log", settings)
