@@ -43,15 +43,23 @@ class TenantOwned:
 # 0013), whatever the statement gave. A new table of sandbox objects joins this set and that trigger.
 SANDBOX_CLOCK_TABLES = frozenset(
     {
+        "allocation_groups",
         "checkout_sessions",
+        "connected_accounts",
         "customer_sessions",
         "customers",
         "events",
+        "merchant_connections",
+        "merchant_onboarding_sessions",
+        "merchants",
+        "onboarding_links",
         "payment_intents",
         "payment_methods",
         "receipt_deliveries",
         "refunds",
         "setup_intents",
+        "transfer_reversals",
+        "transfers",
         "webhook_endpoints",
     }
 )
