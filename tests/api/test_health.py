@@ -1,6 +1,9 @@
-"""GET /healthz says the process is up; GET /readyz says whether the database and broker answer."""
+"""GET /healthz says the process is up; GET /readyz says whether it can serve (the database answers), with
+the broker in its detail."""
 
 from __future__ import annotations
+
+import time
 
 import httpx
 
@@ -14,30 +17,57 @@ def test_a_healthy_server_is_live_and_ready(web):
     assert ready.json()["checks"] == {"database": "ok", "broker": "ok"}
 
 
-def test_a_server_whose_broker_is_unreachable_is_live_but_not_ready(servers):
+def _start_web(servers, name: str, **env: str) -> tuple[Process, str]:
     port = free_port()
-    dead_broker = f"redis://127.0.0.1:{free_port()}/0"
-    process = Process.start(
-        "web", servers, OUTPUT_DIR / "web-no-broker.log", MONEYRAIL_PORT=str(port), REDIS_URL=dead_broker
-    )
+    process = Process.start("web", servers, OUTPUT_DIR / f"{name}.log", MONEYRAIL_PORT=str(port), **env)
     base_url = f"http://127.0.0.1:{port}"
-    try:
-        import time
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        try:
+            httpx.get(f"{base_url}/healthz")
+            return process, base_url
+        except httpx.TransportError:
+            assert process.popen.poll() is None, process.log_text()
+            time.sleep(0.1)
+    process.stop()
+    raise TimeoutError(process.log_text())
 
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            try:
-                live = httpx.get(f"{base_url}/healthz")
-                break
-            except httpx.TransportError:
-                time.sleep(0.1)
-        assert live.status_code == 200
+
+def test_a_redis_outage_leaves_web_ready_and_reports_the_broker_down(servers, tenant):
+    """The outbox keeps accepted work in PostgreSQL, so readiness must not drop every pod with Redis."""
+    process, base_url = _start_web(servers, "web-no-broker", REDIS_URL=f"redis://127.0.0.1:{free_port()}/0")
+    try:
+        assert httpx.get(f"{base_url}/healthz").status_code == 200
+        ready = httpx.get(f"{base_url}/readyz")
+        assert ready.status_code == 200
+        body = ready.json()
+        assert body["status"] == "degraded"
+        assert body["checks"]["database"] == "ok"
+        assert body["checks"]["broker"].startswith("down")
+        # the API still takes requests during the outage
+        created = httpx.post(
+            f"{base_url}/v1/customers",
+            headers={"Authorization": f"Bearer {tenant.secret}"},
+            json={"email": "ada@example.com"},
+        )
+        assert created.status_code == 200, created.text
+        exposition = httpx.get(f"{base_url}/metrics").text
+        assert "moneyrail_broker_up 0.0" in exposition
+    finally:
+        process.stop()
+
+
+def test_a_server_whose_database_is_unreachable_is_live_but_not_ready(servers):
+    dead_database = f"postgresql://postgres@127.0.0.1:{free_port()}/moneyrail"
+    process, base_url = _start_web(servers, "web-no-database", DATABASE_URL=dead_database)
+    try:
+        assert httpx.get(f"{base_url}/healthz").status_code == 200
         ready = httpx.get(f"{base_url}/readyz")
         assert ready.status_code == 503
         body = ready.json()
         assert body["status"] == "unavailable"
-        assert body["checks"]["database"] == "ok"
-        assert body["checks"]["broker"].startswith("down")
+        assert body["checks"]["database"].startswith("down")
+        assert body["checks"]["broker"] == "ok"
     finally:
         process.stop()
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 from tests.engine.conftest import create_probe, processor_calls, wait_for_operation
 from tests.installations.test_cli import moneyrail
@@ -35,14 +36,90 @@ def test_an_operator_lists_shows_and_retries_a_dead_letter_with_a_fresh_budget(
     assert shown["status"] == "dead_letter" and shown["attempts"] == 3
     assert [attempt["outcome"] for attempt in shown["history"]] == ["retry", "retry", "dead_letter"]
     assert all("transient fault" in attempt["error"] for attempt in shown["history"])
+    assert isinstance(shown["created"], int) and isinstance(shown["history"][0]["started"], int)
     human = moneyrail(servers, "dead-letters", "show", operation_id)
     assert "#3 dead_letter" in human.stdout
+    # people read ISO 8601 times in UTC, never epoch seconds
+    assert re.search(r"^created: \d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$", human.stdout, re.MULTILINE), human.stdout
+    assert f"created: {shown['created']}" not in human.stdout
+    assert human.stderr == ""  # logs never on the CLI's output
 
     retried = moneyrail(servers, "dead-letters", "retry", operation_id, "--operator", "ops@example.com")
     assert retried.returncode == 0, retried.stderr
     operation = wait_for_operation(api, operation_id, {"succeeded"})
-    assert operation["attempts"] == 4  # the history keeps the three failed attempts
+    # a fresh start: the count restarts (so does the backoff), and the history keeps the three failures
+    assert operation["attempts"] == 1
+    history = json.loads(moneyrail(servers, "dead-letters", "show", operation_id, "--json").stdout)["history"]
+    assert [(attempt["number"], attempt["outcome"]) for attempt in history] == [
+        (1, "retry"),
+        (2, "retry"),
+        (3, "dead_letter"),
+        (1, "succeeded"),
+    ]
     assert processor_calls(db, api.keys.installation_id) == [(f"{operation_id}:transfer", True)]
+
+
+def test_an_operator_retries_dead_letters_by_filter_after_a_dry_run(api, bridge, db, servers, engine_stack):
+    operation_ids = [dead_letter(api, bridge, faults=3) for _ in range(2)]
+    other = create_probe(bridge, api.keys.tenant)
+    wait_for_operation(api, other, {"succeeded"})
+
+    nothing = moneyrail(servers, "dead-letters", "retry")
+    assert nothing.returncode == 2 and "--installation" in nothing.stderr  # a selection is required
+
+    preview = moneyrail(
+        servers, "dead-letters", "retry", "-i", api.keys.installation_id, "--dry-run", "--json"
+    )
+    assert preview.returncode == 0, preview.stderr
+    body = json.loads(preview.stdout)
+    assert body["dry_run"] is True
+    assert sorted(view["id"] for view in body["retried"]) == sorted(operation_ids)
+    human_preview = moneyrail(servers, "dead-letters", "retry", "-i", api.keys.installation_id, "--dry-run")
+    assert "2 dead letter(s) would be retried; nothing changed" in human_preview.stdout
+    statuses = db.execute("SELECT status FROM operations WHERE id = ANY(%s)", (operation_ids,)).fetchall()
+    assert {status for (status,) in statuses} == {"dead_letter"}  # the dry run changed nothing
+
+    retried = moneyrail(servers, "dead-letters", "retry", "-i", api.keys.installation_id, "--json")
+    assert retried.returncode == 0, retried.stderr
+    assert sorted(view["id"] for view in json.loads(retried.stdout)["retried"]) == sorted(operation_ids)
+    for operation_id in operation_ids:
+        assert wait_for_operation(api, operation_id, {"succeeded"})["attempts"] == 1
+
+
+def test_an_operator_discards_dead_letters_by_type_and_a_refusal_changes_none(
+    api, bridge, db, servers, engine_stack
+):
+    operation_ids = [dead_letter(api, bridge, faults=3) for _ in range(2)]
+    succeeded = create_probe(bridge, api.keys.tenant)
+    wait_for_operation(api, succeeded, {"succeeded"})
+
+    # one of the named operations is not a dead letter: nothing is discarded
+    refused = moneyrail(servers, "dead-letters", "discard", *operation_ids, succeeded, "--reason", "by hand")
+    assert refused.returncode == 1 and "not dead_letter" in refused.stderr
+    assert {
+        status
+        for (status,) in db.execute(
+            "SELECT status FROM operations WHERE id = ANY(%s)", (operation_ids,)
+        ).fetchall()
+    } == {"dead_letter"}
+
+    discarded = moneyrail(
+        servers,
+        "dead-letters",
+        "discard",
+        "--type",
+        "probe_transfer",
+        "-i",
+        api.keys.installation_id,
+        "--reason",
+        "refunded by hand",
+        "--operator",
+        "ada",
+    )
+    assert discarded.returncode == 0, discarded.stderr
+    assert "2 dead letter(s) discarded" in discarded.stdout
+    for operation_id in operation_ids:
+        assert api.get(f"/v1/operations/{operation_id}").json()["status"] == "canceled"
 
 
 def test_an_operator_discards_a_dead_letter_with_a_recorded_reason(api, bridge, servers, engine_stack):

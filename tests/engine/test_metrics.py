@@ -25,6 +25,12 @@ def test_the_web_process_reports_engine_state_and_request_latency(api, bridge, w
     assert _sample(text, "moneyrail_dead_letters") is not None
     assert _sample(text, "moneyrail_oldest_due_operation_seconds") is not None
     assert _sample(text, "moneyrail_queue_depth", queue="money") is not None
+    assert _sample(text, "moneyrail_broker_up") == 1
+    # no scheduler runs in this stack: nobody leads, and the relay owes the probe its publication
+    assert _sample(text, "moneyrail_scheduler_leaders") == 0
+    time.sleep(1.1)
+    text = httpx.get(f"{web.base_url}/metrics").text
+    assert (_sample(text, "moneyrail_relay_lag_seconds") or 0) >= 1
     api.get("/v1/account")
     text = httpx.get(f"{web.base_url}/metrics").text
     assert (
@@ -51,7 +57,7 @@ def test_metrics_can_require_a_token(servers):
         process.stop()
 
 
-def test_workers_export_attempts_and_latency(api, bridge, servers):
+def test_workers_export_attempts_and_latency(api, bridge, servers, web):
     from tests.engine.conftest import start_scheduler
 
     port = free_port()
@@ -81,6 +87,34 @@ def test_workers_export_attempts_and_latency(api, bridge, servers):
             or 0
         ) >= 1
         assert "dramatiq_messages_total" in text
+        # the scheduler that relayed the probe leads, and the web process sees it
+        assert _sample(httpx.get(f"{web.base_url}/metrics").text, "moneyrail_scheduler_leaders") == 1
     finally:
         worker.stop()
         scheduler.stop()
+
+
+def _answers(url: str) -> bool:
+    try:
+        return httpx.get(url, timeout=2).status_code == 200
+    except httpx.TransportError:
+        return False
+
+
+def test_the_worker_metrics_listen_on_the_configured_address(servers):
+    port = free_port()
+    # 127.0.0.2 is loopback too on Linux, but another address than 127.0.0.1: what binds one refuses the other
+    worker = start_worker(
+        servers,
+        name="worker-metrics-host",
+        MONEYRAIL_WORKER_METRICS_PORT=str(port),
+        MONEYRAIL_WORKER_METRICS_HOST="127.0.0.2",
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while not _answers(f"http://127.0.0.2:{port}/") and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert _answers(f"http://127.0.0.2:{port}/"), worker.log_text()[-2000:]
+        assert not _answers(f"http://127.0.0.1:{port}/")
+    finally:
+        worker.stop()

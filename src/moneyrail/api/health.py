@@ -1,4 +1,10 @@
-"""Liveness and readiness (CONVENTIONS.md §1)."""
+"""Liveness and readiness (CONVENTIONS.md §1).
+
+Readiness follows PostgreSQL alone: a request's effect and its operations commit there, and the outbox
+relay hands them to the broker when it is back, so a Redis outage delays work but must not take every web
+pod out of its Service. `/readyz` still reports the broker in its detail (and `/metrics` as
+`moneyrail_broker_up`), for people and alerts.
+"""
 
 from __future__ import annotations
 
@@ -39,15 +45,25 @@ async def _broker_ready(request: Request) -> bool:
     return bool(await redis.ping())
 
 
+async def _check(request: Request, check: Any) -> str:
+    try:
+        return "ok" if await asyncio.wait_for(check(request), READINESS_TIMEOUT_SECONDS) else "down"
+    except Exception as exc:  # any failure means down; say which and why, without secrets
+        return f"down: {type(exc).__name__}"
+
+
+async def broker_reachable(request: Request) -> bool:
+    return await _check(request, _broker_ready) == "ok"
+
+
 @router.get("/readyz")
 async def readyz(request: Request) -> JSONResponse:
-    checks: dict[str, Any] = {}
-    for name, check in (("database", _database_ready), ("broker", _broker_ready)):
-        try:
-            checks[name] = (
-                "ok" if await asyncio.wait_for(check(request), READINESS_TIMEOUT_SECONDS) else "down"
-            )
-        except Exception as exc:  # any failure means not ready; say which and why, without secrets
-            checks[name] = f"down: {type(exc).__name__}"
-    ready = all(value == "ok" for value in checks.values())
-    return JSONResponse({"status": "ok" if ready else "unavailable", "checks": checks}, 200 if ready else 503)
+    checks = {
+        "database": await _check(request, _database_ready),
+        "broker": await _check(request, _broker_ready),
+    }
+    if checks["database"] != "ok":
+        return JSONResponse({"status": "unavailable", "checks": checks}, 503)
+    # ready: the broker's outage only delays asynchronous work (the outbox keeps it in PostgreSQL)
+    status = "ok" if checks["broker"] == "ok" else "degraded"
+    return JSONResponse({"status": status, "checks": checks}, 200)

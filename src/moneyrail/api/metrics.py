@@ -14,7 +14,9 @@ from redis.asyncio import Redis
 from redis.exceptions import RedisError
 from sqlalchemy import text
 
+from moneyrail.api.health import broker_reachable
 from moneyrail.engine.broker import QUEUES
+from moneyrail.engine.leadership import LEADERS_HELD
 from moneyrail.engine.metrics import EngineSnapshot
 from moneyrail.errors import AuthenticationRequired
 
@@ -38,6 +40,11 @@ OLDEST_DUE = text(
     "SELECT coalesce(extract(epoch FROM now() - min(next_attempt_at)), 0) FROM operations "
     "WHERE status = 'pending' AND next_attempt_at <= now()"
 )
+# Due and not yet handed to the broker: what the relay still owes (the partial index on due rows serves it).
+RELAY_LAG = text(
+    "SELECT coalesce(extract(epoch FROM now() - min(next_attempt_at)), 0) FROM operations "
+    "WHERE status = 'pending' AND next_attempt_at <= now() AND published_at IS NULL"
+)
 
 
 async def _queue_depths(redis: Redis | None) -> dict[str, int]:
@@ -57,11 +64,23 @@ async def metrics(request: Request) -> Response:
     async with request.app.state.engine.connect() as connection:
         rows = [(str(r[0]), str(r[1]), int(r[2])) for r in await connection.execute(OPERATION_STATE)]
         oldest_due = float(await connection.scalar(OLDEST_DUE) or 0)
+        relay_lag = float(await connection.scalar(RELAY_LAG) or 0)
+        leaders = int(await connection.scalar(LEADERS_HELD) or 0)
+    broker_up = await broker_reachable(request)
     try:
-        depths = await _queue_depths(request.app.state.redis)
+        depths = await _queue_depths(request.app.state.redis) if broker_up else {}
     except (OSError, RedisError):  # Redis down: the rest of the metrics still matter (and say so)
         depths = {}
     registry = CollectorRegistry()
-    registry.register(EngineSnapshot(rows, oldest_due, depths))
+    registry.register(
+        EngineSnapshot(
+            rows,
+            oldest_due,
+            depths,
+            relay_lag_seconds=relay_lag,
+            scheduler_leaders=leaders,
+            broker_up=broker_up,
+        )
+    )
     body = generate_latest(registry) + generate_latest()  # engine state, then this process's own metrics
     return Response(body, media_type=CONTENT_TYPE_LATEST)

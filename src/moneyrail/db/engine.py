@@ -22,7 +22,10 @@ def async_database_url(url: str) -> str:
 
 def create_engine(settings: Settings) -> AsyncEngine:
     if not settings.database_url:
-        raise DatabaseNotConfigured("DATABASE_URL is not set (use `moneyrail dev` for an embedded one)")
+        raise DatabaseNotConfigured(
+            "DATABASE_URL is not set: set it, or start `moneyrail dev` (embedded servers) and run the "
+            "operator commands from the folder it runs in"
+        )
     return create_async_engine(
         async_database_url(settings.database_url),
         pool_size=settings.db_pool_size,

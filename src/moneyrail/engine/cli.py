@@ -1,26 +1,50 @@
-"""`moneyrail dead-letters`: operators inspect dead-lettered operations and decide."""
+"""`moneyrail dead-letters`: operators inspect dead-lettered operations and decide.
+
+Human output shows times in ISO 8601 (UTC); `--json` gives Unix seconds, like the API. `retry` and
+`discard` take operation ids, or a filter (`--type`, `--installation`, `--since`, or `--all`) for many
+at once; `--dry-run` shows what would change and changes nothing. Several operations are decided in one
+transaction: all of them, or none if one is refused.
+"""
 
 from __future__ import annotations
 
 import getpass
 import json
+from collections.abc import Awaitable, Callable, Sequence
 from datetime import UTC, datetime
 from typing import Annotated, Any
 
 import typer
+from sqlalchemy.ext.asyncio import AsyncSession
 
-from moneyrail.clihelpers import in_unit_of_work
+from moneyrail.clihelpers import for_people, human_time, in_unit_of_work
+from moneyrail.db.uow import UnitOfWork
 from moneyrail.engine import service
+from moneyrail.errors import Conflict
 from moneyrail.kit.clock import to_unix
 from moneyrail.models import Operation, OperationAttempt
 
 dead_letters_app = typer.Typer(
     help="Inspect, retry or discard dead-lettered operations.", no_args_is_help=True
 )
-JsonOption = Annotated[bool, typer.Option("--json", help="Machine-readable output.")]
+JsonOption = Annotated[bool, typer.Option("--json", help="Machine-readable output (times in Unix seconds).")]
 OperatorOption = Annotated[
     str | None, typer.Option("--operator", help="Who decides (default: the login name).")
 ]
+TypeOption = Annotated[str | None, typer.Option("--type", help="Only this operation type.")]
+InstallationOption = Annotated[
+    str | None, typer.Option("--installation", "-i", help="Only this installation (inst_…).")
+]
+SinceOption = Annotated[
+    datetime | None, typer.Option(help="Dead-lettered at or after (UTC, e.g. 2026-11-22T08:00:00).")
+]
+LimitOption = Annotated[int, typer.Option(min=1, max=10000, help="At most this many operations.")]
+OperationsArgument = Annotated[
+    list[str] | None,
+    typer.Argument(help="Operation ids (op_…); or select with the filters.", show_default=False),
+]
+AllOption = Annotated[bool, typer.Option("--all", help="Every dead letter (with the filters, if any).")]
+DryRunOption = Annotated[bool, typer.Option("--dry-run", help="Show what would change; change nothing.")]
 
 
 def _when(moment: datetime | None) -> int | None:
@@ -61,25 +85,33 @@ def _operator(given: str | None) -> str:
     return given or getpass.getuser()
 
 
+def _utc(moment: datetime | None) -> datetime | None:
+    return moment.replace(tzinfo=UTC) if moment is not None and moment.tzinfo is None else moment
+
+
+def _summary_line(view: dict[str, Any]) -> str:
+    return (
+        f"{view['id']}  {view['type']:<18} {view['installation']}  "
+        f"dead-lettered {human_time(view['dead_lettered']) or '-'}  attempts {view['attempts']}  "
+        f"{view['last_error'] or ''}"
+    ).rstrip()
+
+
 @dead_letters_app.command("list")
 def list_dead_letters(
-    operation_type: Annotated[str | None, typer.Option("--type", help="Only this operation type.")] = None,
-    installation: Annotated[
-        str | None, typer.Option("--installation", "-i", help="Only this installation.")
-    ] = None,
-    since: Annotated[
-        datetime | None, typer.Option(help="Dead-lettered at or after (UTC, e.g. 2026-11-22T08:00:00).")
-    ] = None,
-    limit: Annotated[int, typer.Option(min=1, max=1000)] = 100,
+    operation_type: TypeOption = None,
+    installation: InstallationOption = None,
+    since: SinceOption = None,
+    limit: LimitOption = 100,
     as_json: JsonOption = False,
 ) -> None:
-    since_utc = since.replace(tzinfo=UTC) if since is not None and since.tzinfo is None else since
+    """List dead-lettered operations, most recent first, with their last error."""
     rows = in_unit_of_work(
         lambda uow: service.list_dead_letters(
             uow.session,
             operation_type=operation_type,
             installation_id=installation,
-            since=since_utc,
+            since=_utc(since),
             limit=limit,
         )
     )
@@ -90,60 +122,174 @@ def list_dead_letters(
     if not views:
         typer.echo("no dead letters")
     for view in views:
-        typer.echo(
-            f"{view['id']}  {view['type']:<18} {view['installation']}  attempts {view['attempts']}  "
-            f"{view['last_error'] or ''}"
-        )
+        typer.echo(_summary_line(view))
 
 
 @dead_letters_app.command("show")
 def show(
     operation: Annotated[str, typer.Argument(help="Operation id (op_…).")], as_json: JsonOption = False
 ) -> None:
+    """Show one operation and every attempt it made, with each attempt's error."""
     history = in_unit_of_work(lambda uow: service.show_operation(uow.session, operation))
     view = {**operation_view(history.operation), "history": [attempt_view(a) for a in history.attempts]}
     if as_json:
         typer.echo(json.dumps(view, indent=2))
         return
-    for key, value in view.items():
+    for key, value in for_people(view).items():
         if key != "history":
             typer.echo(f"{key}: {value}")
     typer.echo("attempts:")
     for attempt in view["history"]:
         typer.echo(
-            f"  #{attempt['number']} {attempt['outcome'] or 'running'} on {attempt['worker']}: "
-            f"{attempt['error'] or ''}"
+            f"  #{attempt['number']} {attempt['outcome'] or 'running'} at {human_time(attempt['started'])} "
+            f"on {attempt['worker']}: {attempt['error'] or ''}".rstrip()
         )
+
+
+Decide = Callable[[AsyncSession, str], Awaitable[Operation]]
+
+
+async def _selected(
+    session: AsyncSession,
+    operations: Sequence[str],
+    *,
+    operation_type: str | None,
+    installation: str | None,
+    since: datetime | None,
+    limit: int,
+) -> list[Operation]:
+    if operations:
+        found = []
+        for operation_id in operations:
+            history = await service.show_operation(session, operation_id)  # ResourceMissing if unknown
+            found.append(history.operation)
+        return found
+    return list(
+        await service.list_dead_letters(
+            session, operation_type=operation_type, installation_id=installation, since=since, limit=limit
+        )
+    )
+
+
+def _decide_many(
+    action: str,
+    decide: Decide,
+    operations: list[str] | None,
+    *,
+    operation_type: str | None,
+    installation: str | None,
+    since: datetime | None,
+    select_all: bool,
+    limit: int,
+    dry_run: bool,
+    as_json: bool,
+) -> None:
+    ids = list(dict.fromkeys(operations or []))
+    filtered = select_all or any(value is not None for value in (operation_type, installation, since))
+    if ids and filtered:
+        raise typer.BadParameter(
+            "name operations or give a filter (--type, --installation, --since, --all), not both"
+        )
+    if not ids and not filtered:
+        raise typer.BadParameter(
+            "name operations (op_…) or select them with --type, --installation, --since or --all"
+        )
+
+    async def work(uow: UnitOfWork) -> list[Operation]:
+        targets = await _selected(
+            uow.session,
+            ids,
+            operation_type=operation_type,
+            installation=installation,
+            since=_utc(since),
+            limit=limit,
+        )
+        if dry_run:
+            refused = [operation for operation in targets if operation.status != "dead_letter"]
+            if refused:
+                raise Conflict(
+                    f"Operation {refused[0].id} is {refused[0].status}, not dead_letter: only dead letters "
+                    f"can be {action}ed by an operator.",
+                    param="operation",
+                )
+            return targets  # the unit of work commits nothing: nothing was changed
+        return [await decide(uow.session, operation.id) for operation in targets]
+
+    decided = in_unit_of_work(work)
+    views = [operation_view(operation) for operation in decided]
+    past = {"retry": "retried", "discard": "discarded"}[action]
+    if as_json:
+        single = len(ids) == 1 and not dry_run  # one named operation: its view, as before bulk decisions
+        typer.echo(json.dumps(views[0] if single else {"dry_run": dry_run, past: views}, indent=2))
+        return
+    if dry_run:
+        for view in views:
+            typer.echo(f"would {action}: {_summary_line(view)}")
+        typer.echo(f"dry run: {len(views)} dead letter(s) would be {past}; nothing changed")
+        return
+    for view in views:
+        if action == "retry":
+            typer.echo(f"{view['id']} is pending again ({view['type']}), attempts restart from 1")
+        else:
+            typer.echo(f"{view['id']} discarded by {view['discarded_by']}")
+    if len(views) != 1:
+        typer.echo(f"{len(views)} dead letter(s) {past}")
 
 
 @dead_letters_app.command("retry")
 def retry(
-    operation: Annotated[str, typer.Argument(help="Operation id (op_…).")],
+    operations: OperationsArgument = None,
+    operation_type: TypeOption = None,
+    installation: InstallationOption = None,
+    since: SinceOption = None,
+    select_all: AllOption = False,
+    limit: LimitOption = 1000,
+    dry_run: DryRunOption = False,
     operator: OperatorOption = None,
     as_json: JsonOption = False,
 ) -> None:
-    """Run the operation again with a fresh attempt budget."""
-    retried = in_unit_of_work(
-        lambda uow: service.retry_dead_letter(uow.session, operation, operator=_operator(operator))
+    """Run dead letters again at once, as new: the attempt count restarts (the history stays)."""
+    who = _operator(operator)
+    _decide_many(
+        "retry",
+        lambda session, operation_id: service.retry_dead_letter(session, operation_id, operator=who),
+        operations,
+        operation_type=operation_type,
+        installation=installation,
+        since=since,
+        select_all=select_all,
+        limit=limit,
+        dry_run=dry_run,
+        as_json=as_json,
     )
-    view = operation_view(retried)
-    typer.echo(json.dumps(view, indent=2) if as_json else f"{retried.id} is pending again ({retried.type})")
 
 
 @dead_letters_app.command("discard")
 def discard(
-    operation: Annotated[str, typer.Argument(help="Operation id (op_…).")],
     reason: Annotated[str, typer.Option(help="Why it will not be retried (recorded).")],
+    operations: OperationsArgument = None,
+    operation_type: TypeOption = None,
+    installation: InstallationOption = None,
+    since: SinceOption = None,
+    select_all: AllOption = False,
+    limit: LimitOption = 1000,
+    dry_run: DryRunOption = False,
     operator: OperatorOption = None,
     as_json: JsonOption = False,
 ) -> None:
-    """Give up on the operation for good; the reason and the operator are recorded."""
-    discarded = in_unit_of_work(
-        lambda uow: service.discard_dead_letter(
-            uow.session, operation, operator=_operator(operator), reason=reason
-        )
-    )
-    view = operation_view(discarded)
-    typer.echo(
-        json.dumps(view, indent=2) if as_json else f"{discarded.id} discarded by {view['discarded_by']}"
+    """Give up on dead letters for good; the reason and the operator are recorded."""
+    who = _operator(operator)
+    _decide_many(
+        "discard",
+        lambda session, operation_id: service.discard_dead_letter(
+            session, operation_id, operator=who, reason=reason
+        ),
+        operations,
+        operation_type=operation_type,
+        installation=installation,
+        since=since,
+        select_all=select_all,
+        limit=limit,
+        dry_run=dry_run,
+        as_json=as_json,
     )

@@ -51,10 +51,17 @@ class EngineSnapshot(Collector):
         by_type_and_status: list[tuple[str, str, int]],
         oldest_due_seconds: float,
         depths: dict[str, int],
+        *,
+        relay_lag_seconds: float = 0.0,
+        scheduler_leaders: int | None = None,
+        broker_up: bool | None = None,
     ):
         self.by_type_and_status = by_type_and_status
         self.oldest_due_seconds = oldest_due_seconds
         self.depths = depths
+        self.relay_lag_seconds = relay_lag_seconds
+        self.scheduler_leaders = scheduler_leaders
+        self.broker_up = broker_up
 
     def collect(self) -> Iterator[Any]:
         operations = GaugeMetricFamily(
@@ -85,3 +92,20 @@ class EngineSnapshot(Collector):
             if queue in self.depths:
                 depth.add_metric([queue], self.depths[queue])
         yield depth
+        yield GaugeMetricFamily(
+            "moneyrail_relay_lag_seconds",
+            "How long the oldest due operation has waited for the relay to publish it (0: none waits).",
+            value=self.relay_lag_seconds,
+        )
+        if self.scheduler_leaders is not None:
+            yield GaugeMetricFamily(
+                "moneyrail_scheduler_leaders",
+                "Schedulers holding the leader lock: 1 when healthy, 0 means no relay and no periodic jobs.",
+                value=self.scheduler_leaders,
+            )
+        if self.broker_up is not None:
+            yield GaugeMetricFamily(
+                "moneyrail_broker_up",
+                "1 when this web process reaches the broker (Redis); operations wait in PostgreSQL when 0.",
+                value=1 if self.broker_up else 0,
+            )

@@ -80,6 +80,7 @@ _SUCCEED = """
     attempt AS (
         UPDATE operation_attempts SET outcome = 'succeeded', error = NULL, finished_at = now()
         FROM done WHERE operation_attempts.operation_id = done.id AND operation_attempts.number = done.attempt
+          AND operation_attempts.finished_at IS NULL
     )
     UPDATE operations
     SET status = 'succeeded', finished_at = now(), lease_expires_at = NULL, last_error = NULL,
@@ -118,8 +119,9 @@ async def finish_attempt(
 ) -> None:
     connection = await driver_connection(session)
     await connection.execute(
+        # the open attempt: after an operator's retry, numbers restart and the closed history keeps its own
         "UPDATE operation_attempts SET outcome = $3, error = $4, finished_at = now() "
-        "WHERE operation_id = $1 AND number = $2",
+        "WHERE operation_id = $1 AND number = $2 AND finished_at IS NULL",
         operation_id,
         number,
         outcome,
@@ -132,7 +134,7 @@ async def attempts_of(session: AsyncSession, operation_id: str) -> Sequence[Oper
         await session.scalars(
             select(OperationAttempt)
             .where(OperationAttempt.operation_id == operation_id)
-            .order_by(OperationAttempt.number, OperationAttempt.id)
+            .order_by(OperationAttempt.id)  # as they ran: numbers restart after an operator retry
         )
     ).all()
 

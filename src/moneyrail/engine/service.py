@@ -359,10 +359,13 @@ async def _dead_letter_for_decision(session: AsyncSession, operation_id: str) ->
 
 
 async def retry_dead_letter(session: AsyncSession, operation_id: str, *, operator: str) -> Operation:
-    """Run again with a fresh attempt budget (the history keeps every earlier attempt)."""
+    """Run again at once, as new: the attempt count restarts, so the budget and the backoff are those of a
+    fresh operation (no backoff of minutes left over from the exhausted attempts). The history keeps
+    every earlier attempt; the new ones are numbered from 1 again."""
     operation = await _dead_letter_for_decision(session, operation_id)
     _move(operation, "pending")
-    operation.max_attempts = operation.attempts + policy_for(operation.type).max_attempts
+    operation.attempts = 0
+    operation.max_attempts = policy_for(operation.type).max_attempts
     operation.next_attempt_at = utcnow()
     operation.published_at = None
     operation.dead_lettered_at = None

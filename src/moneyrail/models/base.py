@@ -5,9 +5,10 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import BigInteger, Boolean, DateTime, ForeignKey, MetaData, String, func
+from sqlalchemy import BigInteger, Boolean, DateTime, ForeignKey, MetaData, String, event, func
 from sqlalchemy.dialects.postgresql import JSONB
-from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+from sqlalchemy.engine import Connection
+from sqlalchemy.orm import DeclarativeBase, Mapped, Mapper, attributes, mapped_column
 
 NAMING_CONVENTION = {
     "ix": "ix_%(column_0_label)s",
@@ -35,3 +36,38 @@ class TenantOwned:
     installation_id: Mapped[str] = mapped_column(ForeignKey("installations.id"), index=False)
     livemode: Mapped[bool]
     created_at: Mapped[datetime] = mapped_column(server_default=func.now())
+
+
+# Sandbox objects are created on their tenant's clock (issue 18.4): for these tables the database stamps
+# `created_at` of a sandbox row itself, now plus the installation's clock offset (a trigger, migration
+# 0013), whatever the statement gave. A new table of sandbox objects joins this set and that trigger.
+SANDBOX_CLOCK_TABLES = frozenset(
+    {
+        "allocation_groups",
+        "checkout_sessions",
+        "connected_accounts",
+        "customer_sessions",
+        "customers",
+        "events",
+        "merchant_connections",
+        "merchant_onboarding_sessions",
+        "merchants",
+        "onboarding_links",
+        "payment_intents",
+        "payment_methods",
+        "receipt_deliveries",
+        "refunds",
+        "setup_intents",
+        "transfer_reversals",
+        "transfers",
+        "webhook_endpoints",
+    }
+)
+
+
+@event.listens_for(TenantOwned, "before_insert", propagate=True)
+def _created_on_the_tenant_clock(_mapper: Mapper[Any], _connection: Connection, target: Any) -> None:
+    """A sandbox row's `created_at` comes from the database (the trigger): leave it out of the INSERT, so
+    that the ORM reads back the stamped value (RETURNING) instead of keeping a wall-clock one."""
+    if not target.livemode and getattr(target, "__tablename__", None) in SANDBOX_CLOCK_TABLES:
+        attributes.instance_dict(target).pop("created_at", None)
