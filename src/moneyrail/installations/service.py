@@ -8,17 +8,57 @@ from dataclasses import dataclass
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from moneyrail.config import get_settings
 from moneyrail.errors import ParameterInvalid, ResourceMissing
 from moneyrail.kit.clock import utcnow
 from moneyrail.kit.ids import new_id, random_base62
 from moneyrail.kit.scopes import unknown_scopes
 from moneyrail.kit.tenant import Tenant
+from moneyrail.kit.ttl_cache import TtlCache
 from moneyrail.models import ApiKey, EnvironmentSettings, Installation, PublishableKey
 from moneyrail.models.installation import INSTALLATION_KINDS
 
 from . import repository
+from .repository import ActiveKey, ActivePublishableKey
 
 SECRET_KEY_RANDOM_LENGTH = 32
+
+
+def _key_cache_seconds() -> float:
+    return get_settings().key_cache_seconds
+
+
+# Looked up on every request, changed almost never: remembered for `key_cache_seconds` (config.py).
+# Only active keys are remembered, so a new key works at once; a revoked one within the lifetime.
+_secret_keys: TtlCache[str, ActiveKey] = TtlCache(_key_cache_seconds)
+_publishable_keys: TtlCache[str, ActivePublishableKey] = TtlCache(_key_cache_seconds)
+_environment_publishable_keys: TtlCache[Tenant, str] = TtlCache(_key_cache_seconds)
+
+
+def forget_cached_keys() -> None:
+    """Every remembered key: the next request of each looks it up again."""
+    _secret_keys.clear()
+    _publishable_keys.clear()
+    _environment_publishable_keys.clear()
+
+
+async def find_active_secret_key(session: AsyncSession, secret: str) -> ActiveKey | None:
+    secret_hash = hash_secret(secret)
+    key = _secret_keys.get(secret_hash)
+    if key is None:
+        key = await repository.find_active_secret_key(session, secret_hash)
+        if key is not None:
+            _secret_keys.put(secret_hash, key)
+    return key
+
+
+async def find_active_publishable_key(session: AsyncSession, key_id: str) -> ActivePublishableKey | None:
+    key = _publishable_keys.get(key_id)
+    if key is None:
+        key = await repository.find_active_publishable_key(session, key_id)
+        if key is not None:
+            _publishable_keys.put(key_id, key)
+    return key
 
 
 def hash_secret(secret: str) -> str:
@@ -101,6 +141,7 @@ async def revoke_api_key(session: AsyncSession, key_id: str) -> ApiKey:
     key = await repository.revoke_key(session, key_id, utcnow())
     if key is None:
         raise ResourceMissing(f"No API key {key_id!r}", param="key")
+    _secret_keys.discard(key.secret_hash)  # this process at once; the others within the cache lifetime
     return key
 
 
@@ -150,12 +191,14 @@ class AccountView:
 
 
 async def publishable_key(session: AsyncSession, tenant: Tenant) -> str | None:
-    """The environment's active publishable key, for client-side confirmation. Remembered for the rest
-    of the unit of work: a payment request renders it more than once (its answer, its events)."""
-    cache: dict[Tenant, str | None] = session.info.setdefault("moneyrail.publishable_keys", {})
-    if tenant not in cache:
-        cache[tenant] = await repository.get_publishable_key(session, tenant.installation_id, tenant.livemode)
-    return cache[tenant]
+    """The environment's active publishable key, for client-side confirmation; every payment answer and
+    event shows it. Remembered for `key_cache_seconds` across requests, as the keys themselves are."""
+    key = _environment_publishable_keys.get(tenant)
+    if key is None:
+        key = await repository.get_publishable_key(session, tenant.installation_id, tenant.livemode)
+        if key is not None:
+            _environment_publishable_keys.put(tenant, key)
+    return key
 
 
 async def environment_settings_of(session: AsyncSession, tenant: Tenant) -> EnvironmentSettings:
