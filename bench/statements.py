@@ -4,7 +4,7 @@ The stand-in for `pg_stat_statements`, which needs `shared_preload_libraries` (a
 not loaded on the machine's shared PostgreSQL: `moneyrail web` talks to PostgreSQL through
 tests/sql_counter.py, a wire-protocol proxy that counts every statement it executes (Execute and
 simple Query messages, with their SQL) and every round trip (Sync and Query). The sandbox processor's
-pool goes through it too, and is counted apart where its SQL names its tables.
+pool goes through it too (its statements name `sandbox_` tables; its BEGIN and COMMIT cannot be told apart).
 
     .venv/bin/python bench/statements.py [--payments 20]
 
@@ -36,7 +36,7 @@ from tests.sql_counter import StatementCounter, Tally
 BENCH_DATABASE = f"{harness.BENCH_DATABASE}_statements"
 CREATE_BODY = b'{"amount": 2000, "currency": "eur", "capture_method": "manual"}'
 CARD = {"number": "4242424242424242", "exp_month": 12, "exp_year": 2034, "cvc": "123"}
-PROCESSOR_TABLES = ("sandbox_", "processor_")
+SANDBOX_TABLES = ("sandbox_",)
 
 
 def post(base_url: str, path: str, key: str, idempotency_key: str, body: bytes) -> dict[str, Any]:
@@ -73,7 +73,7 @@ def one_customer(base_url: str, secret: str, counter: StatementCounter) -> Tally
 
 
 def is_processor(text: str) -> bool:
-    return any(f" {table}" in text for table in PROCESSOR_TABLES)
+    return any(f" {table}" in text for table in SANDBOX_TABLES)
 
 
 def measure(payments: int) -> dict[str, Any]:
@@ -87,25 +87,37 @@ def measure(payments: int) -> dict[str, Any]:
                 one_payment(server.base_url, run.secret, counter)
                 one_customer(server.base_url, run.secret, counter)
             steps: dict[str, list[Tally]] = {"create": [], "confirm": [], "capture": [], "customer": []}
+            cpu_before = harness.process_table()[server.process.pid].ticks
             for _ in range(payments):
                 for name, tally in one_payment(server.base_url, run.secret, counter).items():
                     steps[name].append(tally)
+            cpu_payments = harness.process_table()[server.process.pid].ticks - cpu_before
+            cpu_before += cpu_payments
+            for _ in range(payments):
                 steps["customer"].append(one_customer(server.base_url, run.secret, counter))
-    result: dict[str, Any] = {"payments": payments, "steps": {}}
+            cpu_customers = harness.process_table()[server.process.pid].ticks - cpu_before
+    hz = os.sysconf("SC_CLK_TCK")
+    result: dict[str, Any] = {
+        "payments": payments,
+        # one request at a time, so this is the server's own cost, not queueing under load
+        "server_cpu_ms_per_payment_step": round(1000.0 * cpu_payments / hz / (3 * payments), 2),
+        "server_cpu_ms_per_customer": round(1000.0 * cpu_customers / hz / payments, 2),
+        "steps": {},
+    }
     for name, tallies in steps.items():
         last = tallies[-1]
         processor = sum(1 for text in last.statements if is_processor(text))
         result["steps"][name] = {
             "statements": sum(len(t.statements) for t in tallies) / len(tallies),
             "round_trips": sum(t.round_trips for t in tallies) / len(tallies),
-            "processor_statements": processor,
+            "sandbox_table_statements": processor,
             "last": [{"sql": text, "count": count} for text, count in last.by_text().items()],
         }
     flow = [result["steps"][name] for name in ("create", "confirm", "capture")]
     result["per_payment"] = {
         "statements": sum(step["statements"] for step in flow),
         "round_trips": sum(step["round_trips"] for step in flow),
-        "processor_statements": sum(step["processor_statements"] for step in flow),
+        "sandbox_table_statements": sum(step["sandbox_table_statements"] for step in flow),
     }
     return result
 
@@ -114,14 +126,18 @@ def print_result(result: dict[str, Any]) -> None:
     for name, step in result["steps"].items():
         print(
             f"\n== {name}: {step['statements']:.1f} statements, {step['round_trips']:.1f} round trips "
-            f"({step['processor_statements']} of the sandbox processor)"
+            f"({step['sandbox_table_statements']} naming sandbox_ tables)"
         )
         for line in step["last"]:
             print(f"  {line['count']:>2} x {line['sql']}")
     total = result["per_payment"]
     print(
+        f"\nserver CPU, one at a time: {result['server_cpu_ms_per_payment_step']} ms per payment step,"
+        f" {result['server_cpu_ms_per_customer']} ms per customer"
+    )
+    print(
         f"\nper payment: {total['statements']:.1f} statements, {total['round_trips']:.1f} round trips, "
-        f"{total['processor_statements']} of them the sandbox processor's"
+        f"{total['sandbox_table_statements']} naming sandbox_ tables"
     )
 
 

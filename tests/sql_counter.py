@@ -121,6 +121,7 @@ class StatementCounter:
         asyncio.run_coroutine_threadsafe(close(), self._loop).result()
         self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join(5)
+        self._loop.close()
 
     async def _serve(self, client_reader: asyncio.StreamReader, client_writer: asyncio.StreamWriter) -> None:
         connection = _Connection(self)
@@ -148,7 +149,7 @@ class StatementCounter:
             client_writer.close()
 
         try:
-            await asyncio.gather(upstream(), downstream())
+            await asyncio.gather(upstream(), downstream(), return_exceptions=True)
         except (ConnectionError, OSError):
             pass
         finally:
