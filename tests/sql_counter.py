@@ -115,8 +115,10 @@ class StatementCounter:
         async def close() -> None:
             assert self._server is not None
             self._server.close()
-            for task in asyncio.all_tasks() - {asyncio.current_task()}:
+            connections = asyncio.all_tasks() - {asyncio.current_task()}
+            for task in connections:
                 task.cancel()
+            await asyncio.gather(*connections, return_exceptions=True)
 
         asyncio.run_coroutine_threadsafe(close(), self._loop).result()
         self._loop.call_soon_threadsafe(self._loop.stop)

@@ -20,7 +20,7 @@ from tests.payments.support import card
 from tests.sql_counter import StatementCounter, Tally
 
 # Recorded on 2026-11-24 (bench/results/statements-2026-11-24.json); before issue 13: 11, 24, 22 and 8.
-BUDGET = {"create": 7, "confirm": 16, "capture": 17, "customer": 5}
+BUDGET = {"create": 6, "confirm": 16, "capture": 16, "customer": 5}
 
 
 @pytest.fixture(scope="module")

@@ -24,6 +24,12 @@ from .repository import ActiveKey, ActivePublishableKey
 SECRET_KEY_RANDOM_LENGTH = 32
 
 
+@dataclass(frozen=True)
+class CommissionTerms:
+    basis_points: int
+    fixed_amount: int
+
+
 def _key_cache_seconds() -> float:
     return get_settings().key_cache_seconds
 
@@ -33,6 +39,9 @@ def _key_cache_seconds() -> float:
 _secret_keys: TtlCache[str, ActiveKey] = TtlCache(_key_cache_seconds)
 _publishable_keys: TtlCache[str, ActivePublishableKey] = TtlCache(_key_cache_seconds)
 _environment_publishable_keys: TtlCache[Tenant, str] = TtlCache(_key_cache_seconds)
+# The environment's commission terms, read by every payment creation: an operator's change (the CLI,
+# another process) applies to payments created from at most `key_cache_seconds` later.
+_commission_terms: TtlCache[Tenant, CommissionTerms] = TtlCache(_key_cache_seconds)
 
 
 def forget_cached_keys() -> None:
@@ -40,6 +49,7 @@ def forget_cached_keys() -> None:
     _secret_keys.clear()
     _publishable_keys.clear()
     _environment_publishable_keys.clear()
+    _commission_terms.clear()
 
 
 async def find_active_secret_key(session: AsyncSession, secret: str) -> ActiveKey | None:
@@ -180,6 +190,7 @@ async def update_environment_settings(
         settings.commission_fixed_amount = commission_fixed_amount
     settings.updated_at = utcnow()
     await session.flush()
+    _commission_terms.discard(tenant)  # this process at once; the others within the cache lifetime
     return settings
 
 
@@ -201,9 +212,15 @@ async def publishable_key(session: AsyncSession, tenant: Tenant) -> str | None:
     return key
 
 
-async def environment_settings_of(session: AsyncSession, tenant: Tenant) -> EnvironmentSettings:
-    """For a tenant that already authenticated (so its installation exists): one lookup, no check."""
-    return await repository.get_settings(session, tenant.installation_id, tenant.livemode)
+async def commission_terms(session: AsyncSession, tenant: Tenant) -> CommissionTerms:
+    """For a tenant that already authenticated (so its installation exists): one lookup, no check,
+    remembered for `key_cache_seconds`."""
+    terms = _commission_terms.get(tenant)
+    if terms is None:
+        settings = await repository.get_settings(session, tenant.installation_id, tenant.livemode)
+        terms = CommissionTerms(settings.commission_basis_points, settings.commission_fixed_amount)
+        _commission_terms.put(tenant, terms)
+    return terms
 
 
 async def get_account(session: AsyncSession, tenant: Tenant) -> AccountView:

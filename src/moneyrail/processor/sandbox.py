@@ -220,7 +220,10 @@ class SandboxProcessor:
                 raise ProcessorRefused(
                     "amount_too_large", f"At most {row['amount']} can be captured on this authorization."
                 )
-            await books.connection.execute(_CAPTURE, authorization_id, amount, await books.now())
+            # the tenant's clock came with the row: no second round trip for it
+            offset = 0 if tenant.livemode else row["clock_offset_seconds"]  # as tenant_now: live is real time
+            captured_at = utcnow() + timedelta(seconds=offset)
+            await books.connection.execute(_CAPTURE, authorization_id, amount, captured_at)
             return {"authorization_id": authorization_id, "amount_captured": amount}
 
         answered = await self._call(tenant, "capture", idempotency_key, request, answer)
@@ -475,8 +478,9 @@ _INSERT_AUTHORIZATION = """
 """
 _LOCK_AUTHORIZATION = """
     SELECT a.status, a.amount, a.currency, a.amount_captured, a.amount_refunded, a.captured_at,
-           c.behaviour
+           c.behaviour, COALESCE(k.offset_seconds, 0) AS clock_offset_seconds
     FROM sandbox_authorizations a JOIN sandbox_cards c ON c.token = a.card_token
+    LEFT JOIN sandbox_clocks k ON k.installation_id = a.installation_id
     WHERE a.id = $1 AND a.installation_id = $2 AND a.livemode = $3
     FOR UPDATE OF a
 """
