@@ -516,7 +516,8 @@ def run_context(database: str) -> Iterator[RunContext]:
 # ---------------------------------------------------------------------------------------------- report
 
 
-def machine_info(services: Services, wrk: str | None = None) -> dict[str, Any]:
+def host_info() -> dict[str, Any]:
+    """The machine itself: CPUs, memory, kernel, Python, and how loaded it was when asked."""
     cpu_model = next(
         (
             line.split(":", 1)[1].strip()
@@ -527,21 +528,46 @@ def machine_info(services: Services, wrk: str | None = None) -> dict[str, Any]:
     )
     memory = re.search(r"MemTotal:\s+(\d+)", Path("/proc/meminfo").read_text())
     memory_kib = int(memory.group(1)) if memory else 0
-    info: dict[str, Any] = {
+    return {
         "cpu_count": os.cpu_count(),
         "cpu_model": cpu_model,
         "memory_gib": round(memory_kib / 1024 / 1024, 1),
         "kernel": platform.release(),
         "python": platform.python_version(),
+        "load_average": load_average(),
+    }
+
+
+def machine_info(services: Services, wrk: str | None = None) -> dict[str, Any]:
+    info: dict[str, Any] = {
+        **host_info(),
         "postgresql": services.postgres.get("server_version", "unknown"),
         "postgresql_source": services.postgres_source,
         "postgresql_settings": {k: v for k, v in services.postgres.items() if k != "server_version"},
         "redis_source": services.redis_source,
-        "load_average": load_average(),
     }
     if wrk is not None:
         info["wrk"] = wrk_version(wrk)
     return info
+
+
+class MachineLoad:
+    """`with MachineLoad() as load:` then `load.busy_percent`: the whole machine's busy share meanwhile."""
+
+    def __enter__(self) -> MachineLoad:
+        self.before = machine_cpu_ticks()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        after = machine_cpu_ticks()
+        busy, total = after[0] - self.before[0], after[2] - self.before[2]
+        self.busy_percent = round(100.0 * busy / total, 1) if total else 0.0
+
+
+def plain_url(url: str) -> str:
+    """A libpq / asyncpg URL (no SQLAlchemy driver suffix), same database."""
+    parsed = make_url(url.replace("postgres://", "postgresql://", 1))
+    return parsed.set(drivername="postgresql").render_as_string(hide_password=False)
 
 
 def software_info(**extra: str) -> dict[str, Any]:
