@@ -230,8 +230,13 @@ async def checkpoint(database_url: str) -> None:
 
 
 async def sessions_opened(database_url: str) -> int | None:
-    """Sessions ever opened to the database (PostgreSQL 14+), this one's included."""
-    connection = await asyncpg.connect(database_url)
+    """Sessions ever opened to the database (PostgreSQL 14+), this one's included; None when it cannot
+    be asked (a shared server out of connections must not end the run: the figure is then missing)."""
+    try:
+        connection = await asyncpg.connect(database_url)
+    except (OSError, asyncpg.PostgresError) as error:
+        print(f"sessions not counted: {error}", file=sys.stderr)
+        return None
     try:
         value = await connection.fetchval(
             "SELECT sessions FROM pg_stat_database WHERE datname = current_database()"
