@@ -152,8 +152,8 @@ class StatementCounter:
 
         try:
             await asyncio.gather(upstream(), downstream(), return_exceptions=True)
-        except (ConnectionError, OSError):
-            pass
+        except (ConnectionError, OSError, asyncio.CancelledError):
+            pass  # a connection closed, or the proxy shutting down: this connection's work is over
         finally:
             client_writer.close()
             server_writer.close()
