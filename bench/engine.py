@@ -28,7 +28,6 @@ import argparse
 import asyncio
 import json
 import os
-import platform
 import subprocess
 import sys
 import time
@@ -41,14 +40,14 @@ import asyncpg
 import psutil
 from cryptography.fernet import Fernet
 from redis import Redis
-from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncSession
 
 BENCH_DIR = Path(__file__).resolve().parent
 REPO_DIR = BENCH_DIR.parent
-RESULTS_DIR = BENCH_DIR / "results"
-LOG_DIR = BENCH_DIR / ".work" / "logs"
 sys.path.insert(0, str(REPO_DIR))
+sys.path.insert(0, str(BENCH_DIR))  # also when imported as bench.engine (bench/engine_cost.py)
+
+import harness  # noqa: E402
 
 from moneyrail.config import Settings  # noqa: E402
 from moneyrail.db.engine import create_engine, create_sessionmaker  # noqa: E402
@@ -60,12 +59,13 @@ from moneyrail.kit.tenant import Tenant  # noqa: E402
 from moneyrail.models import Operation  # noqa: E402
 from tests.engine.probe import PROBE_ACTOR, PROBE_BATCHED_TYPE, PROBE_TYPE  # noqa: E402
 
+RESULTS_DIR = harness.RESULTS_DIR
+LOG_DIR = harness.LOG_DIR
 PROCESSES, THREADS = 2, 8
 STEADY_SECONDS = 15.0
 
 
-def plain_url(url: str) -> str:
-    return make_url(url).set(drivername="postgresql").render_as_string(hide_password=False)
+plain_url = harness.plain_url
 
 
 def _start(command: list[str], env: dict[str, str], log_name: str) -> subprocess.Popen[bytes]:
@@ -347,14 +347,9 @@ def engine_rate(
 
 
 async def fresh_database(admin_url: str, name: str) -> tuple[str, str]:
-    connection = await asyncpg.connect(plain_url(admin_url))
-    try:
-        await connection.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        await connection.execute(f'CREATE DATABASE "{name}"')
-        version = await connection.fetchval("SHOW server_version")
-    finally:
-        await connection.close()
-    return make_url(admin_url).set(database=name).render_as_string(hide_password=False), str(version)
+    """A fresh database of that name (harness.recreate_database), its URL and the server's version."""
+    url, settings = await harness.recreate_database(admin_url, name)
+    return url, settings["server_version"]
 
 
 def main() -> None:
@@ -380,7 +375,7 @@ def main() -> None:
     ratio = engine["per_second"] / noop["per_second"]
     result = {
         "run": datetime.now(UTC).isoformat(timespec="seconds"),
-        "machine": {"cpus": os.cpu_count(), "python": platform.python_version(), "postgresql": pg_version},
+        "machine": {**harness.host_info(), "postgresql": pg_version},
         "workers": f"{PROCESSES} processes x {args.threads} threads (no-op reference: x {THREADS})",
         "noop": noop,
         "moneyrail": engine,

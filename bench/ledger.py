@@ -47,7 +47,6 @@ import asyncio
 import json
 import multiprocessing
 import os
-import platform
 import re
 import shutil
 import statistics
@@ -63,6 +62,7 @@ from pathlib import Path
 from typing import Any
 
 import asyncpg
+import harness
 from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
@@ -77,9 +77,9 @@ from moneyrail.ledger import service as ledger
 from moneyrail.ledger.repository import POST_SQL
 from moneyrail.ledger.service import Posting
 
-BENCH_DIR = Path(__file__).resolve().parent
-REPO_DIR = BENCH_DIR.parent
-RESULTS_DIR = BENCH_DIR / "results"
+BENCH_DIR = harness.BENCH_DIR
+REPO_DIR = harness.REPO_DIR
+RESULTS_DIR = harness.RESULTS_DIR
 DATABASE = "moneyrail_bench_ledger"
 DEFAULT_SERVER = "postgresql://postgres@127.0.0.1:5432/postgres"
 MERCHANTS = 100
@@ -89,36 +89,14 @@ PGBENCH_RATIO_TARGET = 0.25
 FULL_JOURNAL_RATIO_TARGET = 0.90
 
 
-class BenchError(RuntimeError):
-    pass
+BenchError = harness.BenchError
 
 
 def libpq(url: str, database: str | None = None) -> str:
-    parsed = make_url(url.replace("postgres://", "postgresql://", 1)).set(drivername="postgresql")
-    if database is not None:
-        parsed = parsed.set(database=database)
-    return parsed.render_as_string(hide_password=False)
+    return harness.plain_url(url) if database is None else harness.database_url_for(url, database)
 
 
-# ---------------------------------------------------------------------------------------------- machine
-
-
-def cpu_ticks() -> tuple[int, int]:
-    """(busy, total) jiffies of the whole machine."""
-    fields = [int(value) for value in Path("/proc/stat").read_text().splitlines()[0].split()[1:]]
-    idle = fields[3] + fields[4]  # idle + iowait
-    return sum(fields) - idle, sum(fields)
-
-
-class MachineLoad:
-    def __enter__(self) -> MachineLoad:
-        self.before = cpu_ticks()
-        return self
-
-    def __exit__(self, *_: object) -> None:
-        after = cpu_ticks()
-        busy, total = after[0] - self.before[0], after[1] - self.before[1]
-        self.busy_percent = round(100.0 * busy / total, 1) if total else 0.0
+MachineLoad = harness.MachineLoad
 
 
 async def server_info(url: str) -> dict[str, Any]:
@@ -137,19 +115,6 @@ async def server_info(url: str) -> dict[str, Any]:
 
 
 def machine_info() -> dict[str, Any]:
-    cpu_model = next(
-        (
-            line.split(":", 1)[1].strip()
-            for line in Path("/proc/cpuinfo").read_text().splitlines()
-            if line.startswith("model name")
-        ),
-        platform.processor() or "unknown",
-    )
-    memory_kib = next(
-        int(line.split()[1])
-        for line in Path("/proc/meminfo").read_text().splitlines()
-        if line.startswith("MemTotal")
-    )
     git_env = {**os.environ, "GIT_OPTIONAL_LOCKS": "0"}  # read-only: never refresh the index
     commit = subprocess.run(
         ["git", "rev-parse", "HEAD"], cwd=REPO_DIR, capture_output=True, text=True, env=git_env
@@ -162,11 +127,7 @@ def machine_info() -> dict[str, Any]:
         env=git_env,
     )
     return {
-        "cpu_count": os.cpu_count(),
-        "cpu_model": cpu_model,
-        "memory_gib": round(memory_kib / 1024 / 1024, 1),
-        "kernel": platform.release(),
-        "python": platform.python_version(),
+        **harness.host_info(),
         "sqlalchemy": metadata.version("sqlalchemy"),
         "asyncpg": metadata.version("asyncpg"),
         "git_commit": commit.stdout.strip() or None,
@@ -178,13 +139,8 @@ def machine_info() -> dict[str, Any]:
 
 
 async def recreate_database(server_url: str) -> str:
-    connection = await asyncpg.connect(libpq(server_url))
-    try:
-        await connection.execute(f'DROP DATABASE IF EXISTS "{DATABASE}" WITH (FORCE)')
-        await connection.execute(f'CREATE DATABASE "{DATABASE}"')
-    finally:
-        await connection.close()
-    return libpq(server_url, DATABASE)
+    url, _settings = await harness.recreate_database(server_url, DATABASE)
+    return url
 
 
 @dataclass

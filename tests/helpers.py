@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import httpx
@@ -29,3 +30,16 @@ def count_rows(db: Any, table: str, installation_id: str) -> int:
     ).fetchone()
     assert row is not None
     return int(row[0])
+
+
+def refused_within_key_cache_lifetime(url: str, headers: dict[str, str]) -> httpx.Response:
+    """A web process remembers keys for `key_cache_seconds`: a key revoked elsewhere (the CLI, a test)
+    must be refused within that lifetime. Polls the route until it answers other than 200; fails when
+    the key outlives the lifetime (plus a second for the requests themselves)."""
+    from moneyrail.config import Settings
+
+    deadline = time.monotonic() + Settings().key_cache_seconds + 1.0
+    while (response := httpx.get(url, headers=headers)).status_code == 200:
+        assert time.monotonic() < deadline, "the revoked key outlived the key cache lifetime"
+        time.sleep(0.1)
+    return response

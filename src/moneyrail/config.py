@@ -36,6 +36,10 @@ class Settings(BaseSettings):
     db_max_overflow: int = 0
 
     idempotency_retention_hours: int = 24
+    # How long a web process remembers an API key, a publishable key and the environment's publishable
+    # key between requests (kit/ttl_cache.py). A key revoked by another process (the CLI) stops working
+    # within this many seconds; 0 turns the cache off.
+    key_cache_seconds: float = 5.0
     event_retention_days: int = 30
 
     worker_processes: int = 1

@@ -6,8 +6,7 @@ from fastapi import Request
 
 from moneyrail.api.context import Principal, request_session
 from moneyrail.errors import AuthenticationRequired, InvalidApiKey
-from moneyrail.installations import repository as keys
-from moneyrail.installations.service import hash_secret
+from moneyrail.installations import service as keys
 from moneyrail.kit.tenant import Tenant
 
 
@@ -39,7 +38,7 @@ async def authenticate(request: Request, *, allow_publishable: bool = False) -> 
         )
     if not token.startswith(("sk_test_", "sk_live_")):
         raise InvalidApiKey("Invalid API key.")
-    key = await keys.find_active_secret_key(session, hash_secret(token))
+    key = await keys.find_active_secret_key(session, token)
     if key is None:
         # Never echo the key back: a mistyped live key in an error message is a leaked live key.
         raise InvalidApiKey("Invalid API key.")

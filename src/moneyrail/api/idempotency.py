@@ -5,6 +5,12 @@ in flight, the stored record (if any) is replayed or refused, and the new record
 `routing.py` in the same transaction as the effect, so a response is stored exactly when its
 effect commits.
 
+The claim is one round trip: the lock and the lookup in one statement. That statement's snapshot is
+taken before its lock, so a first request that committed in between (and so released the lock) goes
+unseen; the store then finds that live record under the key, refuses to replace it, and the request
+rolls back with 409 `idempotency_key_in_use` (a retry replays the first answer). No savepoint either:
+a refused effect is undone by rolling the whole transaction back and taking the key's lock again.
+
 Stored answers are sealed (kit/crypto.py): creation answers carry credentials (a payment's or setup
 intent's `client_secret`, a checkout session's URL) that the database must not hold readable. Every
 answer is sealed, not only those, so a new credential-bearing answer cannot be missed.
@@ -25,7 +31,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from moneyrail.api.context import Principal, request_session
 from moneyrail.config import get_settings
-from moneyrail.db.raw import driver_connection
+from moneyrail.db.raw import driver_connection, forget_driver_connection
 from moneyrail.engine.schedule import register_periodic
 from moneyrail.errors import (
     IdempotencyKeyInUse,
@@ -43,7 +49,6 @@ MAX_KEY_LENGTH = 255
 # POSTs under these prefixes must carry a key (spec 4: "required on every POST of the products group").
 KEY_REQUIRED_PREFIXES = ("/v1/products", "/v1/prices", "/v1/subscriptions")
 IDEMPOTENT_METHODS = frozenset({"POST", "DELETE"})
-EFFECT_SAVEPOINT = "idempotent_effect"
 
 
 @dataclass
@@ -51,12 +56,23 @@ class ClaimedKey:
     key: str
     fingerprint: str
     principal: Principal
+    retention: timedelta
 
-    async def undo_effect(self, session: AsyncSession) -> None:
-        """A business refusal: undo what the request wrote since the claim, keep the key's lock."""
+    async def undo_effect(self, session: AsyncSession) -> bool:
+        """A business refusal: undo what the request wrote, then hold the key again to store the refusal.
+
+        False when another request with the key took it in the moment between: the refusal is then
+        answered but not stored (nothing of it committed; the key's record will be the other's).
+        """
+        forget_driver_connection(session)
+        await session.rollback()  # the effect, and the lock with it: refusals are rare, successes not
         session.expunge_all()  # nothing the refused effect left in the session may be flushed later
         connection = await driver_connection(session)
-        await connection.execute(f"ROLLBACK TO SAVEPOINT {EFFECT_SAVEPOINT}")
+        tenant = self.principal.tenant
+        locked: bool = await connection.fetchval(
+            "SELECT pg_try_advisory_xact_lock($1)", advisory_lock_id(tenant, self.key)
+        )
+        return locked
 
 
 class IdempotentReplay(Exception):
@@ -120,32 +136,35 @@ async def claim(request: Request, principal: Principal, retention: timedelta) ->
 
     session = request_session(request)
     tenant = principal.tenant
-    connection = await driver_connection(session)  # every POST passes here: straight on the driver
-    if not await connection.fetchval("SELECT pg_try_advisory_xact_lock($1)", advisory_lock_id(tenant, key)):
-        raise IdempotencyKeyInUse(
-            "A request with this Idempotency-Key is still being processed; retry later."
-        )
-
     request_fingerprint = await fingerprint(request)
+    connection = await driver_connection(session)  # every POST passes here: straight on the driver
     # a record past its retention window frees the key; the purge job deletes it later
-    record = await connection.fetchrow(
-        "SELECT fingerprint, status_code, response_body FROM idempotency_records "
-        "WHERE installation_id = $1 AND livemode = $2 AND key = $3 AND created_at >= now() - $4::interval",
+    claim_row = await connection.fetchrow(
+        "SELECT pg_try_advisory_xact_lock($1) AS locked, r.fingerprint, r.status_code, r.response_body "
+        "FROM (SELECT 1) AS one LEFT JOIN idempotency_records AS r "
+        "ON r.installation_id = $2 AND r.livemode = $3 AND r.key = $4 "
+        "AND r.created_at >= now() - $5::interval",
+        advisory_lock_id(tenant, key),
         tenant.installation_id,
         tenant.livemode,
         key,
         retention,
     )
-    if record is not None:
-        if record["fingerprint"] != request_fingerprint:
+    if not claim_row["locked"]:
+        raise IdempotencyKeyInUse(
+            "A request with this Idempotency-Key is still being processed; retry later."
+        )
+    if claim_row["fingerprint"] is not None:
+        if claim_row["fingerprint"] != request_fingerprint:
             raise IdempotencyKeyReused(
                 "This Idempotency-Key was used with another request (method, path or body differ)."
             )
-        raise IdempotentReplay(record["status_code"], crypto.open_sealed(bytes(record["response_body"])))
-    # The effect runs after this savepoint, so a refusal can be undone and stored under the still-held
-    # lock. Plain SQL: COMMIT releases it, no extra round trip.
-    await connection.execute(f"SAVEPOINT {EFFECT_SAVEPOINT}")
-    request.state.idempotency = ClaimedKey(key=key, fingerprint=request_fingerprint, principal=principal)
+        raise IdempotentReplay(
+            claim_row["status_code"], crypto.open_sealed(bytes(claim_row["response_body"]))
+        )
+    request.state.idempotency = ClaimedKey(
+        key=key, fingerprint=request_fingerprint, principal=principal, retention=retention
+    )
 
 
 def claimed_key(request: Request) -> ClaimedKey | None:
@@ -154,10 +173,14 @@ def claimed_key(request: Request) -> ClaimedKey | None:
 
 
 async def store(session: AsyncSession, claimed: ClaimedKey, status_code: int, body: bytes) -> None:
-    """Write the response in the request's transaction; an expired record under the key is replaced."""
+    """Write the response in the request's transaction; an expired record under the key is replaced.
+
+    A live record under the key means a first request committed while this one's claim looked (see the
+    module's docstring): this one then rolls back as in flight, and its retry replays the first.
+    """
     tenant = claimed.principal.tenant
     connection = await driver_connection(session)
-    await connection.execute(
+    written = await connection.fetchval(
         """
         INSERT INTO idempotency_records
             (installation_id, livemode, key, fingerprint, status_code, response_body)
@@ -165,6 +188,8 @@ async def store(session: AsyncSession, claimed: ClaimedKey, status_code: int, bo
         ON CONFLICT (installation_id, livemode, key) DO UPDATE
         SET fingerprint = EXCLUDED.fingerprint, status_code = EXCLUDED.status_code,
             response_body = EXCLUDED.response_body, created_at = now()
+        WHERE idempotency_records.created_at < now() - $7::interval
+        RETURNING true
         """,
         tenant.installation_id,
         tenant.livemode,
@@ -172,7 +197,12 @@ async def store(session: AsyncSession, claimed: ClaimedKey, status_code: int, bo
         claimed.fingerprint,
         status_code,
         crypto.seal(body),
+        claimed.retention,
     )
+    if written is None:
+        raise IdempotencyKeyInUse(
+            "A request with this Idempotency-Key has just finished; retry to see its answer."
+        )
 
 
 def is_storable(status_code: int) -> bool:

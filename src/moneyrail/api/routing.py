@@ -107,8 +107,8 @@ class MoneyrailRoute(APIRoute):
                     if not (stored or error.keeps_effect):
                         raise
                     if claimed is not None and not error.keeps_effect:
-                        # A business refusal: undo its partial effect, keep the key, store the refusal.
-                        await claimed.undo_effect(uow.session)
+                        # A business refusal: undo its partial effect, hold the key again, store the refusal.
+                        stored = await claimed.undo_effect(uow.session) and stored
                     # (a refusal that is an outcome in itself, such as a recorded decline, commits its effect)
                     refusal = JSONResponse(error_body(error, request_id(request)), status_code=error.status)
                     if claimed is not None and stored:

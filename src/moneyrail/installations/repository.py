@@ -10,7 +10,7 @@ from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from moneyrail.db.raw import driver_connection
-from moneyrail.models import ApiKey, EnvironmentSettings, Installation, PublishableKey
+from moneyrail.models import ApiKey, EnvironmentSettings, Installation
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,10 +32,21 @@ async def find_active_secret_key(session: AsyncSession, secret_hash: str) -> Act
     return ActiveKey(row[0], row[1], row[2], list(row[3])) if row is not None else None
 
 
-async def find_active_publishable_key(session: AsyncSession, key_id: str) -> PublishableKey | None:
-    return await session.scalar(
-        select(PublishableKey).where(PublishableKey.id == key_id, PublishableKey.revoked_at.is_(None))
+@dataclass(frozen=True, slots=True)
+class ActivePublishableKey:
+    id: str
+    installation_id: str
+    livemode: bool
+
+
+async def find_active_publishable_key(session: AsyncSession, key_id: str) -> ActivePublishableKey | None:
+    """Run on every client-side request: straight on the driver (see db/raw.py)."""
+    connection = await driver_connection(session)
+    row = await connection.fetchrow(
+        "SELECT id, installation_id, livemode FROM publishable_keys WHERE id = $1 AND revoked_at IS NULL",
+        key_id,
     )
+    return ActivePublishableKey(row[0], row[1], row[2]) if row is not None else None
 
 
 async def get_installation(session: AsyncSession, installation_id: str) -> Installation | None:
@@ -54,16 +65,15 @@ async def get_settings(session: AsyncSession, installation_id: str, livemode: bo
 
 
 async def get_publishable_key(session: AsyncSession, installation_id: str, livemode: bool) -> str | None:
-    return await session.scalar(
-        select(PublishableKey.id)
-        .where(
-            PublishableKey.installation_id == installation_id,
-            PublishableKey.livemode == livemode,
-            PublishableKey.revoked_at.is_(None),
-        )
-        .order_by(PublishableKey.created_at.desc())
-        .limit(1)
+    """The environment's newest active publishable key; every payment answer shows it (db/raw.py)."""
+    connection = await driver_connection(session)
+    key: str | None = await connection.fetchval(
+        "SELECT id FROM publishable_keys WHERE installation_id = $1 AND livemode = $2 AND revoked_at IS NULL "
+        "ORDER BY created_at DESC LIMIT 1",
+        installation_id,
+        livemode,
     )
+    return key
 
 
 async def list_keys(session: AsyncSession, installation_id: str) -> Sequence[ApiKey]:

@@ -8,17 +8,67 @@ from dataclasses import dataclass
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from moneyrail.config import get_settings
 from moneyrail.errors import ParameterInvalid, ResourceMissing
 from moneyrail.kit.clock import utcnow
 from moneyrail.kit.ids import new_id, random_base62
 from moneyrail.kit.scopes import unknown_scopes
 from moneyrail.kit.tenant import Tenant
+from moneyrail.kit.ttl_cache import TtlCache
 from moneyrail.models import ApiKey, EnvironmentSettings, Installation, PublishableKey
 from moneyrail.models.installation import INSTALLATION_KINDS
 
 from . import repository
+from .repository import ActiveKey, ActivePublishableKey
 
 SECRET_KEY_RANDOM_LENGTH = 32
+
+
+@dataclass(frozen=True)
+class CommissionTerms:
+    basis_points: int
+    fixed_amount: int
+
+
+def _key_cache_seconds() -> float:
+    return get_settings().key_cache_seconds
+
+
+# Looked up on every request, changed almost never: remembered for `key_cache_seconds` (config.py).
+# Only active keys are remembered, so a new key works at once; a revoked one within the lifetime.
+_secret_keys: TtlCache[str, ActiveKey] = TtlCache(_key_cache_seconds)
+_publishable_keys: TtlCache[str, ActivePublishableKey] = TtlCache(_key_cache_seconds)
+_environment_publishable_keys: TtlCache[Tenant, str] = TtlCache(_key_cache_seconds)
+# The environment's commission terms, read by every payment creation: an operator's change (the CLI,
+# another process) applies to payments created from at most `key_cache_seconds` later.
+_commission_terms: TtlCache[Tenant, CommissionTerms] = TtlCache(_key_cache_seconds)
+
+
+def forget_cached_keys() -> None:
+    """Every remembered key: the next request of each looks it up again."""
+    _secret_keys.clear()
+    _publishable_keys.clear()
+    _environment_publishable_keys.clear()
+    _commission_terms.clear()
+
+
+async def find_active_secret_key(session: AsyncSession, secret: str) -> ActiveKey | None:
+    secret_hash = hash_secret(secret)
+    key = _secret_keys.get(secret_hash)
+    if key is None:
+        key = await repository.find_active_secret_key(session, secret_hash)
+        if key is not None:
+            _secret_keys.put(secret_hash, key)
+    return key
+
+
+async def find_active_publishable_key(session: AsyncSession, key_id: str) -> ActivePublishableKey | None:
+    key = _publishable_keys.get(key_id)
+    if key is None:
+        key = await repository.find_active_publishable_key(session, key_id)
+        if key is not None:
+            _publishable_keys.put(key_id, key)
+    return key
 
 
 def hash_secret(secret: str) -> str:
@@ -101,11 +151,17 @@ async def revoke_api_key(session: AsyncSession, key_id: str) -> ApiKey:
     key = await repository.revoke_key(session, key_id, utcnow())
     if key is None:
         raise ResourceMissing(f"No API key {key_id!r}", param="key")
+    _secret_keys.discard(key.secret_hash)  # this process at once; the others within the cache lifetime
     return key
 
 
 async def get_environment_settings(session: AsyncSession, tenant: Tenant) -> EnvironmentSettings:
     await require_installation(session, tenant.installation_id)
+    return await repository.get_settings(session, tenant.installation_id, tenant.livemode)
+
+
+async def environment_settings_of(session: AsyncSession, tenant: Tenant) -> EnvironmentSettings:
+    """For a tenant that already authenticated (so its installation exists): one lookup, no check."""
     return await repository.get_settings(session, tenant.installation_id, tenant.livemode)
 
 
@@ -156,6 +212,7 @@ async def update_environment_settings(
         settings.rate_limit_per_second = None if rate_limit_per_second == -1 else rate_limit_per_second
     settings.updated_at = utcnow()
     await session.flush()
+    _commission_terms.discard(tenant)  # this process at once; the others within the cache lifetime
     return settings
 
 
@@ -167,17 +224,25 @@ class AccountView:
 
 
 async def publishable_key(session: AsyncSession, tenant: Tenant) -> str | None:
-    """The environment's active publishable key, for client-side confirmation. Remembered for the rest
-    of the unit of work: a payment request renders it more than once (its answer, its events)."""
-    cache: dict[Tenant, str | None] = session.info.setdefault("moneyrail.publishable_keys", {})
-    if tenant not in cache:
-        cache[tenant] = await repository.get_publishable_key(session, tenant.installation_id, tenant.livemode)
-    return cache[tenant]
+    """The environment's active publishable key, for client-side confirmation; every payment answer and
+    event shows it. Remembered for `key_cache_seconds` across requests, as the keys themselves are."""
+    key = _environment_publishable_keys.get(tenant)
+    if key is None:
+        key = await repository.get_publishable_key(session, tenant.installation_id, tenant.livemode)
+        if key is not None:
+            _environment_publishable_keys.put(tenant, key)
+    return key
 
 
-async def environment_settings_of(session: AsyncSession, tenant: Tenant) -> EnvironmentSettings:
-    """For a tenant that already authenticated (so its installation exists): one lookup, no check."""
-    return await repository.get_settings(session, tenant.installation_id, tenant.livemode)
+async def commission_terms(session: AsyncSession, tenant: Tenant) -> CommissionTerms:
+    """For a tenant that already authenticated (so its installation exists): one lookup, no check,
+    remembered for `key_cache_seconds`."""
+    terms = _commission_terms.get(tenant)
+    if terms is None:
+        settings = await repository.get_settings(session, tenant.installation_id, tenant.livemode)
+        terms = CommissionTerms(settings.commission_basis_points, settings.commission_fixed_amount)
+        _commission_terms.put(tenant, terms)
+    return terms
 
 
 async def get_account(session: AsyncSession, tenant: Tenant) -> AccountView:

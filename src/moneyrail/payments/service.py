@@ -203,8 +203,8 @@ class CommissionPolicy:
 
 
 async def commission_policy(session: AsyncSession, tenant: Tenant) -> CommissionPolicy:
-    settings = await installations.environment_settings_of(session, tenant)
-    return CommissionPolicy(settings.commission_basis_points, settings.commission_fixed_amount)
+    terms = await installations.commission_terms(session, tenant)
+    return CommissionPolicy(terms.basis_points, terms.fixed_amount)
 
 
 def check_amount_covers(amount: int, reserve: int | None, param: str) -> None:

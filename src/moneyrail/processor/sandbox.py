@@ -19,8 +19,9 @@ import orjson
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from moneyrail.config import get_settings
-from moneyrail.db.raw import driver_connection
+from moneyrail.db.raw import autocommit_connection, driver_connection
 from moneyrail.db.uow import UnitOfWork
+from moneyrail.kit.clock import utcnow
 from moneyrail.kit.ids import ID_RANDOM_LENGTH, random_base62
 from moneyrail.kit.tenant import Tenant
 from moneyrail.processor import cards
@@ -119,10 +120,15 @@ class SandboxProcessor:
                 "live_mode_not_connected",
                 "No card network is connected to live mode yet: live cards cannot be charged.",
             )
-        async with UnitOfWork(self._sessionmaker) as uow:
-            books = await _open_books(uow, tenant)
-            await _fail_if_faulted(uow, books, "tokenize")
-            digits = cards.checked_card_number(card, await books.now())
+        # Two statements, each committing alone (no transaction to open and close): the fault (used up
+        # even though the call "fails") and the clock, then the card. Nothing is written between them.
+        async with autocommit_connection(self._sessionmaker) as connection:
+            row = await connection.fetchrow(_TAKE_FAULT_AND_CLOCK, tenant.installation_id, tenant.livemode)
+            if row["mode"] == "transient":
+                raise _injected_unavailable("tokenize")
+            if row["mode"] is not None:
+                raise _injected_refusal("tokenize")
+            digits = cards.checked_card_number(card, utcnow() + timedelta(seconds=row["offset_seconds"]))
             tokenized = TokenizedCard(
                 token=_sandbox_id("sbx_card"),
                 brand=cards.card_brand(digits),
@@ -131,7 +137,7 @@ class SandboxProcessor:
                 exp_year=cards.full_expiry_year(card.exp_year),
                 fingerprint=cards.card_fingerprint(tenant.installation_id, digits),
             )
-            await books.connection.execute(
+            await connection.execute(
                 _INSERT_CARD,
                 tokenized.token,
                 tenant.installation_id,
@@ -143,7 +149,6 @@ class SandboxProcessor:
                 tokenized.exp_year,
                 tokenized.fingerprint,
             )
-            await uow.commit()
         return tokenized
 
     async def authorize(
@@ -217,7 +222,10 @@ class SandboxProcessor:
                 raise ProcessorRefused(
                     "amount_too_large", f"At most {row['amount']} can be captured on this authorization."
                 )
-            await books.connection.execute(_CAPTURE, authorization_id, amount, await books.now())
+            # the tenant's clock came with the row: no second round trip for it
+            offset = 0 if tenant.livemode else row["clock_offset_seconds"]  # as tenant_now: live is real time
+            captured_at = utcnow() + timedelta(seconds=offset)
+            await books.connection.execute(_CAPTURE, authorization_id, amount, captured_at)
             return {"authorization_id": authorization_id, "amount_captured": amount}
 
         answered = await self._call(tenant, "capture", idempotency_key, request, answer)
@@ -408,11 +416,12 @@ class SandboxProcessor:
         async with UnitOfWork(self._sessionmaker) as uow:
             books = await _open_books(uow, tenant)
             key = (tenant.installation_id, tenant.livemode, idempotency_key)
-            stored = await books.connection.fetchrow(_STORED_CALL, *key)
-            if stored is not None:
+            # the stored answer, or else an injected fault used up: one round trip
+            stored = await books.connection.fetchrow(_STORED_CALL_OR_FAULT, *key, operation_type)
+            if stored["operation_type"] is not None:
                 return _replay(stored, operation_type, request)
 
-            mode = await books.take_fault(operation_type)
+            mode = stored["fault_mode"]
             if mode == "transient":
                 await uow.commit()  # the fault is used up even though the call "failed"
                 raise _injected_unavailable(operation_type)
@@ -489,10 +498,29 @@ def _authorization(answer: dict[str, Any]) -> Authorization:
     )
 
 
-_STORED_CALL = """
-    SELECT operation_type, request, response, succeeded FROM sandbox_processor_calls
-    WHERE installation_id = $1 AND livemode = $2 AND idempotency_key = $3
-    FOR UPDATE
+_STORED_CALL_OR_FAULT = """
+    WITH stored AS (
+        SELECT operation_type, request, response, succeeded FROM sandbox_processor_calls
+        WHERE installation_id = $1 AND livemode = $2 AND idempotency_key = $3
+        FOR UPDATE
+    ), fault AS (
+        UPDATE sandbox_processor_faults SET remaining = remaining - 1, updated_at = now()
+        WHERE installation_id = $1 AND livemode = $2 AND operation_type = $4 AND remaining > 0
+          AND NOT EXISTS (SELECT 1 FROM stored)
+        RETURNING mode
+    )
+    SELECT s.operation_type, s.request, s.response, s.succeeded, (SELECT mode FROM fault) AS fault_mode
+    FROM (SELECT 1) AS one LEFT JOIN stored AS s ON true
+"""
+_TAKE_FAULT_AND_CLOCK = """
+    WITH fault AS (
+        UPDATE sandbox_processor_faults SET remaining = remaining - 1, updated_at = now()
+        WHERE installation_id = $1 AND livemode = $2 AND operation_type = 'tokenize' AND remaining > 0
+        RETURNING mode
+    )
+    SELECT (SELECT mode FROM fault) AS mode,
+           COALESCE((SELECT offset_seconds FROM sandbox_clocks WHERE installation_id = $1), 0)
+               AS offset_seconds
 """
 _TAKE_FAULT = """
     UPDATE sandbox_processor_faults SET remaining = remaining - 1, updated_at = now()
@@ -554,8 +582,9 @@ _INSERT_AUTHORIZATION = """
 """
 _LOCK_AUTHORIZATION = """
     SELECT a.status, a.amount, a.currency, a.amount_captured, a.amount_refunded, a.captured_at,
-           c.behaviour
+           c.behaviour, COALESCE(k.offset_seconds, 0) AS clock_offset_seconds
     FROM sandbox_authorizations a JOIN sandbox_cards c ON c.token = a.card_token
+    LEFT JOIN sandbox_clocks k ON k.installation_id = a.installation_id
     WHERE a.id = $1 AND a.installation_id = $2 AND a.livemode = $3
     FOR UPDATE OF a
 """

@@ -1,0 +1,95 @@
+"""The request path's SQL budget (issue 13): statements per step of one payment, and per intake request.
+
+A web process of its own talks to PostgreSQL through tests/sql_counter.py, a wire-protocol proxy that
+counts every statement executed (BEGIN and COMMIT included) by the request's unit of work and by the
+sandbox processor's own transactions. A feature that adds a round trip to these steps fails here: raise
+the budget only with a reason, and record the new figure in bench/results/ (bench/statements.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+from sqlalchemy.engine import make_url
+
+from tests.harness import OUTPUT_DIR, Process, Servers, TenantKeys, create_tenant, free_port, wait_until_ready
+from tests.payments.support import card
+from tests.sql_counter import StatementCounter, Tally
+
+# Recorded on 2026-11-24 (bench/results/statements-2026-11-24.json); before issue 13: 11, 24, 22 and 8.
+BUDGET = {"create": 6, "confirm": 16, "capture": 16, "customer": 5}
+
+
+@pytest.fixture(scope="module")
+def counted_web(servers: Servers) -> Iterator[tuple[str, StatementCounter]]:
+    upstream = make_url(servers.database_url)
+    with StatementCounter(upstream.host or "127.0.0.1", upstream.port or 5432) as counter:
+        proxied = upstream.set(host="127.0.0.1", port=counter.port).render_as_string(hide_password=False)
+        port = free_port()
+        process = Process.start(
+            "web", servers, OUTPUT_DIR / "web-counted.log", MONEYRAIL_PORT=str(port), DATABASE_URL=proxied
+        )
+        base_url = f"http://127.0.0.1:{port}"
+        try:
+            wait_until_ready(base_url, process)
+            yield base_url, counter
+        finally:
+            process.stop()
+
+
+def post(base_url: str, path: str, key: str, idempotency_key: str, body: dict[str, Any] | None) -> Any:
+    response = httpx.post(
+        f"{base_url}{path}",
+        json=body,
+        headers={"Authorization": f"Bearer {key}", "Idempotency-Key": idempotency_key},
+        timeout=30,
+    )
+    assert response.status_code == 200, response.text
+    return response.json()
+
+
+def payment_and_customer(
+    base_url: str, keys: TenantKeys, counter: StatementCounter, tag: str
+) -> dict[str, Tally]:
+    counter.take()
+    created = post(
+        base_url,
+        "/v1/payment-intents",
+        keys.secret,
+        f"{tag}-create",
+        {"amount": 2000, "currency": "eur", "capture_method": "manual"},
+    )
+    tallies = {"create": counter.take()}
+    path = f"/v1/payment-intents/{created['id']}"
+    confirmed = post(
+        base_url,
+        f"{path}/confirm",
+        created["publishable_key"],
+        f"{tag}-confirm",
+        {"client_secret": created["client_secret"], "card": card()},
+    )
+    assert confirmed["status"] == "requires_capture"
+    tallies["confirm"] = counter.take()
+    assert post(base_url, f"{path}/capture", keys.secret, f"{tag}-capture", None)["status"] == "succeeded"
+    tallies["capture"] = counter.take()
+    post(base_url, "/v1/customers", keys.secret, f"{tag}-customer", {"email": "budget@example.com"})
+    tallies["customer"] = counter.take()
+    return tallies
+
+
+def test_one_payment_and_one_customer_stay_within_the_recorded_statement_budget(
+    counted_web: tuple[str, StatementCounter], bridge: Any
+) -> None:
+    base_url, counter = counted_web
+    keys = create_tenant(bridge)
+    payment_and_customer(base_url, keys, counter, "warm")  # the first request of a key looks it up
+    measured = payment_and_customer(base_url, keys, counter, "counted")
+    counts = {step: len(tally.statements) for step, tally in measured.items()}
+    over = {step: counts[step] for step in BUDGET if counts[step] > BUDGET[step]}
+    detail = {step: sorted(tally.by_text().items()) for step, tally in measured.items() if step in over}
+    assert not over, f"statements per step {counts}, budget {BUDGET}: {detail}"
+    # the count is real: every step runs at least its transaction and its own write
+    assert all(count >= 3 for count in counts.values()), counts
