@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -11,6 +12,7 @@ import psycopg
 import pytest
 
 import moneyrail.domains  # noqa: F401 - service calls made from tests reach every registered listener
+from moneyrail.config import get_settings
 from moneyrail.db.migrate import upgrade
 from tests.harness import (
     OUTPUT_DIR,
@@ -29,6 +31,9 @@ from tests.harness import (
 @pytest.fixture(scope="session")
 def servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Servers]:
     started = Servers.start(tmp_path_factory.mktemp("servers"))
+    # Service functions the tests call in this process seal secrets too (stored idempotent answers)
+    os.environ.setdefault("MONEYRAIL_SECRET_KEYS", started.secret_keys)
+    get_settings.cache_clear()
     try:
         upgrade(started.database_url)  # the schema comes from the migrations, never create_all
         yield started

@@ -79,10 +79,16 @@ class _Connection:
 
 
 class StatementCounter:
-    """`with StatementCounter(host, port) as counter:` then point a process at `counter.port`."""
+    """`with StatementCounter(host, port) as counter:` then point a process at `counter.port`.
+
+    A `host` that is a directory is PostgreSQL's socket folder (the embedded server listens there).
+    """
 
     def __init__(self, upstream_host: str, upstream_port: int) -> None:
         self.upstream = (upstream_host, upstream_port)
+        self.upstream_socket = (
+            f"{upstream_host}/.s.PGSQL.{upstream_port}" if upstream_host.startswith("/") else None
+        )
         self.port = 0
         self._tally = Tally()
         self._lock = threading.Lock()
@@ -128,7 +134,10 @@ class StatementCounter:
     async def _serve(self, client_reader: asyncio.StreamReader, client_writer: asyncio.StreamWriter) -> None:
         connection = _Connection(self)
         try:
-            server_reader, server_writer = await asyncio.open_connection(*self.upstream)
+            if self.upstream_socket is not None:
+                server_reader, server_writer = await asyncio.open_unix_connection(self.upstream_socket)
+            else:
+                server_reader, server_writer = await asyncio.open_connection(*self.upstream)
         except OSError:
             client_writer.close()
             return

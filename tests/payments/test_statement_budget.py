@@ -26,8 +26,15 @@ BUDGET = {"create": 6, "confirm": 16, "capture": 16, "customer": 5}
 @pytest.fixture(scope="module")
 def counted_web(servers: Servers) -> Iterator[tuple[str, StatementCounter]]:
     upstream = make_url(servers.database_url)
-    with StatementCounter(upstream.host or "127.0.0.1", upstream.port or 5432) as counter:
-        proxied = upstream.set(host="127.0.0.1", port=counter.port).render_as_string(hide_password=False)
+    # the embedded server is reached through its socket folder (`?host=`), the machine's over TCP
+    socket_folder = upstream.query.get("host")
+    upstream_host = socket_folder if isinstance(socket_folder, str) else upstream.host or "127.0.0.1"
+    with StatementCounter(upstream_host, upstream.port or 5432) as counter:
+        proxied = (
+            upstream.set(host="127.0.0.1", port=counter.port)
+            .difference_update_query(["host"])
+            .render_as_string(hide_password=False)
+        )
         port = free_port()
         process = Process.start(
             "web", servers, OUTPUT_DIR / "web-counted.log", MONEYRAIL_PORT=str(port), DATABASE_URL=proxied

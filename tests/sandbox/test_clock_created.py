@@ -26,6 +26,7 @@ REAL_TIME_TABLES = {
     "merchant_authorization_codes": "a one-time credential, never shown",
     "payment_distributions": "a payment's distribution plan, shown inside the payment",
     "allocations": "lines of an allocation group, shown inside it",
+    "webhook_deliveries": "its operation's record: attempts, latency and backoff run on real time",
 }
 
 

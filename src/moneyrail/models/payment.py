@@ -58,6 +58,8 @@ class PaymentIntent(TenantOwned, Base):
     customer_id: Mapped[str | None] = mapped_column(ForeignKey("customers.id"))
     payment_method_id: Mapped[str | None] = mapped_column(ForeignKey("payment_methods.id"))
     merchant_id: Mapped[str | None] = mapped_column(ForeignKey("merchants.id"))  # a marketplace payment
+    # it declared a distribution (payment_distributions): rendering asks for one only then
+    has_distribution: Mapped[bool] = mapped_column(server_default=text("false"), default=False)
     external_reference: Mapped[str | None]
     description: Mapped[str | None]
     metadata_: Mapped[dict[str, Any]] = mapped_column("metadata", server_default=text("'{}'::jsonb"))

@@ -48,7 +48,7 @@ async def _render(session: AsyncSession, tenant: Tenant, payment: PaymentIntent)
     return render_payment_intent(
         payment,
         publishable_key=await installations.publishable_key(session, tenant),
-        distribution=(await distributions.describe(session, [payment.id])).get(payment.id),
+        distribution=(await distributions.describe(session, [payment])).get(payment.id),
     )
 
 
@@ -62,7 +62,7 @@ async def create_payment_intent(
         created.payment,
         publishable_key=await installations.publishable_key(session, principal.tenant),
         client_secret=created.client_secret,
-        distribution=(await distributions.describe(session, [created.payment.id])).get(created.payment.id),
+        distribution=(await distributions.describe(session, [created.payment])).get(created.payment.id),
     )
 
 
@@ -78,7 +78,7 @@ async def list_payment_intents(
         session, principal.tenant, limit=page.limit, after=page.after, customer=customer
     )
     key = await installations.publishable_key(session, principal.tenant)
-    declared = await distributions.describe(session, [row.id for row in rows])
+    declared = await distributions.describe(session, rows)
     return list_envelope(
         rows,
         page,

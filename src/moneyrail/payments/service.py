@@ -105,7 +105,7 @@ async def announce(session: AsyncSession, tenant: Tenant, payment: PaymentIntent
         payment,
         publishable_key=await installations.publishable_key(session, tenant),
         with_authentication_link=False,  # events are stored in the clear and sent to receivers
-        distribution=(await distributions.describe(session, [payment.id])).get(payment.id),
+        distribution=(await distributions.describe(session, [payment])).get(payment.id),
     )
     await record_event(session, tenant, event_type, shown.model_dump(mode="json"))
 
@@ -262,6 +262,7 @@ async def create_payment_intent(
         customer_id=customer_id,
         payment_method_id=method.id if method is not None else None,
         merchant_id=merchant_id,
+        has_distribution=plan is not None,
         external_reference=command.external_reference,
         description=command.description,
         metadata_=command.metadata,

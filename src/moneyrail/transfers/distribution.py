@@ -11,6 +11,7 @@ This module imports nothing of payments: payments calls it (no import cycle).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -22,7 +23,7 @@ from moneyrail.errors import DistributionInvalid
 from moneyrail.kit.ids import looks_like_id
 from moneyrail.kit.money import split_largest_remainder
 from moneyrail.kit.tenant import Tenant
-from moneyrail.models import PaymentDistribution
+from moneyrail.models import PaymentDistribution, PaymentIntent
 
 ROLES = ("merchant", "developer", "courier", "driver", "other")
 
@@ -150,8 +151,9 @@ async def plan_distribution(
     )
 
 
-async def describe(session: AsyncSession, payment_ids: list[str]) -> dict[str, dict[str, Any]]:
+async def describe(session: AsyncSession, payments: Sequence[PaymentIntent]) -> dict[str, dict[str, Any]]:
     """The distribution each of these payments declared, as the payment intent shows it."""
+    payment_ids = [payment.id for payment in payments if payment.has_distribution]
     if not payment_ids:
         return {}
     rows = await session.scalars(

@@ -479,6 +479,8 @@ async def distribute_captured_payment(session: AsyncSession, tenant: Tenant, pay
     The commission withheld at capture (the reserve, plus any earlier shortfall recovered) is taken
     from the merchant allocations in proportion; what the allocations keep sums exactly to the proceeds.
     """
+    if not payment.has_distribution:
+        return
     declared = await repository.get_distribution(session, payment.id)
     if declared is None or declared.allocation_group_id is not None:
         return

@@ -5,7 +5,7 @@ Revises: 0008
 Create Date: 2026-11-24 06:30:00.000000
 
 After a sandbox clock advance, `expires_at` followed the sandbox clock while `created` was the wall
-clock. The database stamps `created_at` of a sandbox row (livemode false) itself: the transaction's time
+clock. The database stamps `created_at` of a sandbox row (livemode false) itself: the moment of the insert
 plus the installation's clock offset (`sandbox_clocks`), whatever the statement gave, so raw SQL and ORM
 inserts alike follow one clock. Live rows are untouched (the trigger's WHEN clause: they pay nothing).
 The tables are those of the API's sandbox objects, including those of branches merged beside this one
@@ -37,7 +37,9 @@ TABLES = (
     "onboarding_links",
     "payment_intents",
     "payment_methods",
+    "payouts",
     "receipt_deliveries",
+    "reconciliation_runs",
     "refunds",
     "setup_intents",
     "transfer_reversals",
@@ -51,7 +53,7 @@ def upgrade() -> None:
         """
         CREATE FUNCTION moneyrail_sandbox_created_at() RETURNS trigger LANGUAGE plpgsql AS $$
         BEGIN
-            NEW.created_at := now() + make_interval(secs => coalesce(
+            NEW.created_at := clock_timestamp() + make_interval(secs => coalesce(
                 (SELECT offset_seconds FROM sandbox_clocks WHERE installation_id = NEW.installation_id), 0));
             RETURN NEW;
         END
