@@ -11,6 +11,7 @@ from redis.asyncio import Redis
 from moneyrail import __version__
 from moneyrail.api import health, metrics
 from moneyrail.api.errors import install_error_handlers
+from moneyrail.api.input_guard import InputGuardMiddleware
 from moneyrail.api.middleware import RequestContextMiddleware
 from moneyrail.checkout.endpoints import router as checkout_router
 from moneyrail.checkout.pages import router as checkout_pages_router
@@ -73,5 +74,6 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(payments_api())
     app.include_router(payment_pages_router)
     app.include_router(checkout_pages_router)
+    app.add_middleware(InputGuardMiddleware)  # inside the request context: its refusals carry the ids
     app.add_middleware(RequestContextMiddleware)
     return app
