@@ -13,6 +13,7 @@ from moneyrail.api import health, metrics
 from moneyrail.api.errors import install_error_handlers
 from moneyrail.api.input_guard import InputGuardMiddleware
 from moneyrail.api.middleware import RequestContextMiddleware
+from moneyrail.api.openapi import install_openapi
 from moneyrail.checkout.endpoints import router as checkout_router
 from moneyrail.checkout.pages import router as checkout_pages_router
 from moneyrail.config import Settings, get_settings
@@ -27,6 +28,14 @@ from moneyrail.payment_methods.endpoints import router as payment_methods_router
 from moneyrail.payments.endpoints import router as payments_router
 from moneyrail.payments.pages import router as payment_pages_router
 from moneyrail.sandbox.endpoints import router as sandbox_router
+
+API_DESCRIPTION = (
+    "The payments API (`/v1`). Authenticate with `Authorization: Bearer sk_test_…` (a secret key; "
+    "client-side routes take the publishable key `pk_test_…`). Every error is one envelope, "
+    "`{\"error\": {type, code, message, param, request_id}}`; every response carries `Request-Id` and "
+    "`Service-Version`. POST and DELETE accept an `Idempotency-Key`. Each operation lists the statuses it "
+    "can answer and the scope its key needs."
+)
 
 
 def payments_api() -> APIRouter:
@@ -65,7 +74,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         title="moneyrail",
         version=__version__,
         summary="Payments, marketplace distribution and recurring billing",
+        description=API_DESCRIPTION,
         lifespan=lifespan,
+        docs_url=None,  # served by install_openapi with local assets, no CDN
+        redoc_url=None,
     )
     app.state.settings = settings
     install_error_handlers(app)
@@ -74,6 +86,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(payments_api())
     app.include_router(payment_pages_router)
     app.include_router(checkout_pages_router)
+    install_openapi(app)
     app.add_middleware(InputGuardMiddleware)  # inside the request context: its refusals carry the ids
     app.add_middleware(RequestContextMiddleware)
     return app
