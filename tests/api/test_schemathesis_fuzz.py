@@ -22,7 +22,7 @@ CHECKS = (
     "response_headers_conformance",
 )
 SEED = 14
-CASES_PER_OPERATION = 100
+CASES_PER_OPERATION = 50
 BUDGET_SECONDS = 170  # 2 shared cores: well under 3 minutes
 
 
@@ -57,7 +57,9 @@ def test_every_operation_answers_as_documented_under_a_seeded_fuzz(web, tenant):
         "off",
     ]
     started = time.monotonic()
-    run = subprocess.run(command, capture_output=True, text=True, timeout=BUDGET_SECONDS + 60, check=False)
+    run = subprocess.run(
+        command, capture_output=True, text=True, timeout=BUDGET_SECONDS + 60, check=False, cwd=report
+    )  # its example cache lands in the report directory, not the worktree
     elapsed = time.monotonic() - started
     (report / "output.txt").write_text(run.stdout + run.stderr)
     assert run.returncode == 0, run.stdout[-20000:] + run.stderr[-5000:]

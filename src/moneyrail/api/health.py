@@ -3,20 +3,39 @@
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from typing import Any, Literal
 from urllib.parse import urlsplit
 
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
+from pydantic import BaseModel, Field
 from redis.asyncio import Redis
 from sqlalchemy import text
 
 router = APIRouter(tags=["health"])
+
+
+class LivenessOut(BaseModel):
+    status: Literal["ok"] = Field(description="Always `ok` while the process answers")
+
+
+class ReadinessOut(BaseModel):
+    status: Literal["ok", "unavailable"] = Field(description="`ok` when every check passed")
+    checks: dict[str, str] = Field(description="Each dependency's state: `ok`, or `down: <reason>`")
+
+
+NOT_READY: dict[int | str, dict[str, Any]] = {
+    503: {"model": ReadinessOut, "description": "Not ready: a dependency is down."}
+}
 READINESS_TIMEOUT_SECONDS = 2.0
 
 
-@router.get("/healthz")
+@router.get("/healthz", response_model=LivenessOut)
 async def healthz() -> dict[str, str]:
+    """Liveness.
+
+    The process is up; nothing else is checked.
+    """
     return {"status": "ok"}
 
 
@@ -39,8 +58,13 @@ async def _broker_ready(request: Request) -> bool:
     return bool(await redis.ping())
 
 
-@router.get("/readyz")
+@router.get("/readyz", response_model=ReadinessOut, responses=NOT_READY)
 async def readyz(request: Request) -> JSONResponse:
+    """Readiness.
+
+    Whether this process can serve: PostgreSQL and the broker reachable, each check's state named
+    (503 otherwise).
+    """
     checks: dict[str, Any] = {}
     for name, check in (("database", _database_ready), ("broker", _broker_ready)):
         try:

@@ -86,10 +86,15 @@ RESPONSE_HEADERS = {
         "schema": {"type": "string"},
     },
 }
+# Fields CONVENTIONS.md §5 defines once for every object; a model that redeclares one (an `object`
+# literal, plain `metadata`) still means exactly this.
 GENERIC_FIELDS = {
+    "id": "The object's id: a prefix, `_`, 24 random characters.",
     "object": "The object's type.",
-    "livemode": "`true` for live mode, `false` for the sandbox.",
+    "livemode": "`true` in live mode, `false` in the sandbox.",
     "created": "When the object was created, in Unix seconds (UTC).",
+    "metadata": "Your own key-value pairs, as you set them.",
+    "currency": "A lowercase ISO 4217 currency code, such as `eur`.",
 }
 DOCS_ASSETS_URL = "/docs/assets"
 

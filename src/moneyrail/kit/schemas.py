@@ -12,7 +12,12 @@ from moneyrail.kit.money import MAX_AMOUNT, is_valid_currency
 # Stripe's limits, which callers already design around.
 MetadataKey = Annotated[str, StringConstraints(min_length=1, max_length=40)]
 MetadataValue = Annotated[str, StringConstraints(max_length=500)]
-Metadata = Annotated[dict[MetadataKey, MetadataValue], Field(max_length=50)]
+Metadata = Annotated[
+    dict[MetadataKey, MetadataValue],
+    Field(
+        max_length=50, description="Your own key-value pairs: up to 50 keys of 40, values of 500 characters"
+    ),
+]
 
 
 class RequestBody(BaseModel):
@@ -22,10 +27,10 @@ class RequestBody(BaseModel):
 
 
 class ResourceOut(BaseModel):
-    id: str
-    object: str
-    livemode: bool
-    created: int
+    id: str = Field(description="The object's id: a prefix, `_`, 24 random characters")
+    object: str = Field(description="The object's type")
+    livemode: bool = Field(description="`true` in live mode, `false` in the sandbox")
+    created: int = Field(description="When the object was created, in Unix seconds (UTC)")
 
 
 def _amount(value: object) -> int:
@@ -52,5 +57,8 @@ Amount = Annotated[
     int, BeforeValidator(_amount), WithJsonSchema({"type": "integer", "minimum": 1, "maximum": MAX_AMOUNT})
 ]
 Currency = Annotated[
-    str, BeforeValidator(_currency), WithJsonSchema({"type": "string", "pattern": "^[a-z]{3}$"})
+    str,
+    BeforeValidator(_currency),
+    WithJsonSchema({"type": "string", "pattern": "^[a-z]{3}$"}),
+    Field(description="A lowercase ISO 4217 currency code, such as `eur`"),
 ]
