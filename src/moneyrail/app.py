@@ -32,7 +32,7 @@ from moneyrail.sandbox.endpoints import router as sandbox_router
 API_DESCRIPTION = (
     "The payments API (`/v1`). Authenticate with `Authorization: Bearer sk_test_…` (a secret key; "
     "client-side routes take the publishable key `pk_test_…`). Every error is one envelope, "
-    "`{\"error\": {type, code, message, param, request_id}}`; every response carries `Request-Id` and "
+    '`{"error": {type, code, message, param, request_id}}`; every response carries `Request-Id` and '
     "`Service-Version`. POST and DELETE accept an `Idempotency-Key`. Each operation lists the statuses it "
     "can answer and the scope its key needs."
 )
