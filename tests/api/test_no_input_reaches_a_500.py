@@ -95,6 +95,23 @@ def test_a_nul_in_a_hosted_page_form_post_is_refused_naming_the_field(web, api, 
     assert api.get(f"/v1/payment-intents/{payment['id']}").json()["status"] == "requires_payment_method"
 
 
+@pytest.mark.parametrize("url", ["http://[::1", "http://example.com:99999/", "https://example.com:port/"])
+def test_a_url_that_cannot_be_taken_apart_is_a_400_naming_the_field(api, bridge, url):
+    assert_error(
+        api.post("/v1/webhook-endpoints", json={"url": url, "enabled_events": ["*"]}),
+        400,
+        "parameter_invalid",
+        "url",
+    )
+    enable_checkout(bridge, api.keys)
+    payment = api.post("/v1/payment-intents", json={"amount": 1000, "currency": "eur"}).json()
+    response = api.post(
+        "/v1/checkout-sessions",
+        json={"payment_intent": payment["id"], "title": "t", "success_url": url, "cancel_url": url},
+    )
+    assert_error(response, 400, "parameter_invalid", "success_url")
+
+
 def test_a_body_nested_beyond_reason_is_a_400(api):
     response = api.post(
         "/v1/customers",

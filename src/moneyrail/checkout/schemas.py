@@ -5,12 +5,12 @@ from typing import Annotated, Literal, cast
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
 from moneyrail.kit.clock import to_unix
-from moneyrail.kit.schemas import RequestBody, ResourceOut
+from moneyrail.kit.schemas import ParseableUrl, RequestBody, ResourceOut
 from moneyrail.models import CheckoutSession
 
 ObjectId = Annotated[str, StringConstraints(min_length=1, max_length=255)]
 Title = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=200)]
-ReturnUrl = Annotated[str, StringConstraints(pattern=r"^https?://", max_length=2048)]
+ReturnUrl = Annotated[str, StringConstraints(pattern=r"^https?://", max_length=2048), ParseableUrl]
 CheckoutStatus = Literal["open", "complete", "expired"]
 
 

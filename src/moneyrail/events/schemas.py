@@ -4,7 +4,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
-from moneyrail.kit.schemas import RequestBody, ResourceOut
+from moneyrail.kit.schemas import ParseableUrl, RequestBody, ResourceOut
 
 EventType = Annotated[
     str, StringConstraints(min_length=1, max_length=100, pattern=r"^(\*|[a-z_]+(\.[a-z_]+)+)$")
@@ -27,7 +27,7 @@ class WebhookEndpointCreate(RequestBody):
         }
     )
 
-    url: Annotated[str, StringConstraints(min_length=1, max_length=2048)] = Field(
+    url: Annotated[str, StringConstraints(min_length=1, max_length=2048), ParseableUrl] = Field(
         description="Where events are posted; `https` to a public address in live mode"
     )
     enabled_events: Annotated[list[EventType], Field(min_length=1, max_length=100)] = Field(

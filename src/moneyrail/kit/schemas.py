@@ -3,8 +3,17 @@
 from __future__ import annotations
 
 from typing import Annotated
+from urllib.parse import urlsplit
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StringConstraints, WithJsonSchema
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    WithJsonSchema,
+)
 from pydantic_core import PydanticCustomError
 
 from moneyrail.kit.money import MAX_AMOUNT, is_valid_currency
@@ -49,6 +58,21 @@ def _currency(value: object) -> str:
             "currency_invalid", "must be a lowercase ISO 4217 currency code, such as eur"
         )
     return value
+
+
+def _parseable_url(value: str) -> str:
+    """Services split URLs (hosts, ports, query strings): one that cannot be split is refused here,
+    where the field is known, instead of failing later as a 500."""
+    try:
+        parts = urlsplit(value)
+        _ = parts.port  # a port out of range or not a number raises only when read
+    except ValueError:
+        raise PydanticCustomError("url_invalid", "must be an absolute http(s) URL") from None
+    return value
+
+
+# A URL the service will take apart; each field adds its own scheme and length rules.
+ParseableUrl = AfterValidator(_parseable_url)
 
 
 # Request fields whose errors carry their own codes (amount_invalid, currency_invalid) rather than

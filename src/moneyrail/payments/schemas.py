@@ -5,7 +5,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, EmailStr, Field, StringConstraints
 
 from moneyrail.kit.clock import to_unix
-from moneyrail.kit.schemas import Amount, Currency, Metadata, RequestBody, ResourceOut
+from moneyrail.kit.schemas import Amount, Currency, Metadata, ParseableUrl, RequestBody, ResourceOut
 from moneyrail.models import PaymentIntent, Refund
 from moneyrail.payment_methods.schemas import CardIn
 
@@ -13,7 +13,7 @@ Reference = Annotated[str, StringConstraints(min_length=1, max_length=255)]
 Description = Annotated[str, StringConstraints(max_length=1000)]
 ObjectId = Annotated[str, StringConstraints(min_length=1, max_length=255)]
 Phone = Annotated[str, StringConstraints(pattern=r"^\+[1-9][0-9]{6,14}$")]  # E.164
-ReturnUrl = Annotated[str, StringConstraints(pattern=r"^https?://", max_length=2048)]
+ReturnUrl = Annotated[str, StringConstraints(pattern=r"^https?://", max_length=2048), ParseableUrl]
 
 
 class AllocationIn(RequestBody):
