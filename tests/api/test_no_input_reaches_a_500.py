@@ -244,6 +244,11 @@ JSON_SCALARS = (
     | st.text()
     | WITH_NUL
     | st.sampled_from(["", "eur", "4242424242424242", "cus_x", "https://example.com", "\ud800"])
+    # values that broke, or could break, something past validation: URLs that cannot be split,
+    # integers past BIGINT, floats at the edge, long text
+    | st.sampled_from(
+        ["http://[::1", "https://x:99999/", "x" * 10_000, 2**63, -(2**63) - 1, 2**64, 1e308, -0.0]
+    )
 )
 
 
