@@ -9,16 +9,22 @@ from __future__ import annotations
 import inspect
 import json
 import re
-from typing import Any
+from typing import Annotated, Any
 
 import httpx
 import pytest
+from fastapi import APIRouter
 from fastapi.routing import APIRoute, iter_route_contexts
+from pydantic import ConfigDict, Field
 
+from moneyrail.api.context import Principal
 from moneyrail.api.idempotency import KEY_REQUIRED_PREFIXES
 from moneyrail.api.middleware import api_of
+from moneyrail.api.openapi import CHARGES_CARD
+from moneyrail.api.routing import MoneyrailRoute, scoped
 from moneyrail.app import create_app
 from moneyrail.config import Settings
+from moneyrail.kit.schemas import RequestBody
 from tests.helpers import assert_error
 
 APP = create_app(Settings(database_url="postgresql://unused@127.0.0.1/unused"))
@@ -84,7 +90,9 @@ def test_every_operation_documents_its_statuses_with_the_error_envelope(route, m
         response = operation["responses"][str(status)]
         assert response["description"]
         assert "Request-Id" in response["headers"]
-        if path.startswith("/v1/"):
+        if status == 429:
+            assert response["headers"]["Retry-After"]["required"] is True
+        if api_of(path) is not None:
             assert response["content"]["application/json"]["schema"] == {"$ref": "#/components/schemas/Error"}
 
 
@@ -169,3 +177,56 @@ def test_a_live_key_on_a_sandbox_helper_gets_the_documented_404(make_api):
     live = make_api(livemode=True)
     assert "404" in SPEC["paths"]["/v1/test-helpers/clock"]["get"]["responses"]
     assert_error(live.get("/v1/test-helpers/clock"), 404, "resource_missing")
+
+
+class WidgetPolish(RequestBody):
+    model_config = ConfigDict(json_schema_extra={"examples": [{"shine": 3}]})
+
+    shine: int = Field(description="How much")
+
+
+widgets = APIRouter(route_class=MoneyrailRoute)
+
+
+@widgets.post("/widgets/{widget}/polish")
+async def polish_widget(
+    widget: str, body: WidgetPolish, principal: Annotated[Principal, scoped("commerce:write")]
+) -> dict[str, str]:
+    """Polish a widget.
+
+    Makes it shine.
+    """
+    return {}
+
+
+@widgets.post("/subscriptions/{subscription}/renew", responses=CHARGES_CARD)
+async def renew_now(
+    subscription: str, principal: Annotated[Principal, scoped("billing:write")]
+) -> dict[str, str]:
+    """Renew now.
+
+    Charges the saved card.
+    """
+    return {}
+
+
+def test_a_new_route_that_follows_the_patterns_is_documented_without_extra_work():
+    app = create_app(Settings(database_url="postgresql://unused@127.0.0.1/unused"))
+    app.include_router(widgets, prefix="/commerce/v1")
+    app.include_router(widgets, prefix="/v1")
+    spec = app.openapi()
+
+    polish = spec["paths"]["/commerce/v1/widgets/{widget}/polish"]["post"]
+    assert set(polish["responses"]) == {"200", "400", "401", "403", "404", "409", "413", "422", "429"}
+    headers = {p["name"]: p for p in polish["parameters"] if p["in"] == "header"}
+    assert headers["Service-Version"]["schema"]["enum"] == ["2026-09-04"]  # the commerce API's
+    assert headers["Idempotency-Key"]["required"] is False
+    assert polish["x-scope"] == "commerce:write"
+    assert polish["summary"] == "Polish a widget"
+
+    # a POST under /v1/subscriptions must carry a key (§4); the marker adds 402 and 503
+    renew = spec["paths"]["/v1/subscriptions/{subscription}/renew"]["post"]
+    assert {"402", "503"} <= set(renew["responses"])
+    headers = {p["name"]: p for p in renew["parameters"] if p["in"] == "header"}
+    assert headers["Idempotency-Key"]["required"] is True
+    assert "413" not in renew["responses"]  # no body

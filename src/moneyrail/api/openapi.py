@@ -88,6 +88,11 @@ RESPONSE_HEADERS = {
 }
 # Fields CONVENTIONS.md §5 defines once for every object; a model that redeclares one (an `object`
 # literal, plain `metadata`) still means exactly this.
+RETRY_AFTER = {
+    "description": "Seconds to wait before retrying (CONVENTIONS.md §3, `rate_limited`).",
+    "required": True,
+    "schema": {"type": "integer", "minimum": 0},
+}
 GENERIC_FIELDS = {
     "id": "The object's id: a prefix, `_`, 24 random characters.",
     "object": "The object's type.",
@@ -146,9 +151,12 @@ def _gate(operation: dict[str, Any]) -> tuple[str, str] | None:
 
 def _error_response(status: int, declared: dict[str, Any] | None, *, with_version: bool) -> dict[str, Any]:
     description = (declared or {}).get("description") or STATUS_MEANINGS.get(status, "An error.")
+    headers = _response_headers(with_version)
+    if status == 429:
+        headers = {**headers, "Retry-After": RETRY_AFTER}
     return {
         "description": description,
-        "headers": _response_headers(with_version),
+        "headers": headers,
         "content": {"application/json": {"schema": {"$ref": ERROR_SCHEMA_REF}}},
     }
 
