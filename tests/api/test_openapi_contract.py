@@ -161,9 +161,8 @@ def test_the_served_document_is_the_derived_one(web):
     assert served.json()["paths"].keys() == SPEC["paths"].keys()
 
 
-@pytest.mark.parametrize("page", ["/docs", "/redoc"])
-def test_the_docs_load_their_assets_from_this_server_not_a_cdn(web, page):
-    html = httpx.get(f"{web.base_url}{page}").text
+def test_the_docs_load_their_assets_from_this_server_not_a_cdn(web):
+    html = httpx.get(f"{web.base_url}/docs").text
     assert not re.search(r"""(src|href)=["']?(https?:)?//""", html), html
     assets = re.findall(r"""(?:src|href)=["']?(/[^"' >]+)""", html)
     assert any(asset.endswith(".js") for asset in assets), html

@@ -15,7 +15,8 @@ without extra work:
 - a description for path ids that name one.
 
 FastAPI's 422 `HTTPValidationError` is removed: validation answers 400 in the envelope.
-`/docs` and `/redoc` load their scripts from the installed `fastapi-offline` package, not a CDN.
+`/docs` loads Swagger UI from the installed `fastapi-offline` package, not a CDN. There is no `/redoc`:
+ReDoc's bundle fetches its logo from Redocly's CDN.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from importlib.resources import files
 from typing import Any
 
 from fastapi import FastAPI, Request
-from fastapi.openapi.docs import get_redoc_html, get_swagger_ui_html
+from fastapi.openapi.docs import get_swagger_ui_html
 from fastapi.openapi.utils import get_openapi
 from fastapi.responses import HTMLResponse
 from fastapi.routing import APIRoute, iter_route_contexts
@@ -300,7 +301,7 @@ def build_openapi(app: FastAPI) -> dict[str, Any]:
 
 
 def install_openapi(app: FastAPI) -> None:
-    """Serve the derived document at /openapi.json, and /docs and /redoc with local assets."""
+    """Serve the derived document at /openapi.json, and /docs with local assets."""
 
     def openapi() -> dict[str, Any]:
         if app.openapi_schema is None:
@@ -320,15 +321,4 @@ def install_openapi(app: FastAPI) -> None:
             swagger_js_url=f"{root}{DOCS_ASSETS_URL}/swagger-ui-bundle.js",
             swagger_css_url=f"{root}{DOCS_ASSETS_URL}/swagger-ui.css",
             swagger_favicon_url=f"{root}{DOCS_ASSETS_URL}/favicon.png",
-        )
-
-    @app.get("/redoc", include_in_schema=False)
-    async def redoc(request: Request) -> HTMLResponse:
-        root = request.scope.get("root_path", "")
-        return get_redoc_html(
-            openapi_url=f"{root}/openapi.json",
-            title=f"{app.title} API",
-            redoc_js_url=f"{root}{DOCS_ASSETS_URL}/redoc.standalone.js",
-            redoc_favicon_url=f"{root}{DOCS_ASSETS_URL}/favicon.png",
-            with_google_fonts=False,
         )
