@@ -26,8 +26,8 @@ CHECKS = (
     "response_headers_conformance",
 )
 SEED = 14
-CASES_PER_OPERATION = 50
-BUDGET_SECONDS = 150  # 2 shared cores: the two runs stay well under 3 minutes
+CASES_PER_OPERATION = 40
+BUDGET_SECONDS = 170  # both runs, on 2 shared cores: under 3 minutes even when the machine is busy
 
 
 def schemathesis(
