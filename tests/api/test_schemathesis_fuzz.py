@@ -1,8 +1,8 @@
 """The contract fuzzed from outside (issue 14): schemathesis reads /openapi.json from the real server
 and sends generated requests, valid and invalid, to every operation as an authenticated tenant (the
 secret key; the client-side operations again with the publishable key, so their bodies get past the
-gate). Every answer must be what the document says: no 5xx, a documented status, content type, body
-and headers.
+gate; the operations on one object again with real objects in the path, so real bodies are checked).
+Every answer must be what the document says: no 5xx, a documented status, content type, body and headers.
 
 Bounded: a fixed seed and a fixed number of cases per operation, so a run is repeatable and short.
 """
