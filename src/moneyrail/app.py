@@ -11,7 +11,9 @@ from redis.asyncio import Redis
 from moneyrail import __version__
 from moneyrail.api import health, metrics
 from moneyrail.api.errors import install_error_handlers
+from moneyrail.api.input_guard import InputGuardMiddleware
 from moneyrail.api.middleware import RequestContextMiddleware
+from moneyrail.api.openapi import install_openapi
 from moneyrail.checkout.endpoints import router as checkout_router
 from moneyrail.checkout.pages import router as checkout_pages_router
 from moneyrail.config import Settings, get_settings
@@ -34,6 +36,14 @@ from moneyrail.payouts.endpoints import router as payouts_router
 from moneyrail.reconciliation.endpoints import router as reconciliation_router
 from moneyrail.sandbox.endpoints import router as sandbox_router
 from moneyrail.transfers.endpoints import router as transfers_router
+
+API_DESCRIPTION = (
+    "The payments API (`/v1`). Authenticate with `Authorization: Bearer sk_test_…` (a secret key; "
+    "client-side routes take the publishable key `pk_test_…`). Every error is one envelope, "
+    '`{"error": {type, code, message, param, request_id}}`; every response carries `Request-Id` and '
+    "`Service-Version`. POST and DELETE accept an `Idempotency-Key`. Each operation lists the statuses it "
+    "can answer and the scope its key needs."
+)
 
 
 def payments_api() -> APIRouter:
@@ -78,7 +88,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         title="moneyrail",
         version=__version__,
         summary="Payments, marketplace distribution and recurring billing",
+        description=API_DESCRIPTION,
         lifespan=lifespan,
+        docs_url=None,  # served by install_openapi with local assets, no CDN
+        redoc_url=None,
     )
     app.state.settings = settings
     install_error_handlers(app)
@@ -89,5 +102,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(checkout_pages_router)
     app.include_router(merchant_pages_router)
     app.include_router(onboarding_pages_router)
+    install_openapi(app)
+    app.add_middleware(InputGuardMiddleware)  # inside the request context: its refusals carry the ids
     app.add_middleware(RequestContextMiddleware)
     return app

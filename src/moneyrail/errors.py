@@ -166,7 +166,7 @@ class MethodNotAllowed(MoneyrailError):
     code = "method_not_allowed"
 
 
-# 409 / 422 / 429 ------------------------------------------------------------------------------
+# 409 / 413 / 422 / 429 ------------------------------------------------------------------------------
 class Conflict(MoneyrailError):
     status = 409
     type = "invalid_request_error"
@@ -175,6 +175,12 @@ class Conflict(MoneyrailError):
 
 class IdempotencyKeyInUse(Conflict):
     code = "idempotency_key_in_use"
+
+
+class RequestTooLarge(MoneyrailError):
+    status = 413
+    type = "invalid_request_error"
+    code = "request_too_large"
 
 
 class IdempotencyKeyReused(MoneyrailError):

@@ -9,20 +9,39 @@ pod out of its Service. `/readyz` still reports the broker in its detail (and `/
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from typing import Any, Literal
 from urllib.parse import urlsplit
 
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
+from pydantic import BaseModel, Field
 from redis.asyncio import Redis
 from sqlalchemy import text
 
 router = APIRouter(tags=["health"])
+
+
+class LivenessOut(BaseModel):
+    status: Literal["ok"] = Field(description="Always `ok` while the process answers")
+
+
+class ReadinessOut(BaseModel):
+    status: Literal["ok", "unavailable"] = Field(description="`ok` when every check passed")
+    checks: dict[str, str] = Field(description="Each dependency's state: `ok`, or `down: <reason>`")
+
+
+NOT_READY: dict[int | str, dict[str, Any]] = {
+    503: {"model": ReadinessOut, "description": "Not ready: a dependency is down."}
+}
 READINESS_TIMEOUT_SECONDS = 2.0
 
 
-@router.get("/healthz")
+@router.get("/healthz", response_model=LivenessOut)
 async def healthz() -> dict[str, str]:
+    """Liveness.
+
+    The process is up; nothing else is checked.
+    """
     return {"status": "ok"}
 
 
@@ -56,14 +75,19 @@ async def broker_reachable(request: Request) -> bool:
     return await _check(request, _broker_ready) == "ok"
 
 
-@router.get("/readyz")
+@router.get("/readyz", response_model=ReadinessOut, responses=NOT_READY)
 async def readyz(request: Request) -> JSONResponse:
+    """Readiness.
+
+    Whether this process can serve: PostgreSQL reachable (503 otherwise). The broker's state is
+    reported too, but its outage only delays asynchronous work (the outbox keeps it in PostgreSQL), so
+    the process stays ready (`degraded`).
+    """
     checks = {
         "database": await _check(request, _database_ready),
         "broker": await _check(request, _broker_ready),
     }
     if checks["database"] != "ok":
         return JSONResponse({"status": "unavailable", "checks": checks}, 503)
-    # ready: the broker's outage only delays asynchronous work (the outbox keeps it in PostgreSQL)
     status = "ok" if checks["broker"] == "ok" else "degraded"
     return JSONResponse({"status": status, "checks": checks}, 200)

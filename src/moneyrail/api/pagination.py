@@ -8,7 +8,7 @@ from datetime import datetime
 from typing import Annotated, Any, Generic, Literal, Protocol, TypeVar
 
 from fastapi import Query
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from moneyrail.errors import ParameterInvalid
 from moneyrail.kit.pagination import (
@@ -24,10 +24,10 @@ Item = TypeVar("Item", bound=BaseModel)
 
 
 class ListEnvelope(BaseModel, Generic[Item]):
-    object: Literal["list"] = "list"
-    data: list[Item]
-    has_more: bool
-    next_cursor: str | None
+    object: Literal["list"] = Field(default="list", description="Always `list`")
+    data: list[Item] = Field(description="This page of objects, newest first")
+    has_more: bool = Field(description="Whether another page follows")
+    next_cursor: str | None = Field(description="Pass it as `cursor` for the next page; null on the last")
 
 
 @dataclass(frozen=True)

@@ -5,16 +5,29 @@ from typing import Annotated, Literal, cast
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
 from moneyrail.kit.clock import to_unix
-from moneyrail.kit.schemas import RequestBody, ResourceOut
+from moneyrail.kit.schemas import ParseableUrl, RequestBody, ResourceOut
 from moneyrail.models import CheckoutSession
 
 ObjectId = Annotated[str, StringConstraints(min_length=1, max_length=255)]
 Title = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=200)]
-ReturnUrl = Annotated[str, StringConstraints(pattern=r"^https?://", max_length=2048)]
+ReturnUrl = Annotated[str, StringConstraints(pattern=r"^https?://", max_length=2048), ParseableUrl]
 CheckoutStatus = Literal["open", "complete", "expired"]
 
 
 class CheckoutSessionCreate(RequestBody):
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {
+                    "payment_intent": "pi_0000000000000000000000000",
+                    "title": "Order 42",
+                    "success_url": "https://shop.example/checkout/success",
+                    "cancel_url": "https://shop.example/checkout/cancel",
+                }
+            ]
+        }
+    )
+
     payment_intent: ObjectId | None = Field(
         default=None, description="A `pi_` id the payer pays; exclusive with `subscription`"
     )
@@ -31,17 +44,19 @@ class CheckoutSessionCreate(RequestBody):
 class CheckoutSessionExpire(RequestBody):
     """The expire operation takes no parameters, and still refuses unknown ones."""
 
+    model_config = ConfigDict(json_schema_extra={"examples": [{}]})
+
 
 class CheckoutSessionOut(ResourceOut):
     object: Literal["checkout_session"] = "checkout_session"
-    payment_intent: str | None
-    subscription: str | None
-    change: str | None
-    invoice: str | None
-    title: str
-    success_url: str
-    cancel_url: str
-    status: CheckoutStatus
+    payment_intent: str | None = Field(description="The `pi_` id the payer pays")
+    subscription: str | None = Field(description="The subscription paid for, if any")
+    change: str | None = Field(description="The subscription change consented to, if any")
+    invoice: str | None = Field(description="The subscription invoice recovered, if any")
+    title: str = Field(description="Shown on the hosted page")
+    success_url: str = Field(description="Where the payer goes once paid")
+    cancel_url: str = Field(description="Where the payer goes on cancel")
+    status: CheckoutStatus = Field(description="`open`, `complete` or `expired`")
     expires_at: int = Field(description="Unix seconds on the environment's clock (the sandbox clock)")
     checkout_url: str | None = Field(
         description="The hosted page, a temporary credential: answered once, at creation; null afterwards"

@@ -34,6 +34,11 @@ async def create_customer(
     principal: Annotated[Principal, scoped("customers:write")],
     body: CustomerCreate | None = None,
 ) -> CustomerOut:
+    """Create a customer.
+
+    Creates a customer. With an `external_reference` already used in this environment, answers the
+    existing customer instead of creating a second one.
+    """
     customer = await service.create_or_reuse_customer(
         request_session(request), principal.tenant, body or CustomerCreate()
     )
@@ -46,6 +51,10 @@ async def list_customers(
     principal: Annotated[Principal, scoped("customers:read")],
     page: Annotated[PageRequest, Depends(page_request)],
 ) -> ListEnvelope[CustomerOut]:
+    """List customers.
+
+    The environment's customers, newest first, a page at a time (`limit`, `cursor`).
+    """
     rows = await service.list_customers(
         request_session(request), principal.tenant, limit=page.limit, after=page.after
     )
@@ -56,4 +65,8 @@ async def list_customers(
 async def get_customer(
     request: Request, customer: str, principal: Annotated[Principal, scoped("customers:read")]
 ) -> CustomerOut:
+    """Retrieve a customer.
+
+    One customer by its `cus_` id.
+    """
     return render(await service.get_customer(request_session(request), principal.tenant, customer))

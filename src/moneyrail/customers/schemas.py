@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import EmailStr, Field, StringConstraints
+from pydantic import ConfigDict, EmailStr, Field, StringConstraints
 
 from moneyrail.kit.schemas import Metadata, RequestBody, ResourceOut
 
@@ -11,17 +11,25 @@ Name = Annotated[str, StringConstraints(max_length=255)]
 
 
 class CustomerCreate(RequestBody):
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {"external_reference": "user-42", "email": "ada@example.com", "name": "Ada", "metadata": {}}
+            ]
+        }
+    )
+
     external_reference: Reference | None = Field(
         default=None, description="Your own reference; a second create with it returns the same customer"
     )
-    email: EmailStr | None = None
-    name: Name | None = None
+    email: EmailStr | None = Field(default=None, description="Where receipts go")
+    name: Name | None = Field(default=None, description="The customer's name")
     metadata: Metadata = Field(default_factory=dict)
 
 
 class CustomerOut(ResourceOut):
     object: Literal["customer"] = "customer"
-    external_reference: str | None
-    email: str | None
-    name: str | None
+    external_reference: str | None = Field(description="Your own reference")
+    email: str | None = Field(description="Where receipts go")
+    name: str | None = Field(description="The customer's name")
     metadata: dict[str, str]

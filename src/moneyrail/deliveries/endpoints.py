@@ -39,7 +39,10 @@ async def list_deliveries(
     principal: Annotated[Principal, scoped("payments:read")],
     page: Annotated[PageRequest, Depends(page_request)],
 ) -> ListEnvelope[DeliveryOut]:
-    """The receipts sent (or being sent) for one payment intent, newest first."""
+    """List a payment's receipts.
+
+    The receipts sent (or being sent) for one payment intent, newest first.
+    """
     rows = await service.list_deliveries(
         request_session(request), principal.tenant, payment_intent, limit=page.limit, after=page.after
     )

@@ -17,6 +17,11 @@ router = APIRouter(route_class=MoneyrailRoute, tags=["operations"])
 async def get_operation(
     request: Request, operation: str, principal: Annotated[Principal, scoped("operations:read")]
 ) -> OperationOut:
+    """Retrieve an operation.
+
+    An asynchronous operation (a refund, a transfer, a payout, ...) and where it stands: status,
+    attempts and the last error.
+    """
     return render_operation(
         await service.get_operation(request_session(request), principal.tenant, operation)
     )

@@ -2,6 +2,8 @@ from __future__ import annotations
 
 from typing import Literal, cast
 
+from pydantic import Field
+
 from moneyrail.kit.clock import to_unix
 from moneyrail.kit.schemas import ResourceOut
 from moneyrail.models import Operation
@@ -11,12 +13,15 @@ Status = Literal["pending", "running", "succeeded", "failed", "dead_letter", "ca
 
 class OperationOut(ResourceOut):
     object: Literal["operation"] = "operation"
-    type: str
-    status: Status
-    attempts: int
-    last_error: str | None
-    resource: str | None
-    updated: int
+    type: str = Field(description="What the operation does, such as `refund` or `transfer`")
+    status: Status = Field(
+        description="`pending`, `running`, `succeeded`, `failed` (a business refusal), `dead_letter` "
+        "(retries exhausted) or `canceled`"
+    )
+    attempts: int = Field(description="Attempts made so far")
+    last_error: str | None = Field(description="Why the last attempt failed, if it did")
+    resource: str | None = Field(description="The id of the object the operation acts on")
+    updated: int = Field(description="When the operation last changed, in Unix seconds")
 
 
 def render_operation(operation: Operation) -> OperationOut:

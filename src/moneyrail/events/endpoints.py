@@ -75,8 +75,14 @@ async def list_events(
     request: Request,
     principal: Annotated[Principal, scoped("webhooks:read")],
     page: Annotated[PageRequest, Depends(page_request)],
-    event_type: Annotated[str | None, Query(alias="type", max_length=100)] = None,
+    event_type: Annotated[
+        str | None, Query(alias="type", max_length=100, description="Only events of this type")
+    ] = None,
 ) -> ListEnvelope[EventOut]:
+    """List events.
+
+    The environment's events, newest first; `type` keeps one event type.
+    """
     rows = await service.list_events(
         request_session(request), principal.tenant, event_type=event_type, limit=page.limit, after=page.after
     )
@@ -87,6 +93,10 @@ async def list_events(
 async def get_event(
     request: Request, event: str, principal: Annotated[Principal, scoped("webhooks:read")]
 ) -> EventOut:
+    """Retrieve an event.
+
+    One event by its `evt_` id, with the object as it was after the change.
+    """
     return render_event(await service.get_event(request_session(request), principal.tenant, event))
 
 
@@ -94,6 +104,11 @@ async def get_event(
 async def create_endpoint(
     request: Request, body: WebhookEndpointCreate, principal: Annotated[Principal, scoped("webhooks:write")]
 ) -> WebhookEndpointOut:
+    """Create a webhook endpoint.
+
+    Events of the enabled types are posted to `url`, signed as Standard Webhooks specifies. The
+    signing `secret` is answered once, here.
+    """
     issued = await service.create_endpoint(
         request_session(request),
         principal.tenant,
@@ -110,6 +125,10 @@ async def list_endpoints(
     principal: Annotated[Principal, scoped("webhooks:read")],
     page: Annotated[PageRequest, Depends(page_request)],
 ) -> ListEnvelope[WebhookEndpointOut]:
+    """List webhook endpoints.
+
+    The environment's webhook endpoints, newest first.
+    """
     rows = await service.list_endpoints(
         request_session(request), principal.tenant, limit=page.limit, after=page.after
     )
@@ -120,6 +139,10 @@ async def list_endpoints(
 async def get_endpoint(
     request: Request, webhook_endpoint: str, principal: Annotated[Principal, scoped("webhooks:read")]
 ) -> WebhookEndpointOut:
+    """Retrieve a webhook endpoint.
+
+    One webhook endpoint by its `we_` id; its secret is not answered again.
+    """
     return render_endpoint(
         await service.get_endpoint(request_session(request), principal.tenant, webhook_endpoint)
     )
@@ -168,6 +191,10 @@ async def rotate_secret(
 async def delete_endpoint(
     request: Request, webhook_endpoint: str, principal: Annotated[Principal, scoped("webhooks:write")]
 ) -> DeletedOut:
+    """Delete a webhook endpoint.
+
+    No more events are sent to it; deliveries in progress stop.
+    """
     endpoint = await service.delete_endpoint(request_session(request), principal.tenant, webhook_endpoint)
     return DeletedOut(id=endpoint.id, object="webhook_endpoint")
 

@@ -2,13 +2,13 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, Field, Strict, StringConstraints
+from pydantic import BaseModel, ConfigDict, Field, Strict, StringConstraints
 
-from moneyrail.kit.schemas import RequestBody, ResourceOut
+from moneyrail.kit.schemas import ParseableUrl, RequestBody, ResourceOut
 
 from .types import EnabledEvent
 
-Url = Annotated[str, StringConstraints(min_length=1, max_length=2048)]
+Url = Annotated[str, StringConstraints(min_length=1, max_length=2048), ParseableUrl]
 # strict=False: JSON strings are the enum's values (the body model is strict otherwise)
 EnabledEvents = Annotated[
     list[Annotated[EnabledEvent, Strict(False)]],
@@ -25,21 +25,31 @@ MAX_OVERLAP_SECONDS = 7 * 24 * 3600
 
 class EventOut(ResourceOut):
     object: Literal["event"] = "event"
-    type: str
-    api_version: str
-    data: dict[str, Any]
+    type: str = Field(description="What happened, such as `payment_intent.succeeded`")
+    api_version: str = Field(description="The API version the object is rendered in")
+    data: dict[str, Any] = Field(description='`{"object": {...}}`: the object as it was after the change')
 
 
 class WebhookEndpointCreate(RequestBody):
-    url: Url
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {"url": "https://shop.example/webhooks", "enabled_events": ["payment_intent.succeeded"]}
+            ]
+        }
+    )
+
+    url: Url = Field(description="Where events are posted; `https` to a public address in live mode")
     enabled_events: EnabledEvents
-    description: Description | None = None
+    description: Description | None = Field(default=None, description="A note for yourself")
 
 
 class WebhookEndpointUpdate(RequestBody):
-    url: Url | None = None
+    model_config = ConfigDict(json_schema_extra={"examples": [{"disabled": True}]})
+
+    url: Url | None = Field(default=None, description="Where events are posted")
     enabled_events: EnabledEvents | None = None
-    description: Description | None = None
+    description: Description | None = Field(default=None, description="A note for yourself")
     disabled: bool | None = Field(
         default=None, description="true stops deliveries (pending ones fail); false resumes them"
     )
@@ -59,9 +69,9 @@ class SecretRotation(RequestBody):
 
 class WebhookEndpointOut(ResourceOut):
     object: Literal["webhook_endpoint"] = "webhook_endpoint"
-    url: str
-    description: str | None
-    enabled_events: list[str]
+    url: str = Field(description="Where events are posted")
+    description: str | None = Field(description="A note for yourself")
+    enabled_events: list[str] = Field(description="Event types sent, or `*` for all")
     status: Literal["enabled", "disabled"]
     previous_secret_expires_at: int | None = Field(
         description="While set and in the future, deliveries carry a signature by the previous secret too"
@@ -95,6 +105,6 @@ class WebhookDeliveryOut(BaseModel):
 
 
 class DeletedOut(BaseModel):
-    id: str
+    id: str = Field(description="The deleted object's id")
     object: str
-    deleted: Literal[True] = True
+    deleted: Literal[True] = Field(default=True, description="Always `true`")

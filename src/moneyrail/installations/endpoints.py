@@ -18,6 +18,11 @@ router = APIRouter(route_class=MoneyrailRoute, tags=["account"])
 async def get_account(
     request: Request, principal: Annotated[Principal, scoped("account:read")]
 ) -> AccountOut:
+    """Retrieve the account.
+
+    The installation as this key sees it in its environment: its kind, its publishable key and the
+    settings the operator chose.
+    """
     account = await service.get_account(request_session(request), principal.tenant)
     settings = account.settings
     return AccountOut(

@@ -3,8 +3,17 @@
 from __future__ import annotations
 
 from typing import Annotated
+from urllib.parse import urlsplit
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StringConstraints, WithJsonSchema
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    WithJsonSchema,
+)
 from pydantic_core import PydanticCustomError
 
 from moneyrail.kit.money import MAX_AMOUNT, is_valid_currency
@@ -12,7 +21,12 @@ from moneyrail.kit.money import MAX_AMOUNT, is_valid_currency
 # Stripe's limits, which callers already design around.
 MetadataKey = Annotated[str, StringConstraints(min_length=1, max_length=40)]
 MetadataValue = Annotated[str, StringConstraints(max_length=500)]
-Metadata = Annotated[dict[MetadataKey, MetadataValue], Field(max_length=50)]
+Metadata = Annotated[
+    dict[MetadataKey, MetadataValue],
+    Field(
+        max_length=50, description="Your own key-value pairs: up to 50 keys of 40, values of 500 characters"
+    ),
+]
 
 
 class RequestBody(BaseModel):
@@ -22,10 +36,10 @@ class RequestBody(BaseModel):
 
 
 class ResourceOut(BaseModel):
-    id: str
-    object: str
-    livemode: bool
-    created: int
+    id: str = Field(description="The object's id: a prefix, `_`, 24 random characters")
+    object: str = Field(description="The object's type")
+    livemode: bool = Field(description="`true` in live mode, `false` in the sandbox")
+    created: int = Field(description="When the object was created, in Unix seconds (UTC)")
 
 
 def _amount(value: object) -> int:
@@ -46,11 +60,29 @@ def _currency(value: object) -> str:
     return value
 
 
+def _parseable_url(value: str) -> str:
+    """Services split URLs (hosts, ports, query strings): one that cannot be split is refused here,
+    where the field is known, instead of failing later as a 500."""
+    try:
+        parts = urlsplit(value)
+        _ = parts.port  # a port out of range or not a number raises only when read
+    except ValueError:
+        raise PydanticCustomError("url_invalid", "must be an absolute http(s) URL") from None
+    return value
+
+
+# A URL the service will take apart; each field adds its own scheme and length rules.
+ParseableUrl = AfterValidator(_parseable_url)
+
+
 # Request fields whose errors carry their own codes (amount_invalid, currency_invalid) rather than
 # parameter_invalid; see api/errors.py.
 Amount = Annotated[
     int, BeforeValidator(_amount), WithJsonSchema({"type": "integer", "minimum": 1, "maximum": MAX_AMOUNT})
 ]
 Currency = Annotated[
-    str, BeforeValidator(_currency), WithJsonSchema({"type": "string", "pattern": "^[a-z]{3}$"})
+    str,
+    BeforeValidator(_currency),
+    WithJsonSchema({"type": "string", "pattern": "^[a-z]{3}$"}),
+    Field(description="A lowercase ISO 4217 currency code, such as `eur`"),
 ]

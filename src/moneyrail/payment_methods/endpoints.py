@@ -5,6 +5,7 @@ from typing import Annotated, Literal, cast
 from fastapi import APIRouter, Depends, Request
 
 from moneyrail.api.context import Principal, request_session
+from moneyrail.api.openapi import CHARGES_CARD
 from moneyrail.api.pagination import PageRequest, list_envelope, page_request
 from moneyrail.api.routing import MoneyrailRoute, client_side, scoped
 from moneyrail.kit.clock import to_unix
@@ -73,6 +74,10 @@ async def list_payment_methods(
     principal: Annotated[Principal, scoped("customers:read")],
     page: Annotated[PageRequest, Depends(page_request)],
 ) -> PaymentMethodList:
+    """List a customer's saved cards.
+
+    The cards saved for the customer, newest first, with the preferred one named.
+    """
     found = await service.list_customer_methods(
         request_session(request), principal.tenant, customer, limit=page.limit, after=page.after
     )
@@ -86,6 +91,10 @@ async def detach_payment_method(
     payment_method: str,
     principal: Annotated[Principal, scoped("customers:write")],
 ) -> PaymentMethodOut:
+    """Detach a saved card.
+
+    The card can no longer be used for this customer; payments already made with it keep it.
+    """
     method = await service.detach(request_session(request), principal.tenant, customer, payment_method)
     return render_payment_method(method)
 
@@ -100,6 +109,10 @@ async def set_preferred_payment_method(
     principal: Annotated[Principal, scoped("customers:write")],
     body: NoParameters | None = None,
 ) -> PaymentMethodOut:
+    """Set the preferred card.
+
+    Makes this saved card the customer's preferred method for later payments.
+    """
     method = await service.set_preferred(request_session(request), principal.tenant, customer, payment_method)
     return render_payment_method(method)
 
@@ -111,6 +124,11 @@ async def create_setup_intent(
     principal: Annotated[Principal, scoped("customers:write")],
     body: SetupIntentCreate | None = None,
 ) -> SetupIntentOut:
+    """Start saving a card.
+
+    Creates a setup intent for the customer; the card is then entered client side with the answer's
+    `client_secret`, shown once.
+    """
     command = body or SetupIntentCreate()
     issued = await service.create_setup_intent(
         request_session(request), principal.tenant, customer, metadata=command.metadata
@@ -122,18 +140,27 @@ async def create_setup_intent(
 async def get_setup_intent(
     request: Request, setup_intent: str, principal: Annotated[Principal, scoped("customers:read")]
 ) -> SetupIntentOut:
+    """Retrieve a setup intent.
+
+    One setup intent by its `seti_` id; its `client_secret` is not answered again.
+    """
     return render_setup_intent(
         await service.get_setup_intent(request_session(request), principal.tenant, setup_intent)
     )
 
 
-@router.post("/setup-intents/{setup_intent}/confirm", response_model=SetupIntentOut)
+@router.post("/setup-intents/{setup_intent}/confirm", response_model=SetupIntentOut, responses=CHARGES_CARD)
 async def confirm_setup_intent(
     request: Request,
     setup_intent: str,
     principal: Annotated[Principal, client_side("customers:write")],
     body: SetupIntentConfirm,
 ) -> SetupIntentOut:
+    """Save a card (client side).
+
+    Called from the browser or app with the publishable key and the setup intent's `client_secret`:
+    the network tokenizes the card and it is saved for the customer. The number is never stored.
+    """
     confirmed = await service.confirm_setup_intent(
         request_session(request),
         principal.tenant,
@@ -152,6 +179,11 @@ async def create_customer_session(
     principal: Annotated[Principal, scoped("customers:write")],
     body: NoParameters | None = None,
 ) -> CustomerSessionOut:
+    """Create a customer session.
+
+    A short-lived session with which a client lists the customer's saved cards, by its
+    `client_secret` (shown once).
+    """
     issued = await service.create_customer_session(request_session(request), principal.tenant, customer)
     return render_customer_session(issued.customer_session, issued.client_secret)
 
@@ -164,6 +196,11 @@ async def list_customer_session_payment_methods(
     body: CustomerSessionAccess,
     page: Annotated[PageRequest, Depends(page_request)],
 ) -> PaymentMethodList:
+    """List saved cards (client side).
+
+    With the publishable key and the customer session's `client_secret`: the customer's saved cards.
+    A POST, so the secret travels in the body and never in a URL.
+    """
     found = await service.customer_session_methods(
         request_session(request),
         principal.tenant,
@@ -182,6 +219,11 @@ async def create_customer_sheet_session(
     principal: Annotated[Principal, scoped("customers:write")],
     body: NoParameters | None = None,
 ) -> CustomerSheetSessionOut:
+    """Create a customer sheet session.
+
+    Everything a native customer sheet needs in one answer: a customer session and a setup intent
+    with their client secrets, and the publishable key.
+    """
     sheet = await service.create_customer_sheet_session(request_session(request), principal.tenant, customer)
     customer_session = sheet.customer_session.customer_session
     return CustomerSheetSessionOut(

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, Field, StringConstraints
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
 from moneyrail.api.pagination import ListEnvelope
 from moneyrail.kit.clock import to_unix
@@ -19,10 +19,10 @@ ClientSecret = Annotated[str, StringConstraints(min_length=1, max_length=255)]
 class CardIn(RequestBody):
     """What a payer typed. It goes to the processor only: never stored, never logged, never echoed."""
 
-    number: CardNumber = Field(repr=False)  # a stray log line must not carry it
-    exp_month: Annotated[int, Field(ge=1, le=12)]
+    number: CardNumber = Field(repr=False, description="The card number")  # never in a log line
+    exp_month: Annotated[int, Field(ge=1, le=12, description="Expiry month, 1 to 12")]
     exp_year: Annotated[int, Field(ge=0, le=9999, description="Four digits, or two (26 is 2026)")]
-    cvc: Cvc = Field(repr=False)
+    cvc: Cvc = Field(repr=False, description="The 3 or 4 digits on the card")
 
     def to_details(self) -> CardDetails:
         return CardDetails(number=self.number, exp_month=self.exp_month, exp_year=self.exp_year, cvc=self.cvc)
@@ -31,21 +31,23 @@ class CardIn(RequestBody):
 class NoParameters(RequestBody):
     """A route that takes no parameters still refuses unknown ones (CONVENTIONS.md §3)."""
 
+    model_config = ConfigDict(json_schema_extra={"examples": [{}]})
+
 
 class CardOut(BaseModel):
-    brand: str
-    last4: str
-    exp_month: int
-    exp_year: int
+    brand: str = Field(description="The card network, such as `visa`")
+    last4: str = Field(description="The number's last four digits")
+    exp_month: int = Field(description="Expiry month")
+    exp_year: int = Field(description="Expiry year, four digits")
     fingerprint: str = Field(description="The same card number gives the same fingerprint")
 
 
 class PaymentMethodOut(ResourceOut):
     object: Literal["payment_method"] = "payment_method"
-    type: Literal["card"] = "card"
+    type: Literal["card"] = Field(default="card", description="The kind of method; cards only")
     customer: str | None = Field(description="The customer it is attached to; null once detached")
-    card: CardOut
-    preferred: bool
+    card: CardOut = Field(description="What can be shown of the card; never its number")
+    preferred: bool = Field(description="The customer's preferred method for payments")
     merchant: str | None = Field(
         description="The merchant whose own payment account holds the card (direct model); null: the "
         "installation's account, shared by its merchants in a platform installation"
@@ -76,34 +78,53 @@ def render_payment_method(method: PaymentMethod) -> PaymentMethodOut:
 
 
 class SetupIntentCreate(RequestBody):
+    model_config = ConfigDict(json_schema_extra={"examples": [{"metadata": {"source": "settings_page"}}]})
+
     metadata: Metadata = Field(default_factory=dict)
 
 
 class SetupIntentConfirm(RequestBody):
-    client_secret: ClientSecret
-    card: CardIn
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {
+                    "client_secret": "seti_0000000000000000000000000_secret_abc",
+                    "card": {"number": "4242424242424242", "exp_month": 12, "exp_year": 2034, "cvc": "123"},
+                }
+            ]
+        }
+    )
+
+    client_secret: ClientSecret = Field(description="The setup intent's `client_secret`")
+    card: CardIn = Field(description="The card to save")
 
 
 class SetupIntentOut(ResourceOut):
     object: Literal["setup_intent"] = "setup_intent"
-    customer: str
-    status: Literal["requires_payment_method", "succeeded", "canceled"]
-    usage: Literal["off_session"]
-    payment_method: str | None
+    customer: str = Field(description="The `cus_` id the card is saved for")
+    status: Literal["requires_payment_method", "succeeded", "canceled"] = Field(
+        description="`succeeded` once a card is saved"
+    )
+    usage: Literal["off_session"] = Field(description="The saved card may be charged without the customer")
+    payment_method: str | None = Field(description="The `pm_` id saved, once `succeeded`")
     client_secret: str | None = Field(description="Shown once, in the answer that creates it; else null")
-    expires_at: int
+    expires_at: int = Field(description="When it can no longer be confirmed, in Unix seconds")
     metadata: dict[str, str]
 
 
 class CustomerSessionOut(ResourceOut):
     object: Literal["customer_session"] = "customer_session"
-    customer: str
+    customer: str = Field(description="The `cus_` id whose saved cards the session shows")
     client_secret: str = Field(description="Shown once, in the answer that creates it")
-    expires_at: int
+    expires_at: int = Field(description="When the session ends, in Unix seconds")
 
 
 class CustomerSessionAccess(RequestBody):
-    client_secret: ClientSecret
+    model_config = ConfigDict(
+        json_schema_extra={"examples": [{"client_secret": "cuss_0000000000000000000000000_secret_abc"}]}
+    )
+
+    client_secret: ClientSecret = Field(description="The customer session's `client_secret`")
 
 
 class CustomerSheetSessionOut(BaseModel):
@@ -112,10 +133,10 @@ class CustomerSheetSessionOut(BaseModel):
     object: Literal["customer_sheet_session"] = "customer_sheet_session"
     livemode: bool
     created: int
-    customer: str
-    customer_session: str
-    customer_session_client_secret: str
-    setup_intent: str
-    setup_intent_client_secret: str
-    publishable_key: str
-    expires_at: int
+    customer: str = Field(description="The `cus_` id")
+    customer_session: str = Field(description="The customer session listing the saved cards")
+    customer_session_client_secret: str = Field(description="Its client secret, shown once")
+    setup_intent: str = Field(description="The setup intent that saves a new card")
+    setup_intent_client_secret: str = Field(description="Its client secret, shown once")
+    publishable_key: str = Field(description="The key the app calls the client-side routes with")
+    expires_at: int = Field(description="When the sheet's session ends, in Unix seconds")

@@ -6,6 +6,7 @@ from fastapi import APIRouter, Depends, Query, Request
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from moneyrail.api.context import Principal, request_session
+from moneyrail.api.openapi import CHARGES_CARD
 from moneyrail.api.pagination import ListEnvelope, PageRequest, list_envelope, page_request
 from moneyrail.api.routing import MoneyrailRoute, client_side, scoped
 from moneyrail.installations import service as installations
@@ -56,6 +57,11 @@ async def _render(session: AsyncSession, tenant: Tenant, payment: PaymentIntent)
 async def create_payment_intent(
     request: Request, body: PaymentIntentCreate, principal: Annotated[Principal, scoped("payments:write")]
 ) -> PaymentIntentOut:
+    """Create a payment intent.
+
+    Creates a payment in `requires_payment_method`; the payer confirms it client side or on a hosted
+    checkout page. The answer carries the `client_secret`, shown once.
+    """
     session = request_session(request)
     created = await service.create_payment_intent(session, principal.tenant, body)
     return render_payment_intent(
@@ -73,6 +79,10 @@ async def list_payment_intents(
     page: Annotated[PageRequest, Depends(page_request)],
     customer: Annotated[str | None, Query(description="Only this customer's payments")] = None,
 ) -> ListEnvelope[PaymentIntentOut]:
+    """List payment intents.
+
+    The environment's payments, newest first, a page at a time; `customer` keeps one customer's.
+    """
     session = request_session(request)
     rows = await service.list_payment_intents(
         session, principal.tenant, limit=page.limit, after=page.after, customer=customer
@@ -92,6 +102,10 @@ async def list_payment_intents(
 async def get_payment_intent(
     request: Request, payment_intent: str, principal: Annotated[Principal, scoped("payments:read")]
 ) -> PaymentIntentOut:
+    """Retrieve a payment intent.
+
+    One payment by its `pi_` id, with its amounts, status, fees and last error.
+    """
     session = request_session(request)
     payment = await service.get_payment_intent(session, principal.tenant, payment_intent)
     return await _render(session, principal.tenant, payment)
@@ -104,19 +118,31 @@ async def update_payment_intent(
     body: PaymentIntentUpdate,
     principal: Annotated[Principal, scoped("payments:write")],
 ) -> PaymentIntentOut:
+    """Update a payment intent.
+
+    Changes the amount, the card, the description, the receipt e-mail or the metadata of a payment
+    not yet confirmed.
+    """
     session = request_session(request)
     payment = await service.update_payment_intent(session, principal.tenant, payment_intent, body)
     return await _render(session, principal.tenant, payment)
 
 
-@router.post("/payment-intents/{payment_intent}/confirm", response_model=PaymentIntentOut)
+@router.post(
+    "/payment-intents/{payment_intent}/confirm", response_model=PaymentIntentOut, responses=CHARGES_CARD
+)
 async def confirm_payment_intent(
     request: Request,
     payment_intent: str,
     body: PaymentIntentConfirm,
     principal: Annotated[Principal, client_side("payments:write")],
 ) -> PaymentIntentOut:
-    """Client-side: the publishable key and the payment's client_secret, never the secret key."""
+    """Confirm a payment (client side).
+
+    Called with the publishable key and the payment's `client_secret`, never the secret key. The
+    network authorizes the card: a decline answers 402 and is recorded on the payment; bank
+    authentication answers `requires_action` with the page to visit.
+    """
     session = request_session(request)
     payment = await service.confirm_payment_intent(
         session, principal.tenant, processor(), payment_intent, body, base_url=public_base_url(request)
@@ -124,13 +150,20 @@ async def confirm_payment_intent(
     return await _render(session, principal.tenant, payment)
 
 
-@router.post("/payment-intents/{payment_intent}/capture", response_model=PaymentIntentOut)
+@router.post(
+    "/payment-intents/{payment_intent}/capture", response_model=PaymentIntentOut, responses=CHARGES_CARD
+)
 async def capture_payment_intent(
     request: Request,
     payment_intent: str,
     principal: Annotated[Principal, scoped("payments:write")],
     body: PaymentIntentCapture | None = None,
 ) -> PaymentIntentOut:
+    """Capture a payment.
+
+    Captures an authorized payment (`requires_capture`): all of it, or `amount_to_capture`; the rest
+    of the hold is released.
+    """
     session = request_session(request)
     amount = body.amount_to_capture if body is not None else None
     payment = await service.capture_payment_intent(
@@ -139,13 +172,19 @@ async def capture_payment_intent(
     return await _render(session, principal.tenant, payment)
 
 
-@router.post("/payment-intents/{payment_intent}/cancel", response_model=PaymentIntentOut)
+@router.post(
+    "/payment-intents/{payment_intent}/cancel", response_model=PaymentIntentOut, responses=CHARGES_CARD
+)
 async def cancel_payment_intent(
     request: Request,
     payment_intent: str,
     principal: Annotated[Principal, scoped("payments:write")],
     body: PaymentIntentCancel | None = None,
 ) -> PaymentIntentOut:
+    """Cancel a payment.
+
+    Cancels a payment not yet captured; an authorization is released at the network.
+    """
     session = request_session(request)
     reason = body.cancellation_reason if body is not None else None
     payment = await service.cancel_payment_intent(
@@ -154,13 +193,21 @@ async def cancel_payment_intent(
     return await _render(session, principal.tenant, payment)
 
 
-@router.post("/payment-intents/{payment_intent}/increment-authorization", response_model=PaymentIntentOut)
+@router.post(
+    "/payment-intents/{payment_intent}/increment-authorization",
+    response_model=PaymentIntentOut,
+    responses=CHARGES_CARD,
+)
 async def increment_authorization(
     request: Request,
     payment_intent: str,
     body: IncrementAuthorization,
     principal: Annotated[Principal, scoped("payments:write")],
 ) -> PaymentIntentOut:
+    """Increase an authorization.
+
+    Raises the amount held on an authorized card (`requires_capture`) to `amount`.
+    """
     session = request_session(request)
     payment = await service.increment_authorization(
         session, principal.tenant, processor(), payment_intent, body.amount
@@ -172,6 +219,11 @@ async def increment_authorization(
 async def create_refund(
     request: Request, body: RefundCreate, principal: Annotated[Principal, scoped("payments:write")]
 ) -> RefundOut:
+    """Refund a payment.
+
+    Accepted at once (`pending`) and carried out by a worker through the processor; follow it by its
+    `operation` or its events. At most what was captured and not yet refunded.
+    """
     return render_refund(await refunds.create_refund(request_session(request), principal.tenant, body))
 
 
@@ -182,6 +234,10 @@ async def list_refunds(
     page: Annotated[PageRequest, Depends(page_request)],
     payment_intent: Annotated[str | None, Query(description="Only this payment's refunds")] = None,
 ) -> ListEnvelope[RefundOut]:
+    """List refunds.
+
+    The environment's refunds, newest first; `payment_intent` keeps one payment's.
+    """
     rows = await refunds.list_refunds(
         request_session(request),
         principal.tenant,
@@ -196,6 +252,10 @@ async def list_refunds(
 async def get_refund(
     request: Request, refund: str, principal: Annotated[Principal, scoped("payments:read")]
 ) -> RefundOut:
+    """Retrieve a refund.
+
+    One refund by its `re_` id.
+    """
     return render_refund(await refunds.get_refund(request_session(request), principal.tenant, refund))
 
 
@@ -209,6 +269,11 @@ def _amounts(per_currency: dict[str, int]) -> list[BalanceAmount]:
 async def get_balance(
     request: Request, principal: Annotated[Principal, scoped("payouts:read")]
 ) -> BalanceOut:
+    """Retrieve the balance.
+
+    Funds available and pending, per currency, and processing costs still to be recovered from later
+    payments.
+    """
     view = await balance.get_balance(request_session(request), principal.tenant)
     return BalanceOut(
         livemode=principal.tenant.livemode,
@@ -222,6 +287,11 @@ async def get_balance(
 async def create_payment_quote(
     request: Request, body: PaymentQuoteCreate, principal: Annotated[Principal, scoped("payments:write")]
 ) -> PaymentQuoteOut:
+    """Quote a payment.
+
+    What a payment of this amount would carry: where every minor unit would go and the commission
+    reserved. Nothing is created.
+    """
     quote = await balance.quote_payment(request_session(request), principal.tenant, body)
     return PaymentQuoteOut(
         livemode=principal.tenant.livemode,

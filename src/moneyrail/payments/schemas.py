@@ -2,11 +2,11 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, EmailStr, Field, StringConstraints
+from pydantic import BaseModel, ConfigDict, EmailStr, Field, StringConstraints
 
 from moneyrail.kit import crypto
 from moneyrail.kit.clock import to_unix
-from moneyrail.kit.schemas import Amount, Currency, Metadata, RequestBody, ResourceOut
+from moneyrail.kit.schemas import Amount, Currency, Metadata, ParseableUrl, RequestBody, ResourceOut
 from moneyrail.models import PaymentIntent, Refund
 from moneyrail.payment_methods.schemas import CardIn
 
@@ -14,26 +14,40 @@ Reference = Annotated[str, StringConstraints(min_length=1, max_length=255)]
 Description = Annotated[str, StringConstraints(max_length=1000)]
 ObjectId = Annotated[str, StringConstraints(min_length=1, max_length=255)]
 Phone = Annotated[str, StringConstraints(pattern=r"^\+[1-9][0-9]{6,14}$")]  # E.164
-ReturnUrl = Annotated[str, StringConstraints(pattern=r"^https?://", max_length=2048)]
+ReturnUrl = Annotated[str, StringConstraints(pattern=r"^https?://", max_length=2048), ParseableUrl]
 
 
 class AllocationIn(RequestBody):
-    recipient: ObjectId
-    role: Annotated[str, StringConstraints(min_length=1, max_length=40)]
-    amount: int | None = None
-    basis_points: int | None = None
+    recipient: ObjectId = Field(description="Who receives this share: a `mer_` or `acct_` id")
+    role: Annotated[str, StringConstraints(min_length=1, max_length=40)] = Field(
+        description="The recipient's role, such as `merchant`, `courier` or `developer`"
+    )
+    amount: int | None = Field(default=None, description="The share in minor units (payments)")
+    basis_points: int | None = Field(default=None, description="The share in basis points (subscriptions)")
     metadata: Metadata = Field(default_factory=dict)
 
 
 class DistributionIn(RequestBody):
-    merchant_of_record: ObjectId | None = None
-    allocations: list[AllocationIn] = Field(min_length=1, max_length=50)
+    merchant_of_record: ObjectId | None = Field(default=None, description="The `mer_` id selling")
+    allocations: list[AllocationIn] = Field(
+        min_length=1, max_length=50, description="The shares; amounts sum to the payment's amount"
+    )
 
 
 class PaymentIntentCreate(RequestBody):
-    amount: Amount
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {"amount": 2500, "currency": "eur", "capture_method": "manual", "metadata": {"order": "42"}}
+            ]
+        }
+    )
+
+    amount: Amount = Field(description="What the payer pays, in minor units")
     currency: Currency
-    capture_method: Literal["automatic", "manual"] = "automatic"
+    capture_method: Literal["automatic", "manual"] = Field(
+        default="automatic", description="`manual`: authorize now, capture later with /capture"
+    )
     customer: ObjectId | None = Field(
         default=None, description="A `cus_` id; without it the payment is anonymous"
     )
@@ -41,24 +55,41 @@ class PaymentIntentCreate(RequestBody):
     merchant: ObjectId | None = Field(
         default=None, description="Marketplace payments (platform installations)"
     )
-    distribution: DistributionIn | None = None
-    external_reference: Reference | None = None
-    description: Description | None = None
+    distribution: DistributionIn | None = Field(
+        default=None, description="How a platform's payment is shared out among recipients"
+    )
+    external_reference: Reference | None = Field(default=None, description="Your own reference")
+    description: Description | None = Field(default=None, description="Shown on the receipt")
     metadata: Metadata = Field(default_factory=dict)
     receipt_email: EmailStr | None = Field(default=None, description="Defaults to the customer's e-mail")
     receipt_phone: Phone | None = Field(default=None, description="E.164; an SMS receipt goes there")
 
 
 class PaymentIntentUpdate(RequestBody):
-    amount: Amount | None = None
-    payment_method: ObjectId | None = None
-    description: Description | None = None
+    model_config = ConfigDict(json_schema_extra={"examples": [{"amount": 3000, "description": "Order 42"}]})
+
+    amount: Amount | None = Field(default=None, description="A new amount, before confirmation")
+    payment_method: ObjectId | None = Field(default=None, description="A saved card of the customer")
+    description: Description | None = Field(default=None, description="Shown on the receipt")
     metadata: Metadata | None = Field(default=None, description="Merged; an empty value removes a key")
-    receipt_email: EmailStr | None = None
+    receipt_email: EmailStr | None = Field(default=None, description="Where the receipt goes")
 
 
 class PaymentIntentConfirm(RequestBody):
-    client_secret: Annotated[str, StringConstraints(min_length=1, max_length=255)]
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {
+                    "client_secret": "pi_0000000000000000000000000_secret_abc",
+                    "card": {"number": "4242424242424242", "exp_month": 12, "exp_year": 2034, "cvc": "123"},
+                }
+            ]
+        }
+    )
+
+    client_secret: Annotated[str, StringConstraints(min_length=1, max_length=255)] = Field(
+        description="The payment's `client_secret`, from its creation answer"
+    )
     payment_method: ObjectId | None = Field(
         default=None, description="A saved card of the payment's customer"
     )
@@ -68,62 +99,79 @@ class PaymentIntentConfirm(RequestBody):
 
 
 class PaymentIntentCapture(RequestBody):
-    amount_to_capture: Amount | None = None
+    model_config = ConfigDict(json_schema_extra={"examples": [{"amount_to_capture": 2000}]})
+
+    amount_to_capture: Amount | None = Field(
+        default=None, description="At most the authorized amount; defaults to all of it"
+    )
 
 
 class PaymentIntentCancel(RequestBody):
+    model_config = ConfigDict(
+        json_schema_extra={"examples": [{"cancellation_reason": "requested_by_customer"}]}
+    )
+
     cancellation_reason: Literal["duplicate", "fraudulent", "requested_by_customer", "abandoned"] | None = (
-        None
+        Field(default=None, description="Why the payment is canceled")
     )
 
 
 class IncrementAuthorization(RequestBody):
+    model_config = ConfigDict(json_schema_extra={"examples": [{"amount": 3500}]})
+
     amount: Amount = Field(description="The new total to hold, above the current amount")
 
 
 class FeesOut(BaseModel):
-    status: Literal["pending", "final"]
+    status: Literal["pending", "final"] = Field(
+        description="`pending` until the processor reports the payment's real cost, then `final`"
+    )
     reserve: int | None = Field(
         description="Withheld at capture under the commission policy; null without one"
     )
     commission: int | None = Field(description="Total final commission; null until the cost is known")
-    collected: int | None
-    prior_recovery: int
-    outstanding: int | None
+    collected: int | None = Field(description="The commission collected from this payment")
+    prior_recovery: int = Field(description="Earlier shortfalls recovered from this payment")
+    outstanding: int | None = Field(description="Commission still owed, recovered from later payments")
 
 
 class PaymentErrorOut(BaseModel):
-    type: str
-    code: str
-    decline_code: str | None
-    message: str
-    payment_method: str | None
+    type: str = Field(description="The error's family, `card_error` for declines")
+    code: str = Field(description="Why the payment failed, such as `card_declined`")
+    decline_code: str | None = Field(description="The network's reason, such as `insufficient_funds`")
+    message: str = Field(description="A human-readable explanation")
+    payment_method: str | None = Field(description="The `pm_` id of the card that failed, if saved")
 
 
 class PaymentIntentOut(ResourceOut):
     object: Literal["payment_intent"] = "payment_intent"
-    amount: int
-    amount_capturable: int
-    amount_received: int
-    amount_refunded: int
+    amount: int = Field(description="What the payer pays, in minor units")
+    amount_capturable: int = Field(description="Authorized and not yet captured")
+    amount_received: int = Field(description="Captured so far")
+    amount_refunded: int = Field(description="Refunded so far")
     currency: str
-    status: str
-    capture_method: str
+    status: str = Field(
+        description="`requires_payment_method`, `requires_confirmation`, `requires_action`, `processing`, "
+        "`requires_capture`, `succeeded` or `canceled`"
+    )
+    capture_method: str = Field(description="`automatic` or `manual`")
     client_secret: str | None = Field(description="Only in the creation answer")
-    publishable_key: str | None
-    customer: str | None
-    payment_method: str | None
-    merchant: str | None
-    distribution: dict[str, Any] | None
-    external_reference: str | None
-    description: str | None
+    publishable_key: str | None = Field(description="The key a client confirms this payment with")
+    customer: str | None = Field(description="The `cus_` id paying, if any")
+    payment_method: str | None = Field(description="The `pm_` id of the card used, once known")
+    merchant: str | None = Field(description="The `mer_` id selling (marketplace payments)")
+    distribution: dict[str, Any] | None = Field(description="How the payment is shared out, if it is")
+    external_reference: str | None = Field(description="Your own reference")
+    description: str | None = Field(description="Shown on the receipt")
     metadata: dict[str, str]
-    receipt_email: str | None
-    fees: FeesOut
-    next_action: dict[str, Any] | None
-    last_payment_error: PaymentErrorOut | None
-    cancellation_reason: str | None
-    canceled_at: int | None
+    receipt_email: str | None = Field(description="Where the receipt goes")
+    fees: FeesOut = Field(description="The service's commission on this payment")
+    next_action: dict[str, Any] | None = Field(
+        description="What the payer must do next (`redirect_to_url` for bank authentication)"
+    )
+    last_payment_error: PaymentErrorOut | None = Field(description="Why the last attempt failed")
+    cancellation_reason: str | None = Field(description="Why the payment was canceled")
+    canceled_at: int | None = Field(description="When it was canceled, in Unix seconds")
 
 
 def authentication_url(payment: PaymentIntent) -> str | None:
@@ -193,21 +241,31 @@ def render_payment_intent(
 
 
 class RefundCreate(RequestBody):
-    payment_intent: ObjectId
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {"payment_intent": "pi_0000000000000000000000000", "amount": 500, "reason": "duplicate"}
+            ]
+        }
+    )
+
+    payment_intent: ObjectId = Field(description="The `pi_` id of a succeeded payment")
     amount: Amount | None = Field(default=None, description="Defaults to everything not yet refunded")
-    reason: Literal["duplicate", "fraudulent", "requested_by_customer"] | None = None
+    reason: Literal["duplicate", "fraudulent", "requested_by_customer"] | None = Field(
+        default=None, description="Why the money goes back"
+    )
     metadata: Metadata = Field(default_factory=dict)
 
 
 class RefundOut(ResourceOut):
     object: Literal["refund"] = "refund"
-    payment_intent: str
-    amount: int
+    payment_intent: str = Field(description="The `pi_` id refunded")
+    amount: int = Field(description="Refunded, in minor units")
     currency: str
-    status: str
-    reason: str | None
-    failure_reason: str | None
-    operation: str | None
+    status: str = Field(description="`pending`, `succeeded` or `failed`")
+    reason: str | None = Field(description="Why the money goes back")
+    failure_reason: str | None = Field(description="Why the processor refused, when `failed`")
+    operation: str | None = Field(description="The `op_` id carrying the refund out")
     metadata: dict[str, str]
 
 
@@ -228,46 +286,50 @@ def render_refund(refund: Refund) -> RefundOut:
 
 
 class BalanceAmount(BaseModel):
-    amount: int
+    amount: int = Field(description="In minor units")
     currency: str
 
 
 class BalanceOut(BaseModel):
     object: Literal["balance"] = "balance"
     livemode: bool
-    available: list[BalanceAmount]
-    pending: list[BalanceAmount]
+    available: list[BalanceAmount] = Field(description="Funds that can be paid out, per currency")
+    pending: list[BalanceAmount] = Field(description="Funds not yet available, per currency")
     fees_outstanding: list[BalanceAmount] = Field(
         description="Processing costs still to be recovered from the next payments"
     )
 
 
 class PaymentQuoteCreate(RequestBody):
-    amount: Amount
+    model_config = ConfigDict(json_schema_extra={"examples": [{"amount": 10000, "currency": "eur"}]})
+
+    amount: Amount = Field(description="The payment's amount, in minor units")
     currency: Currency
-    merchant: ObjectId | None = None
-    distribution: DistributionIn | None = None
+    merchant: ObjectId | None = Field(default=None, description="The `mer_` id selling (platforms)")
+    distribution: DistributionIn | None = Field(default=None, description="The shares, as on a payment")
 
 
 class FundsFlowItem(BaseModel):
-    party: Literal["installation", "service"]
-    role: Literal["proceeds", "commission_reserve", "prior_recovery"]
-    amount: int
+    party: Literal["installation", "service"] = Field(description="Who gets this part")
+    role: Literal["proceeds", "commission_reserve", "prior_recovery"] = Field(description="What it is for")
+    amount: int = Field(description="In minor units")
 
 
 class QuoteFeesOut(BaseModel):
-    commission_basis_points: int
-    commission_fixed_amount: int
+    commission_basis_points: int = Field(description="The commission policy's rate, in basis points")
+    commission_fixed_amount: int = Field(description="The commission policy's fixed part, in minor units")
     commission_reserve: int = Field(description="Withheld at capture; 0 without a commission policy")
     prior_recovery: int = Field(description="Earlier costs this payment would recover, at today's balance")
     amount_fixed: bool = Field(description="True when the reserve fixes the payment's amount (rule 1 of 4.B)")
-    processing_cost: Literal["reported_after_capture"] = "reported_after_capture"
+    processing_cost: Literal["reported_after_capture"] = Field(
+        default="reported_after_capture", description="The real cost is known only after capture"
+    )
 
 
 class PaymentQuoteOut(BaseModel):
     object: Literal["payment_quote"] = "payment_quote"
     livemode: bool
-    amount: int
+    amount: int = Field(description="The payment's amount, in minor units")
     currency: str
-    funds_flow: list[FundsFlowItem]
-    fees: QuoteFeesOut
+    funds_flow: list[FundsFlowItem] = Field(description="Where each minor unit would go")
+    fees: QuoteFeesOut = Field(description="The commission the payment would carry")

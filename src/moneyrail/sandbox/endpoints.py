@@ -20,6 +20,11 @@ def render_clock(clock: service.ClockView) -> ClockOut:
 
 @router.get("/clock", response_model=ClockOut)
 async def read_clock(request: Request, principal: Annotated[Principal, scoped("account:read")]) -> ClockOut:
+    """Read the sandbox clock.
+
+    The installation's sandbox time, which everything time-based follows. Sandbox keys only: a live
+    key gets 404.
+    """
     return render_clock(await service.read_clock(request_session(request), principal.tenant))
 
 
@@ -27,6 +32,11 @@ async def read_clock(request: Request, principal: Annotated[Principal, scoped("a
 async def advance_clock(
     request: Request, body: ClockAdvance, principal: Annotated[Principal, scoped("account:write")]
 ) -> ClockOut:
+    """Advance the sandbox clock.
+
+    Moves the sandbox clock forward by `seconds` and runs the work that fell due (expiries, cost
+    reports, renewals). Sandbox keys only.
+    """
     return render_clock(await service.advance_clock(request_session(request), principal.tenant, body.seconds))
 
 
@@ -34,6 +44,11 @@ async def advance_clock(
 async def inject_processor_faults(
     request: Request, body: FaultCreate, principal: Annotated[Principal, scoped("account:write")]
 ) -> FaultOut:
+    """Inject processor faults.
+
+    The next `count` sandbox processor calls of `operation_type` fail, to exercise retries and dead
+    letters. Sandbox keys only.
+    """
     fault = await service.inject_processor_faults(
         request_session(request),
         principal.tenant,
