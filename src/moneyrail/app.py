@@ -20,6 +20,8 @@ from moneyrail.connect.pages import router as onboarding_pages_router
 from moneyrail.customers.endpoints import router as customers_router
 from moneyrail.db.engine import create_engine, create_sessionmaker
 from moneyrail.deliveries.endpoints import router as deliveries_router
+from moneyrail.disputes.endpoints import router as disputes_router
+from moneyrail.disputes.endpoints import test_helpers as dispute_helpers_router
 from moneyrail.engine.endpoints import router as operations_router
 from moneyrail.events.endpoints import router as events_router
 from moneyrail.installations.endpoints import router as account_router
@@ -47,6 +49,8 @@ def payments_api() -> APIRouter:
     v1.include_router(sandbox_router)
     v1.include_router(connect_router)
     v1.include_router(transfers_router)
+    v1.include_router(disputes_router)
+    v1.include_router(dispute_helpers_router)
     return v1
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import moneyrail.api.idempotency
 import moneyrail.checkout.service
 import moneyrail.deliveries.service
+import moneyrail.disputes.service
 import moneyrail.events.service
 import moneyrail.ledger.service
 import moneyrail.payments.refunds

@@ -4,6 +4,7 @@ from moneyrail.models.base import Base
 from moneyrail.models.checkout import CheckoutSession
 from moneyrail.models.connect import ConnectedAccount, OnboardingLink
 from moneyrail.models.customer import Customer
+from moneyrail.models.dispute import Dispute, DisputeFile
 from moneyrail.models.event import Event, WebhookEndpoint
 from moneyrail.models.idempotency import IdempotencyRecord
 from moneyrail.models.installation import ApiKey, EnvironmentSettings, Installation, PublishableKey
@@ -24,6 +25,7 @@ from moneyrail.models.merchant import (
 from moneyrail.models.operation import Operation, OperationAttempt
 from moneyrail.models.payment import PaymentIntent, ReceiptDelivery, Refund, SandboxSmsMessage
 from moneyrail.models.payment_method import CustomerSession, PaymentMethod, SetupIntent
+from moneyrail.models.risk import Review, ValueList, ValueListItem
 from moneyrail.models.sandbox import (
     SandboxAuthorization,
     SandboxCard,
@@ -48,6 +50,8 @@ __all__ = [
     "ConnectedAccount",
     "Customer",
     "CustomerSession",
+    "Dispute",
+    "DisputeFile",
     "EnvironmentSettings",
     "Event",
     "IdempotencyRecord",
@@ -71,6 +75,7 @@ __all__ = [
     "PublishableKey",
     "ReceiptDelivery",
     "Refund",
+    "Review",
     "SandboxAuthorization",
     "SandboxCard",
     "SandboxClock",
@@ -80,5 +85,7 @@ __all__ = [
     "SetupIntent",
     "Transfer",
     "TransferReversal",
+    "ValueList",
+    "ValueListItem",
     "WebhookEndpoint",
 ]
