@@ -31,6 +31,7 @@ from moneyrail.merchants.pages import router as merchant_pages_router
 from moneyrail.payment_methods.endpoints import router as payment_methods_router
 from moneyrail.payments.endpoints import router as payments_router
 from moneyrail.payments.pages import router as payment_pages_router
+from moneyrail.risk.endpoints import router as risk_router
 from moneyrail.sandbox.endpoints import router as sandbox_router
 from moneyrail.transfers.endpoints import router as transfers_router
 
@@ -51,6 +52,7 @@ def payments_api() -> APIRouter:
     v1.include_router(transfers_router)
     v1.include_router(disputes_router)
     v1.include_router(dispute_helpers_router)
+    v1.include_router(risk_router)
     return v1
 
 

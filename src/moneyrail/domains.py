@@ -16,4 +16,5 @@ import moneyrail.events.service
 import moneyrail.ledger.service
 import moneyrail.payments.refunds
 import moneyrail.payments.reports
+import moneyrail.risk.service
 import moneyrail.transfers.service  # noqa: F401 - cost reports (sweep and due work); commits, settlement, refunds

@@ -219,3 +219,32 @@ def test_on_a_platform_the_merchants_transfer_is_reversed_for_the_amount_and_the
     merchant_transfer = next(item for item in transfers if item["destination"] == merchant)
     assert merchant_transfer["amount_reversed"] == 5000 + FEE
     assert merchant_transfer["reversals"][0]["metadata"] == {"dispute": dispute["id"]}
+
+
+def test_a_withdrawal_retried_after_a_processor_fault_reverses_each_transfer_once(platform, db, money_stack):
+    merchant = create_account(platform, kind="merchant")["id"]
+    payment = paid(
+        platform,
+        6000,
+        distribution={"allocations": [{"recipient": merchant, "role": "merchant", "amount": 6000}]},
+    )
+    assert group_of(platform, payment["id"])["status"] == "committed"
+    fault = {"operation_type": "transfer_reversal", "mode": "transient", "count": 2}
+    assert platform.post("/v1/test-helpers/processor-faults", json=fault).status_code == 200
+    dispute = disputed(platform, payment["id"], amount=2000)
+    assert (dispute["amount_withdrawn"], dispute["amount_reversed"]) == (2000 + FEE, 2000 + FEE)
+    reversals = db.execute(
+        "SELECT idempotency_key FROM sandbox_processor_calls"
+        " WHERE installation_id = %s AND operation_type = 'transfer_reversal' AND succeeded",
+        (platform.keys.installation_id,),
+    ).fetchall()
+    assert len(reversals) == 1  # two faulted attempts, then one reversal under the operation's key
+    operation = db.execute(
+        "SELECT withdrawal_operation_id FROM disputes WHERE id = %s", (dispute["id"],)
+    ).fetchone()[0]
+    assert reversals[0][0].startswith(f"{operation}:reverse:tr_")
+    assert platform.get(f"/v1/operations/{operation}").json()["attempts"] == 3
+    entries = db.execute(
+        "SELECT count(*) FROM journal_transactions WHERE reference = %s", (dispute["id"],)
+    ).fetchone()[0]
+    assert entries == 1  # one withdrawal entry, whatever the retries

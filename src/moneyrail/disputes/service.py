@@ -75,6 +75,7 @@ register_policy(
     ),
 )
 NETWORK_FEES = "world:dispute_fees"
+DISPUTE_CARD_DELAY = timedelta(hours=sandbox_network.DISPUTE_CARD_HOURS)
 SWEEP_BATCH = 200
 
 TRANSITIONS: dict[str, frozenset[str]] = {
@@ -469,15 +470,17 @@ async def _reinstate(session: AsyncSession, tenant: Tenant, dispute: Dispute) ->
 
 
 async def _on_clock(session: AsyncSession, tenant: Tenant, now: datetime) -> int:
-    return await open_network_disputes(session, tenant, now) + await decide_outcomes(session, tenant, now)
+    opened = 0
+    # the clock's advance is in this transaction, so the candidates are found on the advanced clock
+    if await sandbox_network.tenants_with_dispute_cards(session, DISPUTE_CARD_DELAY, only=tenant):
+        opened = await open_network_disputes(session, tenant, now)
+    return opened + await decide_outcomes(session, tenant, now)
 
 
 async def _sweep(session: AsyncSession) -> int:
     """The leading scheduler: each tenant on its own clock (a sandbox's may run days ahead)."""
     done = 0
-    for tenant in await sandbox_network.tenants_with_dispute_cards(
-        session, timedelta(hours=sandbox_network.DISPUTE_CARD_HOURS)
-    ):
+    for tenant in await sandbox_network.tenants_with_dispute_cards(session, DISPUTE_CARD_DELAY):
         done += await open_network_disputes(session, tenant, await tenant_now(session, tenant))
     for tenant in await repository.tenants_with_undecided_disputes(session):
         done += await decide_outcomes(session, tenant, await tenant_now(session, tenant))

@@ -73,6 +73,15 @@ class PayoutResult:
 
 
 @dataclass(frozen=True)
+class CardRisk:
+    """What the network tells about a card before it is charged: its risk level (`normal`, `elevated`,
+    `highest`) and the country that issued it (ISO 3166-1 alpha-2)."""
+
+    risk_level: str
+    country: str
+
+
+@dataclass(frozen=True)
 class NetworkDispute:
     """A dispute the card network opened on a captured payment: it has taken `amount` back from the
     merchant and charges `fee_amount` for handling it; evidence is accepted until `evidence_due_by`."""
@@ -213,6 +222,8 @@ class Processor(Protocol):
     async def create_payout(
         self, tenant: Tenant, *, idempotency_key: str, amount: int, currency: str, bank_account: str
     ) -> PayoutResult: ...
+
+    async def card_risk(self, tenant: Tenant, *, card_token: str) -> CardRisk: ...
 
     # disputes -------------------------------------------------------------------------------------
     async def open_dispute(

@@ -29,6 +29,7 @@ from moneyrail.processor.interface import (
     Capture,
     CardDetails,
     CardNotAccepted,
+    CardRisk,
     CostReport,
     NetworkDispute,
     PayoutResult,
@@ -54,6 +55,8 @@ DISPUTE_DECISION_HOURS = 24
 DISPUTE_FEE_AMOUNT = 1500
 WINNING_EVIDENCE = "winning_evidence"
 DISPUTE_LOOKBACK_DAYS = 120  # the dispute card's captures older than this are not looked at again
+
+SANDBOX_CARD_COUNTRY = "US"
 
 # The network's processing cost of a captured payment: 2.9 % plus 30 minor units, rounded up.
 COST_BASIS_POINTS = 290
@@ -356,6 +359,19 @@ class SandboxProcessor:
 
         answered = await self._call(tenant, "payout", idempotency_key, request, answer)
         return PayoutResult(answered["id"], answered["amount"], answered["currency"], answered["status"])
+
+    # risk ------------------------------------------------------------------------------------------
+    async def card_risk(self, tenant: Tenant, *, card_token: str) -> CardRisk:
+        """The risk card (4100 0000 0000 0019) is `elevated`; all are issued in SANDBOX_CARD_COUNTRY."""
+        async with UnitOfWork(self._sessionmaker) as uow:
+            books = await _open_books(uow, tenant)
+            behaviour = await books.connection.fetchval(
+                _CARD_BEHAVIOUR, card_token, tenant.installation_id, tenant.livemode
+            )
+        if behaviour is None:
+            raise ProcessorRefused("no_such_card", "No such card: the token is unknown.")
+        level = "elevated" if behaviour == cards.RISK_REVIEW else "normal"
+        return CardRisk(risk_level=level, country=SANDBOX_CARD_COUNTRY)
 
     # disputes ---------------------------------------------------------------------------------------
     async def open_dispute(
@@ -675,7 +691,7 @@ def _network_dispute(answer: dict[str, Any]) -> NetworkDispute:
 
 
 async def tenants_with_dispute_cards(
-    session: AsyncSession, captured_before_offset: timedelta
+    session: AsyncSession, captured_before_offset: timedelta, *, only: Tenant | None = None
 ) -> list[Tenant]:
     """Sandbox tenants with a dispute card's capture old enough, by real time plus their clock's offset,
     that the network may have opened its dispute: the scheduler's sweep asks only these."""
@@ -688,9 +704,12 @@ async def tenants_with_dispute_cards(
         WHERE c.behaviour = 'dispute' AND a.status = 'captured'
           AND a.captured_at <= now() + make_interval(secs => coalesce(k.offset_seconds, 0)) - $1::interval
           AND a.captured_at > now() + make_interval(secs => coalesce(k.offset_seconds, 0)) - $2::interval
+          AND ($3::text IS NULL OR (a.installation_id = $3 AND a.livemode = $4))
         """,
         captured_before_offset,
         timedelta(days=DISPUTE_LOOKBACK_DAYS),
+        only.installation_id if only is not None else None,
+        only.livemode if only is not None else False,
     )
     return [Tenant(row["installation_id"], row["livemode"]) for row in rows]
 
