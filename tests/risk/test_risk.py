@@ -4,6 +4,9 @@ charged twice (the sandbox network's own record of calls is counted)."""
 
 from __future__ import annotations
 
+import threading
+
+import httpx
 import pytest
 
 from tests.helpers import assert_error
@@ -177,3 +180,33 @@ def test_reviews_of_another_installation_are_not_found(api, make_api):
     other = make_api()
     assert_error(other.post(f"/v1/radar/reviews/{review['id']}/approve"), 404, "resource_missing", "review")
     assert api.get(f"/v1/payment-intents/{payment['id']}").json()["status"] == "requires_capture"
+
+
+def test_two_approvals_at_the_same_moment_capture_once(api, db, web):
+    """Two connections approve one review together: the payment's lock orders them, one captures."""
+    payment = create_payment(api, 4000)
+    confirm(api, payment, RISK_REVIEW)
+    review = review_of(api, payment["id"])
+    start = threading.Barrier(2)
+    answers: list[httpx.Response] = []
+
+    def approve() -> None:
+        with httpx.Client(base_url=web.base_url, headers=api.headers, timeout=30) as client:
+            start.wait()
+            answers.append(client.post(f"/v1/radar/reviews/{review['id']}/approve"))
+
+    threads = [threading.Thread(target=approve) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert sorted(answer.status_code for answer in answers) == [200, 200]
+    assert {answer.json()["status"] for answer in answers} == {"approved"}
+    assert api.get(f"/v1/payment-intents/{payment['id']}").json()["status"] == "succeeded"
+    assert processor_calls(db, api.keys.installation_id, "capture") == 1
+    succeeded = [
+        event
+        for event in api.get("/v1/events", params={"limit": 100}).json()["data"]
+        if event["type"] == "payment_intent.succeeded"
+    ]
+    assert len(succeeded) == 1
