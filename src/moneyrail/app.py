@@ -22,6 +22,8 @@ from moneyrail.connect.pages import router as onboarding_pages_router
 from moneyrail.customers.endpoints import router as customers_router
 from moneyrail.db.engine import create_engine, create_sessionmaker
 from moneyrail.deliveries.endpoints import router as deliveries_router
+from moneyrail.disputes.endpoints import router as disputes_router
+from moneyrail.disputes.endpoints import test_helpers as dispute_helpers_router
 from moneyrail.engine.endpoints import router as operations_router
 from moneyrail.events.endpoints import router as events_router
 from moneyrail.installations.endpoints import router as account_router
@@ -34,6 +36,7 @@ from moneyrail.payments.endpoints import router as payments_router
 from moneyrail.payments.pages import router as payment_pages_router
 from moneyrail.payouts.endpoints import router as payouts_router
 from moneyrail.reconciliation.endpoints import router as reconciliation_router
+from moneyrail.risk.endpoints import router as risk_router
 from moneyrail.sandbox.endpoints import router as sandbox_router
 from moneyrail.transfers.endpoints import router as transfers_router
 
@@ -62,6 +65,9 @@ def payments_api() -> APIRouter:
     v1.include_router(transfers_router)
     v1.include_router(payouts_router)
     v1.include_router(reconciliation_router)
+    v1.include_router(disputes_router)
+    v1.include_router(dispute_helpers_router)
+    v1.include_router(risk_router)
     return v1
 
 

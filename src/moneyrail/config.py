@@ -80,6 +80,12 @@ class Settings(BaseSettings):
     # The simulated network reports a captured payment's real cost this many (sandbox) days later.
     sandbox_cost_report_days: int = 3
     cost_report_sweep_seconds: float = 30.0  # how often the scheduler asks for due cost reports
+    # Dispute evidence files live here, one file per upload, never in database rows (unset: data_dir/files)
+    files_dir: Path | None = None
+
+    @property
+    def evidence_files_dir(self) -> Path:
+        return self.files_dir if self.files_dir is not None else self.data_dir / "files"
 
     @property
     def base_url(self) -> str:

@@ -11,11 +11,13 @@ from __future__ import annotations
 import moneyrail.api.idempotency
 import moneyrail.checkout.service
 import moneyrail.deliveries.service
+import moneyrail.disputes.service
 import moneyrail.events.service
 import moneyrail.ledger.service
 import moneyrail.payments.refunds
 import moneyrail.payments.reports
 import moneyrail.payouts.service
 import moneyrail.reconciliation.service
+import moneyrail.risk.service
 import moneyrail.transfers.reversals
 import moneyrail.transfers.service  # noqa: F401 - cost reports (sweep and due work); commits, settlement, refunds

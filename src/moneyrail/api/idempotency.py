@@ -108,11 +108,24 @@ def _canonical_body(raw: bytes) -> bytes:
     return b"" if body is None else orjson.dumps(_without_card_secrets(body), option=orjson.OPT_SORT_KEYS)
 
 
+def _without_boundary(raw: bytes, content_type: str | None) -> bytes:
+    """A multipart body as its parts: the boundary is a client's random choice, new on each retry."""
+    kind, _, parameters = (content_type or "").partition(";")
+    if kind.strip().lower() != "multipart/form-data":
+        return raw
+    for parameter in parameters.split(";"):
+        name, _, value = parameter.strip().partition("=")
+        if name.lower() == "boundary" and value.strip('"'):
+            return raw.replace(value.strip('"').encode("latin-1"), b"")
+    return raw
+
+
 async def fingerprint(request: Request) -> str:
     digest = hashlib.sha256()
     digest.update(request.method.encode())
     digest.update(b"\0" + request.url.path.encode() + b"\0")
-    digest.update(_canonical_body(await request.body()))
+    body = _without_boundary(await request.body(), request.headers.get("content-type"))
+    digest.update(_canonical_body(body))
     return digest.hexdigest()
 
 

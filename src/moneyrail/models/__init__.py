@@ -4,6 +4,7 @@ from moneyrail.models.base import Base
 from moneyrail.models.checkout import CheckoutSession
 from moneyrail.models.connect import ConnectedAccount, OnboardingLink
 from moneyrail.models.customer import Customer
+from moneyrail.models.dispute import Dispute, DisputeFile
 from moneyrail.models.event import Event, WebhookDelivery, WebhookDeliveryAttempt, WebhookEndpoint
 from moneyrail.models.idempotency import IdempotencyRecord
 from moneyrail.models.installation import ApiKey, EnvironmentSettings, Installation, PublishableKey
@@ -26,6 +27,7 @@ from moneyrail.models.payment import PaymentIntent, ReceiptDelivery, Refund, San
 from moneyrail.models.payment_method import CustomerSession, PaymentMethod, SetupIntent
 from moneyrail.models.payout import Payout
 from moneyrail.models.reconciliation import ReconciliationRun
+from moneyrail.models.risk import Review, ValueList, ValueListItem
 from moneyrail.models.sandbox import (
     SandboxAuthorization,
     SandboxCard,
@@ -50,6 +52,8 @@ __all__ = [
     "ConnectedAccount",
     "Customer",
     "CustomerSession",
+    "Dispute",
+    "DisputeFile",
     "EnvironmentSettings",
     "Event",
     "IdempotencyRecord",
@@ -75,6 +79,7 @@ __all__ = [
     "ReceiptDelivery",
     "ReconciliationRun",
     "Refund",
+    "Review",
     "SandboxAuthorization",
     "SandboxCard",
     "SandboxClock",
@@ -84,6 +89,8 @@ __all__ = [
     "SetupIntent",
     "Transfer",
     "TransferReversal",
+    "ValueList",
+    "ValueListItem",
     "WebhookDelivery",
     "WebhookDeliveryAttempt",
     "WebhookEndpoint",

@@ -145,7 +145,13 @@ async def confirm_payment_intent(
     """
     session = request_session(request)
     payment = await service.confirm_payment_intent(
-        session, principal.tenant, processor(), payment_intent, body, base_url=public_base_url(request)
+        session,
+        principal.tenant,
+        processor(),
+        payment_intent,
+        body,
+        base_url=public_base_url(request),
+        ip_address=request.client.host if request.client is not None else None,
     )
     return await _render(session, principal.tenant, payment)
 

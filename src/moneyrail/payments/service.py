@@ -335,6 +335,39 @@ async def update_payment_intent(
     return payment
 
 
+# --- risk (risk/) -------------------------------------------------------------------------------------
+# Screens run before the network is asked: "block" declines the payment (decline_code fraudulent, nothing
+# charged), "review" lets it be authorized but holds its capture until a review approves it.
+RiskScreen = Callable[
+    [AsyncSession, Tenant, Processor, PaymentIntent, PaymentMethod, "Confirmation"], Awaitable[str]
+]
+ReviewHold = Callable[[AsyncSession, PaymentIntent], Awaitable[bool]]
+_risk_screens: list[tuple[RiskScreen, ReviewHold]] = []
+
+
+def register_risk_screen(screen: RiskScreen, held: ReviewHold) -> None:
+    if (screen, held) not in _risk_screens:
+        _risk_screens.append((screen, held))
+
+
+async def _risk_verdict(
+    session: AsyncSession,
+    tenant: Tenant,
+    processor: Processor,
+    payment: PaymentIntent,
+    method: PaymentMethod,
+    confirmation: Confirmation,
+) -> str:
+    verdicts = {
+        await screen(session, tenant, processor, payment, method, confirmation) for screen, _ in _risk_screens
+    }
+    return "block" if "block" in verdicts else "review" if "review" in verdicts else "allow"
+
+
+async def held_for_review(session: AsyncSession, payment: PaymentIntent) -> bool:
+    return any([await held(session, payment) for _, held in _risk_screens])
+
+
 # --- confirming ---------------------------------------------------------------------------------
 def _check_client_secret(payment: PaymentIntent, client_secret: str) -> None:
     if hash_secret(client_secret) != payment.client_secret_hash:
@@ -349,6 +382,7 @@ class Confirmation:
     payment_method: str | None = None
     save_payment_method: bool = False
     return_url: str | None = None
+    ip_address: str | None = None  # where the payer confirmed from, for the risk lists
 
 
 async def _method_for_confirmation(
@@ -386,6 +420,7 @@ async def confirm_payment_intent(
     command: PaymentIntentConfirm,
     *,
     base_url: str,
+    ip_address: str | None = None,
 ) -> PaymentIntent:
     """The client-side confirmation: the payment's client_secret authorizes it."""
     payment = await _locked(session, tenant, payment_id)
@@ -395,6 +430,7 @@ async def confirm_payment_intent(
         payment_method=command.payment_method,
         save_payment_method=command.save_payment_method,
         return_url=command.return_url,
+        ip_address=ip_address,
     )
     return await confirm_locked_payment(session, tenant, processor, payment, confirmation, base_url=base_url)
 
@@ -433,6 +469,9 @@ async def confirm_locked_payment(
     except CardDeclined as declined:
         await _decline(session, tenant, payment, declined.decline_code, declined.message, None)
         raise _declined_error(payment) from None
+    if await _risk_verdict(session, tenant, processor, payment, method, confirmation) == "block":
+        await _decline(session, tenant, payment, "fraudulent", None, method.id)
+        raise _declined_error(payment)
     payment.payment_method_id = method.id
     payment.confirmations += 1
     payment.save_payment_method = confirmation.save_payment_method
@@ -503,6 +542,7 @@ DECLINE_MESSAGES = {
     "authentication_failed": "The bank could not authenticate the payer.",
     "authentication_required": "The bank requires the payer to authenticate this payment.",
     "processing_error": "The card could not be processed. Try again or use another card.",
+    "fraudulent": "The payment was blocked as likely fraudulent.",
 }
 
 
@@ -570,7 +610,7 @@ async def _apply_authorization(
     payment.last_payment_error = None
     if payment.save_payment_method and payment.customer_id is not None:
         await methods.attach_to_customer(session, tenant, method, payment.customer_id)
-    if payment.capture_method == "automatic":
+    if payment.capture_method == "automatic" and not await held_for_review(session, payment):
         await _capture(session, tenant, processor, payment, payment.amount)
         return
     _move(payment, "requires_capture")
@@ -683,6 +723,8 @@ async def capture_payment_intent(
     payment = await _locked(session, tenant, payment_id)
     if payment.status != "requires_capture":
         raise Conflict(f"Capture applies to an authorized payment; this one is {payment.status}.")
+    if await held_for_review(session, payment):
+        raise Conflict("This payment is held for a risk review: approve the review before capturing.")
     amount = amount_to_capture if amount_to_capture is not None else payment.amount_capturable
     if amount > payment.amount_capturable:
         raise AmountInvalid(

@@ -85,6 +85,30 @@ class PayoutResult:
 
 
 @dataclass(frozen=True)
+class CardRisk:
+    """What the network tells about a card before it is charged: its risk level (`normal`, `elevated`,
+    `highest`) and the country that issued it (ISO 3166-1 alpha-2)."""
+
+    risk_level: str
+    country: str
+
+
+@dataclass(frozen=True)
+class NetworkDispute:
+    """A dispute the card network opened on a captured payment: it has taken `amount` back from the
+    merchant and charges `fee_amount` for handling it; evidence is accepted until `evidence_due_by`."""
+
+    id: str
+    authorization_id: str
+    amount: int
+    currency: str
+    reason: str
+    fee_amount: int
+    opened_at: datetime
+    evidence_due_by: datetime
+
+
+@dataclass(frozen=True)
 class CardDetails:
     """What a payer typed. It goes to the processor and nowhere else: never stored, never logged."""
 
@@ -213,4 +237,32 @@ class Processor(Protocol):
 
     async def list_transfers(self, tenant: Tenant) -> list[ProcessorTransferRecord]:
         """Every transfer the processor made for this tenant, as its own records say."""
+        ...
+
+    async def card_risk(self, tenant: Tenant, *, card_token: str) -> CardRisk: ...
+
+    # disputes -------------------------------------------------------------------------------------
+    async def open_dispute(
+        self, tenant: Tenant, *, authorization_id: str, amount: int, reason: str, as_of: datetime
+    ) -> NetworkDispute:
+        """Sandbox only: the network opens a dispute on a captured authorization now (one per payment)."""
+        ...
+
+    async def due_disputes(self, tenant: Tenant, *, as_of: datetime) -> list[NetworkDispute]:
+        """Disputes the network opened by itself by `as_of` (sandbox: the dispute card, some hours after
+        capture); the same ones again on every call, so a caller that lost an answer finds it again."""
+        ...
+
+    async def submit_dispute_evidence(
+        self, tenant: Tenant, *, idempotency_key: str, dispute_id: str, evidence_text: str, as_of: datetime
+    ) -> None: ...
+
+    async def accept_dispute(
+        self, tenant: Tenant, *, idempotency_key: str, dispute_id: str, as_of: datetime
+    ) -> None:
+        """The merchant accepts the loss: the network closes the dispute against it."""
+        ...
+
+    async def dispute_outcome(self, tenant: Tenant, *, dispute_id: str, as_of: datetime) -> str | None:
+        """`won` or `lost` once the network decided by `as_of`, else None."""
         ...

@@ -30,7 +30,9 @@ from moneyrail.processor.interface import (
     Capture,
     CardDetails,
     CardNotAccepted,
+    CardRisk,
     CostReport,
+    NetworkDispute,
     PayoutResult,
     ProcessorRefused,
     ProcessorTransferRecord,
@@ -44,6 +46,19 @@ from moneyrail.sandbox.service import tenant_now
 
 # Sandbox bank accounts with a scripted outcome (CONVENTIONS.md §13).
 CLOSED_BANK_ACCOUNT = "000111111116"
+
+# Disputes (README "Disputes"): the dispute card's dispute opens this many sandbox hours after capture;
+# evidence is due this many days after a dispute opens; the network decides a submitted dispute this many
+# hours after the submission (won when the evidence text holds WINNING_EVIDENCE, else lost), and one
+# without evidence is lost at its deadline. Every dispute costs the merchant the network's fee.
+DISPUTE_CARD_HOURS = 6
+DISPUTE_EVIDENCE_DAYS = 7
+DISPUTE_DECISION_HOURS = 24
+DISPUTE_FEE_AMOUNT = 1500
+WINNING_EVIDENCE = "winning_evidence"
+DISPUTE_LOOKBACK_DAYS = 120  # the dispute card's captures older than this are not looked at again
+
+SANDBOX_CARD_COUNTRY = "US"
 
 # The network's processing cost of a captured payment: 2.9 % plus 30 minor units, rounded up.
 COST_BASIS_POINTS = 290
@@ -399,6 +414,111 @@ class SandboxProcessor:
             await uow.commit()
         return altered is not None
 
+    # risk ------------------------------------------------------------------------------------------
+    async def card_risk(self, tenant: Tenant, *, card_token: str) -> CardRisk:
+        """The risk card (4100 0000 0000 0019) is `elevated`; all are issued in SANDBOX_CARD_COUNTRY."""
+        async with UnitOfWork(self._sessionmaker) as uow:
+            books = await _open_books(uow, tenant)
+            behaviour = await books.connection.fetchval(
+                _CARD_BEHAVIOUR, card_token, tenant.installation_id, tenant.livemode
+            )
+        if behaviour is None:
+            raise ProcessorRefused("no_such_card", "No such card: the token is unknown.")
+        level = "elevated" if behaviour == cards.RISK_REVIEW else "normal"
+        return CardRisk(risk_level=level, country=SANDBOX_CARD_COUNTRY)
+
+    # disputes ---------------------------------------------------------------------------------------
+    async def open_dispute(
+        self, tenant: Tenant, *, authorization_id: str, amount: int, reason: str, as_of: datetime
+    ) -> NetworkDispute:
+        # one dispute per payment: the key is the authorization's, so a second opening is refused
+        return await self._open_dispute(tenant, authorization_id, amount, reason, as_of)
+
+    async def _open_dispute(
+        self, tenant: Tenant, authorization_id: str, amount: int | None, reason: str, as_of: datetime
+    ) -> NetworkDispute:
+        request = {"authorization_id": authorization_id, "amount": amount, "reason": reason}
+
+        async def answer(books: _Books) -> dict[str, Any]:
+            row = await books.locked_authorization(authorization_id)
+            if row["status"] != "captured":
+                raise ProcessorRefused(
+                    "authorization_not_disputable", f"The authorization is {row['status']}."
+                )
+            disputable = row["amount_captured"] - row["amount_refunded"]
+            disputed = disputable if amount is None else amount
+            if not 1 <= disputed <= disputable:
+                raise ProcessorRefused("amount_too_large", f"At most {disputable} can be disputed.")
+            return {
+                "id": _sandbox_id("sbx_dp"),
+                "authorization_id": authorization_id,
+                "amount": disputed,
+                "currency": row["currency"],
+                "reason": reason,
+                "fee_amount": DISPUTE_FEE_AMOUNT,
+                "opened_at": as_of.isoformat(),
+                "evidence_due_by": (as_of + timedelta(days=DISPUTE_EVIDENCE_DAYS)).isoformat(),
+            }
+
+        answered = await self._call(tenant, "dispute", f"dispute:{authorization_id}", request, answer)
+        return _network_dispute(answered)
+
+    async def due_disputes(self, tenant: Tenant, *, as_of: datetime) -> list[NetworkDispute]:
+        async with UnitOfWork(self._sessionmaker) as uow:
+            books = await _open_books(uow, tenant)
+            rows = await books.connection.fetch(
+                _DISPUTE_CARD_CAPTURES,
+                tenant.installation_id,
+                tenant.livemode,
+                as_of - timedelta(hours=DISPUTE_CARD_HOURS),
+                as_of - timedelta(days=DISPUTE_LOOKBACK_DAYS),
+            )
+        opened = []
+        for row in rows:
+            opened_at = row["captured_at"] + timedelta(hours=DISPUTE_CARD_HOURS)
+            try:
+                opened.append(await self._open_dispute(tenant, row["id"], None, "fraudulent", opened_at))
+            except ProcessorRefused:
+                continue  # refunded in full before the dispute came: nothing left to dispute
+        return opened
+
+    async def submit_dispute_evidence(
+        self, tenant: Tenant, *, idempotency_key: str, dispute_id: str, evidence_text: str, as_of: datetime
+    ) -> None:
+        request = {"dispute_id": dispute_id, "evidence_text": evidence_text}
+
+        async def answer(books: _Books) -> dict[str, Any]:
+            dispute = await _dispute_record(books, dispute_id)
+            if as_of > datetime.fromisoformat(dispute["evidence_due_by"]):
+                raise ProcessorRefused("dispute_evidence_past_due", "The evidence deadline has passed.")
+            return {"dispute_id": dispute_id, "submitted_at": as_of.isoformat()}
+
+        await self._call(tenant, "dispute_evidence", idempotency_key, request, answer)
+
+    async def accept_dispute(
+        self, tenant: Tenant, *, idempotency_key: str, dispute_id: str, as_of: datetime
+    ) -> None:
+        request = {"dispute_id": dispute_id}
+
+        async def answer(books: _Books) -> dict[str, Any]:
+            await _dispute_record(books, dispute_id)
+            return {"dispute_id": dispute_id, "accepted_at": as_of.isoformat()}
+
+        await self._call(tenant, "dispute_acceptance", idempotency_key, request, answer)
+
+    async def dispute_outcome(self, tenant: Tenant, *, dispute_id: str, as_of: datetime) -> str | None:
+        async with UnitOfWork(self._sessionmaker) as uow:
+            books = await _open_books(uow, tenant)
+            dispute = await _dispute_record(books, dispute_id)
+            steps = await books.connection.fetch(
+                _DISPUTE_STEPS, tenant.installation_id, tenant.livemode, dispute_id
+            )
+        return decide_dispute(
+            dispute,
+            [(row["operation_type"], _json(row["request"]), _json(row["response"])) for row in steps],
+            as_of,
+        )
+
     # ------------------------------------------------------------------------------------------------
     async def _call(
         self,
@@ -606,6 +726,89 @@ _SET_COST = """
     WHERE id = $1
     RETURNING cost_amount
 """
+
+
+_DISPUTE_CARD_CAPTURES = """
+    SELECT a.id, a.captured_at FROM sandbox_authorizations a JOIN sandbox_cards c ON c.token = a.card_token
+    WHERE a.installation_id = $1 AND a.livemode = $2 AND c.behaviour = 'dispute' AND a.status = 'captured'
+      AND a.captured_at <= $3 AND a.captured_at > $4
+    ORDER BY a.captured_at
+"""
+_DISPUTE_RECORD = """
+    SELECT response FROM sandbox_processor_calls
+    WHERE installation_id = $1 AND livemode = $2 AND operation_type = 'dispute' AND succeeded
+      AND response->>'id' = $3
+"""
+_DISPUTE_STEPS = """
+    SELECT operation_type, request, response FROM sandbox_processor_calls
+    WHERE installation_id = $1 AND livemode = $2 AND succeeded
+      AND operation_type IN ('dispute_evidence', 'dispute_acceptance') AND request->>'dispute_id' = $3
+"""
+
+
+async def _dispute_record(books: _Books, dispute_id: str) -> dict[str, Any]:
+    found = await books.connection.fetchval(
+        _DISPUTE_RECORD, books.tenant.installation_id, books.tenant.livemode, dispute_id
+    )
+    if found is None:  # another tenant's dispute looks exactly like an unknown one
+        raise ProcessorRefused("no_such_dispute", f"No such dispute: {dispute_id}.")
+    record: dict[str, Any] = _json(found)
+    return record
+
+
+def decide_dispute(
+    dispute: dict[str, Any], steps: list[tuple[str, dict[str, Any], dict[str, Any]]], as_of: datetime
+) -> str | None:
+    """The network's decision, from what it recorded: accepted is lost at once; submitted evidence is
+    judged DISPUTE_DECISION_HOURS later (the winning phrase wins); no evidence is lost at the deadline."""
+    for operation_type, request, response in steps:
+        if operation_type == "dispute_acceptance":
+            return "lost"
+        if operation_type == "dispute_evidence":
+            decided_at = datetime.fromisoformat(response["submitted_at"]) + timedelta(
+                hours=DISPUTE_DECISION_HOURS
+            )
+            if as_of < decided_at:
+                return None
+            return "won" if WINNING_EVIDENCE in request["evidence_text"] else "lost"
+    return "lost" if as_of >= datetime.fromisoformat(dispute["evidence_due_by"]) else None
+
+
+def _network_dispute(answer: dict[str, Any]) -> NetworkDispute:
+    return NetworkDispute(
+        id=answer["id"],
+        authorization_id=answer["authorization_id"],
+        amount=answer["amount"],
+        currency=answer["currency"],
+        reason=answer["reason"],
+        fee_amount=answer["fee_amount"],
+        opened_at=datetime.fromisoformat(answer["opened_at"]),
+        evidence_due_by=datetime.fromisoformat(answer["evidence_due_by"]),
+    )
+
+
+async def tenants_with_dispute_cards(
+    session: AsyncSession, captured_before_offset: timedelta, *, only: Tenant | None = None
+) -> list[Tenant]:
+    """Sandbox tenants with a dispute card's capture old enough, by real time plus their clock's offset,
+    that the network may have opened its dispute: the scheduler's sweep asks only these."""
+    connection = await driver_connection(session)
+    rows = await connection.fetch(
+        """
+        SELECT DISTINCT a.installation_id, a.livemode
+        FROM sandbox_authorizations a JOIN sandbox_cards c ON c.token = a.card_token
+        LEFT JOIN sandbox_clocks k ON k.installation_id = a.installation_id
+        WHERE c.behaviour = 'dispute' AND a.status = 'captured'
+          AND a.captured_at <= now() + make_interval(secs => coalesce(k.offset_seconds, 0)) - $1::interval
+          AND a.captured_at > now() + make_interval(secs => coalesce(k.offset_seconds, 0)) - $2::interval
+          AND ($3::text IS NULL OR (a.installation_id = $3 AND a.livemode = $4))
+        """,
+        captured_before_offset,
+        timedelta(days=DISPUTE_LOOKBACK_DAYS),
+        only.installation_id if only is not None else None,
+        only.livemode if only is not None else False,
+    )
+    return [Tenant(row["installation_id"], row["livemode"]) for row in rows]
 
 
 def _json(value: Any) -> Any:

@@ -147,6 +147,51 @@ async def create_reversal(
         raise Conflict(f"The processor refused the reversal: {refused.code}: {refused.message}") from refused
 
 
+# --- disputes of distributed payments --------------------------------------------------------------------
+async def reversible_transfers(
+    session: AsyncSession, payment: PaymentIntent
+) -> list[tuple[Transfer, str | None]]:
+    """The paid transfers out of a payment with their allocation's role, locked, in the order they were
+    made; TransientFailure while a commit is still sending them (take back what went, once it went)."""
+    groups = await repository.groups_of_payment(session, payment.id)
+    if any(group.status == "committing" for group in groups):
+        raise TransientFailure("the payment's distribution is still being committed")
+    roles: dict[str, str | None] = {}
+    for group in groups:
+        allocations = await repository.allocations_of(session, group.id)
+        roles.update({allocation.id: allocation.role for allocation in allocations})
+    return [
+        (transfer, roles.get(transfer.allocation_id))
+        for transfer in await repository.transfers_of_payment(session, payment.id, for_update=True)
+        if transfer.status == "paid"
+    ]
+
+
+async def reverse_in_operation(
+    session: AsyncSession,
+    processor: Processor,
+    operation: Operation,
+    payment: PaymentIntent,
+    transfer: Transfer,
+    amount: int,
+    metadata: dict[str, str],
+) -> TransferReversal:
+    """A reversal made by another domain's operation (a dispute's withdrawal): its processor call keyed by
+    the operation and the transfer, so a retried attempt reverses nothing twice."""
+    return await _reverse(
+        session,
+        Tenant(payment.installation_id, payment.livemode),
+        processor,
+        payment,
+        transfer,
+        amount,
+        idempotency_key=operation_key(operation.id, f"reverse:{transfer.id}"),
+        reversal_id=new_id("trr"),
+        refund_id=None,
+        metadata=metadata,
+    )
+
+
 # --- refunds of distributed payments ---------------------------------------------------------------------
 async def reverse_for_refund(
     session: AsyncSession, processor: Processor, operation: Operation, payment: PaymentIntent, refund: Refund

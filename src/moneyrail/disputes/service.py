@@ -1,0 +1,491 @@
+"""Disputes (README "Disputes"). State machine (data, STYLE.md habit 7):
+
+    needs_response -> under_review    evidence submitted (once; the dispute is then read-only)
+    needs_response -> lost            closed by the merchant (the loss accepted), or no evidence by due_by
+    under_review   -> won | lost      the network decided (the sandbox: on its clock)
+
+Money (the installation's ledger accounts, per currency; + adds to a balance):
+
+    opened (an operation)   world:card_network +A, world:dispute_fees +F,
+                            balance:pending -y, balance:available -(A + F - y)
+    won                     world:card_network -A, balance:available +A       (the fee stays spent)
+
+A is the disputed amount, F the network's fee, y the part of the payment's proceeds still pending
+settlement. On a platform the withdrawal's operation first takes A + F back from the merchant's share:
+it reverses the payment's paid transfers (those of `merchant` allocations, else all of them) in
+proportion, through the transfers service, up to what they still hold. Reinstated money returns to the
+platform's balance; passing it on again is the platform's decision (POST /v1/transfers).
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Sequence
+from datetime import datetime, timedelta
+from pathlib import Path
+
+import structlog
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from moneyrail.config import get_settings
+from moneyrail.engine.outcomes import PermanentFailure
+from moneyrail.engine.policy import RetryPolicy, register_policy
+from moneyrail.engine.schedule import register_periodic
+from moneyrail.engine.service import create_operation
+from moneyrail.errors import (
+    AmountInvalid,
+    Conflict,
+    ParameterInvalid,
+    ReferencedResourceMissing,
+    ResourceMissing,
+)
+from moneyrail.events.service import record_event
+from moneyrail.kit.clock import utcnow
+from moneyrail.kit.ids import new_id
+from moneyrail.kit.money import split_largest_remainder
+from moneyrail.kit.pagination import Position
+from moneyrail.kit.tenant import Tenant
+from moneyrail.ledger import service as ledger
+from moneyrail.models import Dispute, DisputeFile, Operation, PaymentIntent
+from moneyrail.payments import fees
+from moneyrail.payments import refunds as payment_refunds
+from moneyrail.payments import service as payments
+from moneyrail.processor import provider
+from moneyrail.processor import sandbox as sandbox_network
+from moneyrail.processor.interface import NetworkDispute, Processor, ProcessorRefused, ProcessorUnavailable
+from moneyrail.sandbox.service import register_due_work, require_sandbox, tenant_now
+from moneyrail.transfers import reversals as transfers
+
+from . import files, repository
+from .schemas import (
+    EVIDENCE_FILE_FIELDS,
+    EVIDENCE_TEXT_FIELDS,
+    EvidenceUpdate,
+    TestDisputeCreate,
+    render_dispute,
+)
+
+logger = structlog.get_logger("moneyrail.disputes")
+
+WITHDRAWAL_TYPE = "dispute_withdrawal"
+WITHDRAWAL_ACTOR = "disputes.withdraw"
+register_policy(
+    WITHDRAWAL_TYPE,
+    RetryPolicy(
+        max_attempts=8, base_delay=timedelta(seconds=1), max_delay=timedelta(minutes=10), queue_name="money"
+    ),
+)
+NETWORK_FEES = "world:dispute_fees"
+DISPUTE_CARD_DELAY = timedelta(hours=sandbox_network.DISPUTE_CARD_HOURS)
+SWEEP_BATCH = 200
+
+TRANSITIONS: dict[str, frozenset[str]] = {
+    "needs_response": frozenset({"under_review", "lost"}),
+    "under_review": frozenset({"won", "lost"}),
+    "won": frozenset(),
+    "lost": frozenset(),
+}
+
+
+def _move(dispute: Dispute, status: str) -> None:
+    if status not in TRANSITIONS[dispute.status]:
+        raise Conflict(f"A dispute cannot go from {dispute.status} to {status}.")
+    dispute.status = status
+    dispute.updated_at = utcnow()
+
+
+async def show(session: AsyncSession, tenant: Tenant, dispute: Dispute) -> dict[str, object]:
+    now = await tenant_now(session, tenant)
+    shown = render_dispute(
+        dispute, past_due=dispute.status == "needs_response" and now > dispute.evidence_due_by
+    )
+    return shown.model_dump(mode="json")
+
+
+async def _announce(session: AsyncSession, tenant: Tenant, dispute: Dispute, event_type: str) -> None:
+    await record_event(session, tenant, event_type, await show(session, tenant, dispute))
+
+
+# --- reading ------------------------------------------------------------------------------------------
+async def get_dispute(
+    session: AsyncSession, tenant: Tenant, dispute_id: str, *, for_update: bool = False
+) -> Dispute:
+    dispute = await repository.get_dispute(session, tenant, dispute_id, for_update=for_update)
+    if dispute is None:
+        raise ResourceMissing(f"No such dispute: {dispute_id!r}", param="dispute")
+    return dispute
+
+
+async def list_disputes(
+    session: AsyncSession, tenant: Tenant, *, limit: int, after: Position | None, payment_intent: str | None
+) -> Sequence[Dispute]:
+    return await repository.list_disputes(
+        session, tenant, limit=limit, after=after, payment_intent=payment_intent
+    )
+
+
+# --- opening ------------------------------------------------------------------------------------------
+async def _open(
+    session: AsyncSession, tenant: Tenant, payment: PaymentIntent, network: NetworkDispute
+) -> Dispute:
+    """The dispute row, its withdrawal operation and `charge.dispute.created`, in the caller's transaction."""
+    dispute = Dispute(
+        id=new_id("dp"),
+        installation_id=tenant.installation_id,
+        livemode=tenant.livemode,
+        payment_intent_id=payment.id,
+        network_dispute=network.id,
+        amount=network.amount,
+        currency=network.currency,
+        fee_amount=network.fee_amount,
+        reason=network.reason,
+        status="needs_response",
+        evidence={},
+        evidence_due_by=network.evidence_due_by,
+        metadata_={},
+        created_at=utcnow(),
+        updated_at=utcnow(),
+    )
+    session.add(dispute)
+    await session.flush()
+    operation = await create_operation(
+        session,
+        tenant,
+        operation_type=WITHDRAWAL_TYPE,
+        actor_name=WITHDRAWAL_ACTOR,
+        resource=dispute.id,
+        payload={"dispute": dispute.id, "payment_intent": payment.id},
+    )
+    dispute.withdrawal_operation_id = operation.id
+    await session.flush()
+    await _announce(session, tenant, dispute, "charge.dispute.created")
+    logger.info(
+        "dispute_opened",
+        dispute=dispute.id,
+        payment_intent=payment.id,
+        amount=dispute.amount,
+        reason=dispute.reason,
+    )
+    return dispute
+
+
+async def open_test_dispute(
+    session: AsyncSession, tenant: Tenant, processor: Processor, command: TestDisputeCreate
+) -> Dispute:
+    """The sandbox helper: the network opens a dispute on a captured payment now."""
+    require_sandbox(tenant)
+    try:
+        payment = await payments.lock_payment_intent(session, tenant, command.payment_intent)
+    except ResourceMissing:
+        raise ReferencedResourceMissing(
+            f"No such payment_intent: {command.payment_intent!r}", param="payment_intent"
+        ) from None
+    if payment.status != "succeeded" or payment.processor_authorization is None:
+        raise Conflict(f"Only a captured payment can be disputed; this one is {payment.status}.")
+    if await repository.dispute_of_payment(session, payment.id) is not None:
+        raise Conflict("This payment is disputed already: a payment has at most one dispute.")
+    disputable = payment.amount_received - await payment_refunds.promised_back(session, payment.id)
+    amount = command.amount if command.amount is not None else disputable
+    if not 1 <= amount <= disputable:
+        raise AmountInvalid(
+            f"The disputed amount ({amount}) must be 1 to what is captured and not refunded ({disputable}).",
+            param="amount",
+        )
+    try:
+        network = await processor.open_dispute(
+            tenant,
+            authorization_id=payment.processor_authorization,
+            amount=amount,
+            reason=command.reason,
+            as_of=await tenant_now(session, tenant),
+        )
+    except ProcessorRefused as refused:
+        raise Conflict(f"The network refused the dispute: {refused.code}: {refused.message}") from refused
+    return await _open(session, tenant, payment, network)
+
+
+async def open_network_disputes(
+    session: AsyncSession, tenant: Tenant, now: datetime, processor: Processor | None = None
+) -> int:
+    """Disputes the network opened by itself (the sandbox's dispute card) that moneyrail has not yet."""
+    network = processor or provider.processor()
+    try:
+        opened = await network.due_disputes(tenant, as_of=now)
+    except ProcessorUnavailable as fault:
+        logger.warning("network_disputes_unavailable", error=str(fault))
+        return 0
+    payment_of = await repository.payments_by_authorization(
+        session, tenant, [dispute.authorization_id for dispute in opened]
+    )
+    known = await repository.disputed_payments(session, list(payment_of.values()))
+    count = 0
+    for network_dispute in opened:
+        payment_id = payment_of.get(network_dispute.authorization_id)
+        if payment_id is None or payment_id in known:
+            continue
+        payment = await payments.lock_payment_intent(session, tenant, payment_id)
+        if await repository.dispute_of_payment(session, payment.id) is None:
+            await _open(session, tenant, payment, network_dispute)
+            count += 1
+    return count
+
+
+# --- the withdrawal operation -----------------------------------------------------------------------
+async def process_withdrawal(session: AsyncSession, operation: Operation, processor: Processor) -> None:
+    """Take the disputed amount and the fee out of the installation's balance, once; on a platform,
+    reverse the merchant's share of the payment's transfers first (each reversal keyed by this operation)."""
+    dispute = await repository.get_dispute_by_operation(session, operation.id)
+    if dispute is None or dispute.amount_withdrawn > 0:
+        return  # done already
+    tenant = Tenant(dispute.installation_id, dispute.livemode)
+    payment = await payments.lock_payment_intent(session, tenant, dispute.payment_intent_id)
+    withdrawal = dispute.amount + dispute.fee_amount
+    reversed_total = await _take_back_from_transfers(
+        session, processor, operation, payment, dispute, withdrawal
+    )
+    from_pending = fees.take_for_transfer(payment, withdrawal)
+    await ledger.post(
+        session,
+        tenant,
+        kind="dispute_withdrawal",
+        reference=dispute.id,
+        idempotency_key=f"{dispute.id}:withdrawal",
+        postings=[
+            posting
+            for posting in (
+                ledger.Posting(fees.WORLD_CARD_NETWORK, dispute.amount, dispute.currency),
+                ledger.Posting(NETWORK_FEES, dispute.fee_amount, dispute.currency),
+                ledger.Posting(fees.BALANCE_PENDING, -from_pending, dispute.currency),
+                ledger.Posting(fees.BALANCE_AVAILABLE, -(withdrawal - from_pending), dispute.currency),
+            )
+            if posting.amount != 0
+        ],
+    )
+    dispute.amount_withdrawn = withdrawal
+    dispute.amount_reversed = reversed_total
+    dispute.updated_at = utcnow()
+    await session.flush()
+    await _announce(session, tenant, dispute, "charge.dispute.funds_withdrawn")
+    logger.info("dispute_funds_withdrawn", dispute=dispute.id, amount=withdrawal, reversed=reversed_total)
+
+
+async def _take_back_from_transfers(
+    session: AsyncSession,
+    processor: Processor,
+    operation: Operation,
+    payment: PaymentIntent,
+    dispute: Dispute,
+    wanted: int,
+) -> int:
+    paid = await transfers.reversible_transfers(session, payment)
+    merchants = [transfer for transfer, role in paid if role == "merchant"]
+    chosen = merchants or [transfer for transfer, _ in paid]
+    holding = [transfer.amount - transfer.amount_reversed for transfer in chosen]
+    if not chosen or sum(holding) == 0:
+        return 0
+    shares = split_largest_remainder(min(wanted, sum(holding)), holding)
+    taken = 0
+    for transfer, share in zip(chosen, shares, strict=True):
+        if share > 0:
+            try:
+                await transfers.reverse_in_operation(
+                    session, processor, operation, payment, transfer, share, {"dispute": dispute.id}
+                )
+            except ProcessorRefused as refused:
+                raise PermanentFailure(refused.code, refused.message) from refused
+            taken += share
+    return taken
+
+
+# --- evidence -----------------------------------------------------------------------------------------
+async def _editable(session: AsyncSession, tenant: Tenant, dispute: Dispute) -> None:
+    if dispute.status != "needs_response":
+        raise Conflict(
+            f"This dispute is {dispute.status}: its evidence can no longer change."
+            + (" Evidence is submitted once." if dispute.status == "under_review" else "")
+        )
+    if await tenant_now(session, tenant) > dispute.evidence_due_by:
+        raise Conflict(
+            "The evidence deadline (evidence_details.due_by) has passed: nothing more is accepted."
+        )
+
+
+async def check_accepts_files(session: AsyncSession, tenant: Tenant, dispute_id: str) -> Dispute:
+    dispute = await get_dispute(session, tenant, dispute_id)
+    await _editable(session, tenant, dispute)
+    return dispute
+
+
+async def receive_file(
+    session: AsyncSession,
+    tenant: Tenant,
+    dispute_id: str,
+    stream: AsyncIterator[bytes],
+    content_type: str | None,
+) -> DisputeFile:
+    """Stream an evidence file to the files directory, recognise it, and record it beside the dispute."""
+    dispute = await check_accepts_files(session, tenant, dispute_id)
+    file_id = new_id("file")
+    directory = Path(get_settings().evidence_files_dir)
+    stored = await files.receive(stream, content_type, directory, f"{tenant.installation_id}/{file_id}")
+    # the upload took time: the dispute may have changed meanwhile (a submission, a close)
+    dispute = await get_dispute(session, tenant, dispute_id, for_update=True)
+    await _editable(session, tenant, dispute)
+    record = DisputeFile(
+        id=file_id,
+        installation_id=tenant.installation_id,
+        livemode=tenant.livemode,
+        dispute_id=dispute.id,
+        type=stored.type,
+        size=stored.size,
+        sha256=stored.sha256,
+        filename=stored.filename,
+        storage_key=stored.storage_key,
+        created_at=utcnow(),
+    )
+    session.add(record)
+    await session.flush()
+    logger.info("dispute_file_received", dispute=dispute.id, file=file_id, type=stored.type, size=stored.size)
+    return record
+
+
+def evidence_text(evidence: dict[str, str]) -> str:
+    return "\n".join(f"{name}: {evidence[name]}" for name in EVIDENCE_TEXT_FIELDS if evidence.get(name))
+
+
+async def update_evidence(
+    session: AsyncSession, tenant: Tenant, processor: Processor, dispute_id: str, command: EvidenceUpdate
+) -> Dispute:
+    dispute = await get_dispute(session, tenant, dispute_id, for_update=True)
+    await _editable(session, tenant, dispute)
+    evidence = dict(dispute.evidence)
+    if command.evidence is not None:
+        given = command.evidence.model_dump(exclude_unset=True)
+        uploaded = await repository.files_of(session, dispute.id)
+        for name in EVIDENCE_FILE_FIELDS:
+            file_id = given.get(name)
+            if file_id and file_id not in uploaded:
+                raise ReferencedResourceMissing(
+                    f"No such file uploaded to this dispute: {file_id!r}", param=f"evidence[{name}]"
+                )
+        for name, value in given.items():
+            if value == "" or value is None:
+                evidence.pop(name, None)
+            else:
+                evidence[name] = value
+    if command.metadata is not None:
+        merged = {**dispute.metadata_, **command.metadata}
+        dispute.metadata_ = {key: value for key, value in merged.items() if value != ""}
+    dispute.evidence = evidence
+    dispute.updated_at = utcnow()
+    if command.submit:
+        if not evidence:
+            raise ParameterInvalid("There is no evidence to submit: save some first.", param="evidence")
+        try:
+            await processor.submit_dispute_evidence(
+                tenant,
+                idempotency_key=f"{dispute.id}:evidence",
+                dispute_id=dispute.network_dispute,
+                evidence_text=evidence_text(evidence),
+                as_of=await tenant_now(session, tenant),
+            )
+        except ProcessorRefused as refused:
+            raise Conflict(
+                f"The network refused the evidence: {refused.code}: {refused.message}"
+            ) from refused
+        _move(dispute, "under_review")
+        dispute.submission_count += 1
+        dispute.submitted_at = await tenant_now(session, tenant)
+    await session.flush()
+    await _announce(session, tenant, dispute, "charge.dispute.updated")
+    return dispute
+
+
+async def close_dispute(
+    session: AsyncSession, tenant: Tenant, processor: Processor, dispute_id: str
+) -> Dispute:
+    """Accept the loss: irreversible; the money withdrawn stays withdrawn."""
+    dispute = await get_dispute(session, tenant, dispute_id, for_update=True)
+    if dispute.status != "needs_response":
+        raise Conflict(f"Only a dispute that needs a response can be closed; this one is {dispute.status}.")
+    now = await tenant_now(session, tenant)
+    try:
+        await processor.accept_dispute(
+            tenant, idempotency_key=f"{dispute.id}:accept", dispute_id=dispute.network_dispute, as_of=now
+        )
+    except ProcessorRefused as refused:
+        raise Conflict(f"The network refused the closing: {refused.code}: {refused.message}") from refused
+    _move(dispute, "lost")
+    dispute.accepted_at = now
+    dispute.decided_at = now
+    await session.flush()
+    await _announce(session, tenant, dispute, "charge.dispute.closed")
+    return dispute
+
+
+# --- outcomes on the clock ----------------------------------------------------------------------------
+async def decide_outcomes(
+    session: AsyncSession, tenant: Tenant, now: datetime, processor: Processor | None = None
+) -> int:
+    """Ask the network about the tenant's undecided disputes whose money was withdrawn; apply its word."""
+    decided = 0
+    undecided = await repository.undecided_disputes(session, tenant, SWEEP_BATCH)
+    network = processor or (provider.processor() if undecided else None)
+    for dispute in undecided:
+        assert network is not None
+        try:
+            outcome = await network.dispute_outcome(tenant, dispute_id=dispute.network_dispute, as_of=now)
+        except ProcessorUnavailable as fault:
+            logger.warning("dispute_outcome_unavailable", dispute=dispute.id, error=str(fault))
+            continue
+        if outcome is None:
+            continue
+        if outcome == "won":
+            _move(dispute, "won")
+            await _reinstate(session, tenant, dispute)
+        else:
+            _move(dispute, "lost")
+        dispute.decided_at = now
+        await session.flush()
+        if outcome == "won":
+            await _announce(session, tenant, dispute, "charge.dispute.funds_reinstated")
+        await _announce(session, tenant, dispute, "charge.dispute.closed")
+        logger.info("dispute_decided", dispute=dispute.id, outcome=outcome)
+        decided += 1
+    return decided
+
+
+async def _reinstate(session: AsyncSession, tenant: Tenant, dispute: Dispute) -> None:
+    await ledger.post(
+        session,
+        tenant,
+        kind="dispute_reinstatement",
+        reference=dispute.id,
+        idempotency_key=f"{dispute.id}:reinstatement",
+        postings=[
+            ledger.Posting(fees.WORLD_CARD_NETWORK, -dispute.amount, dispute.currency),
+            ledger.Posting(fees.BALANCE_AVAILABLE, dispute.amount, dispute.currency),
+        ],
+    )
+    dispute.amount_reinstated = dispute.amount
+
+
+async def _on_clock(session: AsyncSession, tenant: Tenant, now: datetime) -> int:
+    opened = 0
+    # the clock's advance is in this transaction, so the candidates are found on the advanced clock
+    if await sandbox_network.tenants_with_dispute_cards(session, DISPUTE_CARD_DELAY, only=tenant):
+        opened = await open_network_disputes(session, tenant, now)
+    return opened + await decide_outcomes(session, tenant, now)
+
+
+async def _sweep(session: AsyncSession) -> int:
+    """The leading scheduler: each tenant on its own clock (a sandbox's may run days ahead)."""
+    done = 0
+    for tenant in await sandbox_network.tenants_with_dispute_cards(session, DISPUTE_CARD_DELAY):
+        done += await open_network_disputes(session, tenant, await tenant_now(session, tenant))
+    for tenant in await repository.tenants_with_undecided_disputes(session):
+        done += await decide_outcomes(session, tenant, await tenant_now(session, tenant))
+    return done
+
+
+register_periodic("disputes.network", timedelta(seconds=30), _sweep)
+register_due_work("disputes.network", _on_clock)

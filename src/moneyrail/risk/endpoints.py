@@ -1,0 +1,109 @@
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, Query, Request
+
+from moneyrail.api.context import Principal, request_session
+from moneyrail.api.pagination import ListEnvelope, PageRequest, list_envelope, page_request
+from moneyrail.api.routing import MoneyrailRoute, scoped
+from moneyrail.processor.provider import processor
+
+from . import service
+from .schemas import (
+    ReviewOut,
+    ValueListCreate,
+    ValueListItemCreate,
+    ValueListItemOut,
+    ValueListOut,
+    render_item,
+    render_review,
+    render_value_list,
+)
+
+router = APIRouter(route_class=MoneyrailRoute, prefix="/radar", tags=["risk"])
+
+
+@router.post("/value-lists", response_model=ValueListOut)
+async def create_value_list(
+    request: Request, body: ValueListCreate, principal: Annotated[Principal, scoped("risk:write")]
+) -> ValueListOut:
+    """A list of values of one type; a payment with a listed value is declined (`block`) or held for a
+    review (`review`)."""
+    return render_value_list(
+        await service.create_value_list(request_session(request), principal.tenant, body)
+    )
+
+
+@router.get("/value-lists", response_model=ListEnvelope[ValueListOut])
+async def list_value_lists(
+    request: Request,
+    principal: Annotated[Principal, scoped("risk:read")],
+    page: Annotated[PageRequest, Depends(page_request)],
+) -> ListEnvelope[ValueListOut]:
+    rows = await service.list_value_lists(
+        request_session(request), principal.tenant, limit=page.limit, after=page.after
+    )
+    return list_envelope(rows, page, render_value_list)
+
+
+@router.get("/value-lists/{value_list}", response_model=ValueListOut)
+async def get_value_list(
+    request: Request, value_list: str, principal: Annotated[Principal, scoped("risk:read")]
+) -> ValueListOut:
+    return render_value_list(
+        await service.get_value_list(request_session(request), principal.tenant, value_list)
+    )
+
+
+@router.post("/value-lists/{value_list}/items", response_model=ValueListItemOut)
+async def add_item(
+    request: Request,
+    value_list: str,
+    body: ValueListItemCreate,
+    principal: Annotated[Principal, scoped("risk:write")],
+) -> ValueListItemOut:
+    return render_item(await service.add_item(request_session(request), principal.tenant, value_list, body))
+
+
+@router.get("/value-lists/{value_list}/items", response_model=ListEnvelope[ValueListItemOut])
+async def list_items(
+    request: Request,
+    value_list: str,
+    principal: Annotated[Principal, scoped("risk:read")],
+    page: Annotated[PageRequest, Depends(page_request)],
+) -> ListEnvelope[ValueListItemOut]:
+    rows = await service.list_items(
+        request_session(request), principal.tenant, value_list, limit=page.limit, after=page.after
+    )
+    return list_envelope(rows, page, render_item)
+
+
+@router.get("/reviews", response_model=ListEnvelope[ReviewOut])
+async def list_reviews(
+    request: Request,
+    principal: Annotated[Principal, scoped("risk:read")],
+    page: Annotated[PageRequest, Depends(page_request)],
+    open: Annotated[bool | None, Query(description="true: open reviews only; false: closed ones")] = None,
+) -> ListEnvelope[ReviewOut]:
+    rows = await service.list_reviews(
+        request_session(request), principal.tenant, limit=page.limit, after=page.after, open_only=open
+    )
+    return list_envelope(rows, page, render_review)
+
+
+@router.get("/reviews/{review}", response_model=ReviewOut)
+async def get_review(
+    request: Request, review: str, principal: Annotated[Principal, scoped("risk:read")]
+) -> ReviewOut:
+    return render_review(await service.get_review(request_session(request), principal.tenant, review))
+
+
+@router.post("/reviews/{review}/approve", response_model=ReviewOut)
+async def approve_review(
+    request: Request, review: str, principal: Annotated[Principal, scoped("risk:write")]
+) -> ReviewOut:
+    """Approve: the payment continues (captured now for automatic capture; capturable for manual).
+    Approving an approved review answers it unchanged."""
+    approved = await service.approve_review(request_session(request), principal.tenant, processor(), review)
+    return render_review(approved)
