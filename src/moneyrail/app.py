@@ -23,6 +23,7 @@ from moneyrail.deliveries.endpoints import router as deliveries_router
 from moneyrail.engine.endpoints import router as operations_router
 from moneyrail.events.endpoints import router as events_router
 from moneyrail.installations.endpoints import router as account_router
+from moneyrail.invoices.endpoints import router as invoices_router
 from moneyrail.logging import configure_logging
 from moneyrail.merchants.endpoints import router as merchants_router
 from moneyrail.merchants.pages import router as merchant_pages_router
@@ -47,6 +48,7 @@ def payments_api() -> APIRouter:
     v1.include_router(sandbox_router)
     v1.include_router(connect_router)
     v1.include_router(transfers_router)
+    v1.include_router(invoices_router)
     return v1
 
 

@@ -12,6 +12,7 @@ import moneyrail.api.idempotency
 import moneyrail.checkout.service
 import moneyrail.deliveries.service
 import moneyrail.events.service
+import moneyrail.invoices.service
 import moneyrail.ledger.service
 import moneyrail.payments.refunds
 import moneyrail.payments.reports

@@ -2,11 +2,13 @@
 
 from moneyrail.models.base import Base
 from moneyrail.models.checkout import CheckoutSession
+from moneyrail.models.commerce import Order
 from moneyrail.models.connect import ConnectedAccount, OnboardingLink
 from moneyrail.models.customer import Customer
 from moneyrail.models.event import Event, WebhookEndpoint
 from moneyrail.models.idempotency import IdempotencyRecord
 from moneyrail.models.installation import ApiKey, EnvironmentSettings, Installation, PublishableKey
+from moneyrail.models.invoice import Invoice, InvoiceDelivery, InvoiceNumberCounter
 from moneyrail.models.ledger import (
     JournalTransaction,
     LedgerAccount,
@@ -52,6 +54,9 @@ __all__ = [
     "Event",
     "IdempotencyRecord",
     "Installation",
+    "Invoice",
+    "InvoiceDelivery",
+    "InvoiceNumberCounter",
     "JournalTransaction",
     "LedgerAccount",
     "LedgerBalanceCheckpoint",
@@ -65,6 +70,7 @@ __all__ = [
     "OnboardingLink",
     "Operation",
     "OperationAttempt",
+    "Order",
     "PaymentDistribution",
     "PaymentIntent",
     "PaymentMethod",
