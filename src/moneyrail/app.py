@@ -14,6 +14,7 @@ from moneyrail.api.errors import install_error_handlers
 from moneyrail.api.middleware import RequestContextMiddleware
 from moneyrail.checkout.endpoints import router as checkout_router
 from moneyrail.checkout.pages import router as checkout_pages_router
+from moneyrail.commerce.endpoints import router as commerce_router
 from moneyrail.config import Settings, get_settings
 from moneyrail.connect.endpoints import router as connect_router
 from moneyrail.connect.pages import router as onboarding_pages_router
@@ -22,6 +23,7 @@ from moneyrail.db.engine import create_engine, create_sessionmaker
 from moneyrail.deliveries.endpoints import router as deliveries_router
 from moneyrail.engine.endpoints import router as operations_router
 from moneyrail.events.endpoints import router as events_router
+from moneyrail.fiscal.endpoints import router as fiscal_router
 from moneyrail.installations.endpoints import router as account_router
 from moneyrail.invoices.endpoints import router as invoices_router
 from moneyrail.logging import configure_logging
@@ -81,6 +83,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(health.router)
     app.include_router(metrics.router)
     app.include_router(payments_api())
+    app.include_router(commerce_router)  # /commerce/v1
+    app.include_router(fiscal_router)  # /fiscal/v1
     app.include_router(payment_pages_router)
     app.include_router(checkout_pages_router)
     app.include_router(merchant_pages_router)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import moneyrail.api.idempotency
 import moneyrail.checkout.service
+import moneyrail.commerce.service
 import moneyrail.deliveries.service
 import moneyrail.events.service
 import moneyrail.invoices.service
