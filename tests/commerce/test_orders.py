@@ -272,3 +272,18 @@ def test_the_commerce_base_answers_with_its_version(api):
         "unsupported_version",
         "Service-Version",
     )
+
+
+def test_a_bind_retried_with_its_idempotency_key_is_replayed_not_applied_twice(api):
+    order = create_order(api)
+    payment = order_payment(api, order)
+    body = {"expected_version": 1, "payment_intent_id": payment["id"]}
+    first = api.post(
+        f"/commerce/v1/orders/{order['id']}/bind", json=body, headers={"Idempotency-Key": "bind-1"}
+    )
+    again = api.post(
+        f"/commerce/v1/orders/{order['id']}/bind", json=body, headers={"Idempotency-Key": "bind-1"}
+    )
+    assert first.status_code == again.status_code == 200
+    assert again.headers["Idempotent-Replayed"] == "true" and again.json() == first.json()
+    assert api.get(f"/commerce/v1/orders/{order['id']}").json()["version"] == 2

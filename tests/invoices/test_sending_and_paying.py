@@ -181,3 +181,19 @@ def test_a_refused_recipient_leaves_the_delivery_failed_with_the_reason(seller, 
     assert "550" in failed["last_error"] and address not in failed["last_error"]
     assert failed["checkout_session"] is None  # the link made for it was rolled back with the attempt
     assert seller.get(f"/v1/invoices/{invoice['id']}").json()["status"] == "open"
+
+
+def test_a_deferred_send_is_retried_and_leaves_one_mail_and_one_link(seller, mailbox, db):
+    address = f"grey.{time.time_ns()}@example.com"
+    mailbox.defer[address] = 1  # the first attempt is greylisted (451), the retry goes through
+    invoice = finalize(seller, draft(seller, new_customer(seller, email=address)))
+    pending = sent_invoice(seller, invoice["id"])["deliveries"][0]
+    delivery = wait_for_sent(seller, invoice["id"], pending["id"])
+    assert delivery["status"] == "sent"
+    assert mailbox.attempts(address) == 2
+    assert len(mailbox.to(address)) == 1
+    # the first attempt's link was rolled back with it: the payment has exactly the link that was mailed
+    sessions = db.execute(
+        "SELECT id FROM checkout_sessions WHERE payment_intent_id = %s", (invoice["payment_intent"],)
+    ).fetchall()
+    assert [row[0] for row in sessions] == [delivery["checkout_session"]]
