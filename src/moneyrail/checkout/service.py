@@ -4,7 +4,9 @@ A session's state machine is data:
 
     open -> complete   its payment is paid (succeeded, or authorized for a manual capture)
     open -> expired    30 minutes pass on the environment's clock (the sweep, a sandbox clock advance),
-                       or the expire operation; an unfinished one-off payment is cancelled with it
+                       or the expire operation; an unfinished one-off payment is cancelled with it,
+                       a payment another domain owns (an order, an invoice) is left to its owner, and
+                       the expire operation on an order-bound payment is refused (spec part 3)
 
 The checkout URL is a credential: 43 random base62 characters (256 bits), answered once at creation
 and kept only as a SHA-256. It stops working once the session is complete or expired, and the page
@@ -234,7 +236,8 @@ async def _expire(
 ) -> None:
     """The link stops working; a one-off payment nobody paid is cancelled with it.
 
-    A payment that another open session still offers is left to that session. A subscription's
+    A payment that another open session still offers is left to that session, and one that another
+    domain owns (register_payment_owner) to its owner. A subscription's
     checkout (billing, later) only loses its link: the subscription is not cancelled (spec part 3).
     """
     if checkout.payment_intent_id is not None:
