@@ -21,6 +21,7 @@ from moneyrail.logging import configure_logging  # noqa: E402
 from workers import (  # noqa: E402, F401 - register the actors
     deliveries,
     disputes,
+    invoices,
     payments,
     payouts,
     reconciliation,

@@ -16,6 +16,7 @@ from moneyrail.api.middleware import RequestContextMiddleware
 from moneyrail.api.openapi import install_openapi
 from moneyrail.checkout.endpoints import router as checkout_router
 from moneyrail.checkout.pages import router as checkout_pages_router
+from moneyrail.commerce.endpoints import router as commerce_router
 from moneyrail.config import Settings, get_settings
 from moneyrail.connect.endpoints import router as connect_router
 from moneyrail.connect.pages import router as onboarding_pages_router
@@ -26,7 +27,9 @@ from moneyrail.disputes.endpoints import router as disputes_router
 from moneyrail.disputes.endpoints import test_helpers as dispute_helpers_router
 from moneyrail.engine.endpoints import router as operations_router
 from moneyrail.events.endpoints import router as events_router
+from moneyrail.fiscal.endpoints import router as fiscal_router
 from moneyrail.installations.endpoints import router as account_router
+from moneyrail.invoices.endpoints import router as invoices_router
 from moneyrail.kit import crypto
 from moneyrail.logging import configure_logging
 from moneyrail.merchants.endpoints import router as merchants_router
@@ -68,6 +71,7 @@ def payments_api() -> APIRouter:
     v1.include_router(disputes_router)
     v1.include_router(dispute_helpers_router)
     v1.include_router(risk_router)
+    v1.include_router(invoices_router)
     return v1
 
 
@@ -104,6 +108,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(health.router)
     app.include_router(metrics.router)
     app.include_router(payments_api())
+    app.include_router(commerce_router)  # /commerce/v1
+    app.include_router(fiscal_router)  # /fiscal/v1
     app.include_router(payment_pages_router)
     app.include_router(checkout_pages_router)
     app.include_router(merchant_pages_router)

@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import moneyrail.api.idempotency
 import moneyrail.checkout.service
+import moneyrail.commerce.service
 import moneyrail.deliveries.service
 import moneyrail.disputes.service
 import moneyrail.events.service
+import moneyrail.invoices.service
 import moneyrail.ledger.service
 import moneyrail.payments.refunds
 import moneyrail.payments.reports

@@ -4,7 +4,9 @@ A session's state machine is data:
 
     open -> complete   its payment is paid (succeeded, or authorized for a manual capture)
     open -> expired    30 minutes pass on the environment's clock (the sweep, a sandbox clock advance),
-                       or the expire operation; an unfinished one-off payment is cancelled with it
+                       or the expire operation; an unfinished one-off payment is cancelled with it,
+                       a payment another domain owns (an order, an invoice) is left to its owner, and
+                       the expire operation on an order-bound payment is refused (spec part 3)
 
 The checkout URL is a credential: 43 random base62 characters (256 bits), answered once at creation
 and kept only as a SHA-256. It stops working once the session is complete or expired, and the page
@@ -17,6 +19,7 @@ order on `payment_intent.succeeded` and by reading the payment (spec 4.N rule 5)
 from __future__ import annotations
 
 import re
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Literal
@@ -95,6 +98,34 @@ async def _announce(
     session: AsyncSession, tenant: Tenant, checkout: CheckoutSession, event_type: str
 ) -> None:
     await record_event(session, tenant, event_type, render_checkout_session(checkout).model_dump(mode="json"))
+
+
+# --- payments owned by another domain ------------------------------------------------------------
+@dataclass(frozen=True)
+class PaymentOwner:
+    """Another domain owns the payment a session takes (a commerce order, a payment invoice): an expiry
+    revokes only the link and leaves the payment to its owner. `expire_refusal`, when set, refuses the
+    expire operation itself with that message (spec part 3: an order-bound payment)."""
+
+    kind: str
+    expire_refusal: str | None
+
+
+PaymentOwnerLookup = Callable[[AsyncSession, Tenant, str], Awaitable[PaymentOwner | None]]
+_payment_owners: list[PaymentOwnerLookup] = []
+
+
+def register_payment_owner(lookup: PaymentOwnerLookup) -> None:
+    if lookup not in _payment_owners:
+        _payment_owners.append(lookup)
+
+
+async def _owner_of(session: AsyncSession, tenant: Tenant, payment_id: str) -> PaymentOwner | None:
+    for lookup in _payment_owners:
+        owner = await lookup(session, tenant, payment_id)
+        if owner is not None:
+            return owner
+    return None
 
 
 # --- creating -----------------------------------------------------------------------------------
@@ -206,14 +237,16 @@ async def _expire(
 ) -> None:
     """The link stops working; a one-off payment nobody paid is cancelled with it.
 
-    A payment that another open session still offers is left to that session. A subscription's
+    A payment that another open session still offers is left to that session, and one that another
+    domain owns (register_payment_owner) to its owner. A subscription's
     checkout (billing, later) only loses its link: the subscription is not cancelled (spec part 3).
     """
     if checkout.payment_intent_id is not None:
         # the payment's lock first: a session being created for it meanwhile is counted, not orphaned
         payment = await payments.lock_payment_intent(session, tenant, checkout.payment_intent_id)
         unfinished = payment.status in payments.CANCELABLE and payment.status not in PAID
-        if unfinished and await repository.count_other_open_for_payment(session, checkout) == 0:
+        owned = await _owner_of(session, tenant, payment.id) is not None
+        if unfinished and not owned and await repository.count_other_open_for_payment(session, checkout) == 0:
             await payments.cancel_payment_intent(session, tenant, processor, payment.id, "abandoned")
     _move(checkout, "expired")
     checkout.expired_at = await tenant_now(session, tenant)
@@ -230,6 +263,11 @@ async def expire_checkout_session(
         raise ResourceMissing(f"No such checkout session: {checkout_id!r}", param="checkout_session")
     if checkout.status != "open":
         raise Conflict(f"This checkout session is {checkout.status}; only an open one can be expired.")
+    if checkout.payment_intent_id is not None:
+        await payments.lock_payment_intent(session, tenant, checkout.payment_intent_id)  # no bind meanwhile
+        owner = await _owner_of(session, tenant, checkout.payment_intent_id)
+        if owner is not None and owner.expire_refusal is not None:
+            raise Conflict(owner.expire_refusal)
     await _expire(session, tenant, processor, checkout)
     return checkout
 

@@ -2,12 +2,14 @@
 
 from moneyrail.models.base import Base
 from moneyrail.models.checkout import CheckoutSession
+from moneyrail.models.commerce import Order
 from moneyrail.models.connect import ConnectedAccount, OnboardingLink
 from moneyrail.models.customer import Customer
 from moneyrail.models.dispute import Dispute, DisputeFile
 from moneyrail.models.event import Event, WebhookDelivery, WebhookDeliveryAttempt, WebhookEndpoint
 from moneyrail.models.idempotency import IdempotencyRecord
 from moneyrail.models.installation import ApiKey, EnvironmentSettings, Installation, PublishableKey
+from moneyrail.models.invoice import Invoice, InvoiceDelivery, InvoiceNumberCounter
 from moneyrail.models.ledger import (
     JournalTransaction,
     LedgerAccount,
@@ -58,6 +60,9 @@ __all__ = [
     "Event",
     "IdempotencyRecord",
     "Installation",
+    "Invoice",
+    "InvoiceDelivery",
+    "InvoiceNumberCounter",
     "JournalTransaction",
     "LedgerAccount",
     "LedgerBalanceCheckpoint",
@@ -71,6 +76,7 @@ __all__ = [
     "OnboardingLink",
     "Operation",
     "OperationAttempt",
+    "Order",
     "PaymentDistribution",
     "PaymentIntent",
     "PaymentMethod",

@@ -1,0 +1,85 @@
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, Request
+
+from moneyrail.api.context import Principal, request_session
+from moneyrail.api.pagination import ListEnvelope, PageRequest, list_envelope, page_request
+from moneyrail.api.routing import MoneyrailRoute, scoped
+from moneyrail.config import API_VERSIONS
+from moneyrail.processor.provider import processor
+
+from . import service
+from .schemas import ApiBaseOut, OrderBind, OrderCreate, OrderOut, OrderTransition, render_order
+
+router = APIRouter(prefix="/commerce/v1", route_class=MoneyrailRoute, tags=["commerce"])
+
+
+@router.get("", response_model=ApiBaseOut)
+async def commerce_base(principal: Annotated[Principal, scoped("commerce:read")]) -> ApiBaseOut:
+    """The commerce API's base: its name and the version serving this request."""
+    return ApiBaseOut(api="commerce", version=API_VERSIONS["commerce"][0], livemode=principal.tenant.livemode)
+
+
+@router.post("/orders", response_model=OrderOut)
+async def create_order(
+    request: Request, body: OrderCreate, principal: Annotated[Principal, scoped("commerce:write")]
+) -> OrderOut:
+    """An order with its lines and total (which must be their sum), at version 1."""
+    return render_order(await service.create_order(request_session(request), principal.tenant, body))
+
+
+@router.get("/orders", response_model=ListEnvelope[OrderOut])
+async def list_orders(
+    request: Request,
+    principal: Annotated[Principal, scoped("commerce:read")],
+    page: Annotated[PageRequest, Depends(page_request)],
+) -> ListEnvelope[OrderOut]:
+    rows = await service.list_orders(
+        request_session(request), principal.tenant, limit=page.limit, after=page.after
+    )
+    return list_envelope(rows, page, render_order)
+
+
+@router.get("/orders/{order}", response_model=OrderOut)
+async def get_order(
+    request: Request, order: str, principal: Annotated[Principal, scoped("commerce:read")]
+) -> OrderOut:
+    return render_order(await service.get_order(request_session(request), principal.tenant, order))
+
+
+@router.post("/orders/{order}/bind", response_model=OrderOut)
+async def bind_payment(
+    request: Request, order: str, body: OrderBind, principal: Annotated[Principal, scoped("commerce:write")]
+) -> OrderOut:
+    """Binds a manual-capture payment for the order's amount and currency; once per order."""
+    return render_order(await service.bind_payment(request_session(request), principal.tenant, order, body))
+
+
+@router.post("/orders/{order}/start-preparation", response_model=OrderOut)
+async def start_preparation(
+    request: Request,
+    order: str,
+    body: OrderTransition,
+    principal: Annotated[Principal, scoped("commerce:write")],
+) -> OrderOut:
+    """Captures the authorized payment; the order is `preparing`."""
+    prepared = await service.start_preparation(
+        request_session(request), principal.tenant, processor(), order, body.expected_version
+    )
+    return render_order(prepared)
+
+
+@router.post("/orders/{order}/cancel", response_model=OrderOut)
+async def cancel_order(
+    request: Request,
+    order: str,
+    body: OrderTransition,
+    principal: Annotated[Principal, scoped("commerce:write")],
+) -> OrderOut:
+    """Cancels the order and, with it, the payment's authorization (released, nothing captured)."""
+    canceled = await service.cancel_order(
+        request_session(request), principal.tenant, processor(), order, body.expected_version
+    )
+    return render_order(canceled)

@@ -1,0 +1,1 @@
+"""Payment invoices (spec 4.K)."""
