@@ -18,7 +18,7 @@ import importlib  # noqa: E402
 import moneyrail.domains  # noqa: E402, F401 - policies and outcome listeners of every domain
 from moneyrail.config import get_settings  # noqa: E402
 from moneyrail.logging import configure_logging  # noqa: E402
-from workers import deliveries, payments, transfers, webhooks  # noqa: E402, F401 - register the actors
+from workers import billing, deliveries, payments, transfers, webhooks  # noqa: E402, F401 - register the actors
 from workers.broker import broker  # noqa: E402
 
 settings = get_settings()

@@ -12,6 +12,7 @@ from moneyrail import __version__
 from moneyrail.api import health, metrics
 from moneyrail.api.errors import install_error_handlers
 from moneyrail.api.middleware import RequestContextMiddleware
+from moneyrail.billing.endpoints import router as billing_router
 from moneyrail.checkout.endpoints import router as checkout_router
 from moneyrail.checkout.pages import router as checkout_pages_router
 from moneyrail.config import Settings, get_settings
@@ -47,6 +48,7 @@ def payments_api() -> APIRouter:
     v1.include_router(sandbox_router)
     v1.include_router(connect_router)
     v1.include_router(transfers_router)
+    v1.include_router(billing_router)
     return v1
 
 

@@ -1,6 +1,7 @@
 """Every table of moneyrail, one module per aggregate. Import this package to register them all."""
 
 from moneyrail.models.base import Base
+from moneyrail.models.billing import Price, Product, Subscription, SubscriptionInvoice
 from moneyrail.models.checkout import CheckoutSession
 from moneyrail.models.connect import ConnectedAccount, OnboardingLink
 from moneyrail.models.customer import Customer
@@ -68,6 +69,8 @@ __all__ = [
     "PaymentDistribution",
     "PaymentIntent",
     "PaymentMethod",
+    "Price",
+    "Product",
     "PublishableKey",
     "ReceiptDelivery",
     "Refund",
@@ -78,6 +81,8 @@ __all__ = [
     "SandboxProcessorFault",
     "SandboxSmsMessage",
     "SetupIntent",
+    "Subscription",
+    "SubscriptionInvoice",
     "Transfer",
     "TransferReversal",
     "WebhookEndpoint",
