@@ -965,6 +965,19 @@ async def checkout_terms(
     )
 
 
+@dataclass(frozen=True)
+class CheckoutDisplay:
+    seller: str
+    frequency: str
+
+
+async def checkout_display(session: AsyncSession, tenant: Tenant, subscription_id: str) -> CheckoutDisplay:
+    """What the hosted page shows beside the amount: who sells, and how often it renews."""
+    subscription = await get_subscription(session, tenant, subscription_id)
+    price = await get_price(session, tenant, subscription.price_id)
+    return CheckoutDisplay(seller=await _seller(session, tenant, subscription), frequency=frequency_of(price))
+
+
 async def record_renewal_consent(session: AsyncSession, tenant: Tenant, subscription_id: str) -> None:
     """The payer ticked the consent to save the card and to renew, on the hosted page."""
     subscription = await get_subscription(session, tenant, subscription_id, lock=True)
