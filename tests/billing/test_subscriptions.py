@@ -62,7 +62,7 @@ def charges_for(db, invoice_id: str) -> int:
 
 def renew(api, subscription: dict, count: int) -> list[dict]:
     """Advance the sandbox clock to the period's end and wait for the worker to settle the renewal."""
-    advance(api, subscription["current_period_end"] - clock_now(api))
+    advance(api, subscription["current_period_end"] - clock_now(api) + 1)
     return wait_until(
         lambda: (
             (found := invoices(api, subscription["id"]))
@@ -320,7 +320,7 @@ def test_cancel_at_period_end_keeps_access_then_stops_renewals_and_resume_withdr
     resumed = ok(post(biller, f"/v1/subscriptions/{subscription['id']}/resume"))
     assert resumed["cancel_at_period_end"] is False
     ok(post(biller, f"/v1/subscriptions/{subscription['id']}/cancel", {"at_period_end": True}))
-    advance(biller, subscription["current_period_end"] - clock_now(biller))
+    advance(biller, subscription["current_period_end"] - clock_now(biller) + 1)
     ended = read(biller, subscription["id"])
     assert (ended["status"], ended["entitled"], ended["canceled_at"]) == (
         "canceled",
@@ -357,7 +357,7 @@ def test_a_missing_saved_method_stops_for_review_and_sync_after_the_repair_charg
     methods = ok(biller.get(f"/v1/customers/{buyer}/payment-methods"))["data"]
     for method in methods:
         ok(biller.delete(f"/v1/customers/{buyer}/payment-methods/{method['id']}"))
-    advance(biller, subscription["current_period_end"] - clock_now(biller))
+    advance(biller, subscription["current_period_end"] - clock_now(biller) + 1)
     stopped = wait_until(lambda: (s := read(biller, subscription["id"]))["status"] == "review_required" and s)
     assert stopped["review_reason"] == "payment_method_missing"
     renewal = invoices(biller, subscription["id"])[-1]

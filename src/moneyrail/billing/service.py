@@ -677,13 +677,19 @@ async def _on_payment_captured(session: AsyncSession, tenant: Tenant, payment: P
     subscription.updated_at = utcnow()
     if payment.payment_method_id is not None:
         method = await methods.get_method(session, tenant, payment.payment_method_id)
+        usable = method is not None and method.detached_at is None
+        # the card the payer just consented to renew with (the saved row, if the same card was saved
+        # before) is the one renewals charge
         if (
             method is not None
-            and method.customer_id == subscription.customer_id
-            and method.detached_at is None
+            and usable
+            and (
+                method.customer_id == subscription.customer_id
+                or (method.customer_id is None and payment.save_payment_method)
+            )
         ):
-            # the card the payer just consented to renew with is the one renewals charge
-            await methods.set_preferred(session, tenant, subscription.customer_id, method.id)
+            kept = await methods.attach_to_customer(session, tenant, method, subscription.customer_id)
+            await methods.set_preferred(session, tenant, subscription.customer_id, kept.id)
     await session.flush()
     await _announce_invoice(session, tenant, invoice, "subscription.invoice.paid")
     await _announce(session, tenant, subscription, "subscription.updated")
