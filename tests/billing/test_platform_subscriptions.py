@@ -81,6 +81,10 @@ def test_a_platform_subscription_distributes_each_paid_cycle_by_basis_points(mar
     }
     # 1999 x 80% = 1599.2 and x 20% = 399.8: the leftover unit goes to the larger remainder
     assert paid_out == {bakery["id"]: 1599, courier["id"]: 400}
+    settled = wait_until(
+        lambda: (i := invoices(marketplace, created["id"])[0])["settlement_status"] == "settled" and i
+    )
+    assert (settled["allocation_group"], settled["distribution_version"]) == (group["id"], 1)
 
 
 @pytest.mark.parametrize(

@@ -3,6 +3,8 @@ subscription checkout, renewals by the engine, declines and recovery, cancellati
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
+
 import httpx
 import pytest
 
@@ -400,3 +402,21 @@ def test_another_installations_subscription_answers_like_a_missing_id(biller, ma
     assert_error(
         post(stranger, f"/v1/subscriptions/{created['id']}/cancel"), 404, "resource_missing", "subscription"
     )
+
+
+def test_two_sweeps_at_the_same_moment_open_one_invoice_and_charge_once(biller, db, billing_stack):
+    """Two clock advances at once each run the billing calendar in their own transaction (as two
+    schedulers across a fail-over would): the cycle gets one invoice and one charge."""
+    subscription = active_subscription(biller)
+    seconds = subscription["current_period_end"] - clock_now(biller) + 1
+
+    def sweep(_: int) -> int:
+        return advance(biller, seconds)["work_done"]["billing.renewals"]
+
+    with ThreadPoolExecutor(2) as pool:
+        done = list(pool.map(sweep, range(2)))
+    assert sorted(done) == [0, 1]
+    found = wait_until(
+        lambda: (i := invoices(biller, subscription["id"])) and i[-1]["status"] == "paid" and i
+    )
+    assert len(found) == 2 and charges_for(db, found[-1]["id"]) == 1

@@ -32,7 +32,7 @@ from moneyrail.connect import service as connect
 from moneyrail.customers import service as customers
 from moneyrail.engine.policy import RetryPolicy, register_policy
 from moneyrail.engine.schedule import register_periodic
-from moneyrail.engine.service import create_operation
+from moneyrail.engine.service import create_operation, register_outcome_listener
 from moneyrail.errors import (
     AmountInvalid,
     Conflict,
@@ -59,6 +59,7 @@ from moneyrail.payments.schemas import AllocationIn, DistributionIn, PaymentInte
 from moneyrail.processor import provider
 from moneyrail.processor.interface import Processor
 from moneyrail.sandbox.service import register_due_work, tenant_now
+from moneyrail.transfers import service as transfers
 
 from . import calendar, pricing, repository
 from .schemas import (
@@ -203,7 +204,7 @@ def render_invoice(
         payment_intent=invoice.payment_intent_id,
         terms_version=invoice.terms_version,
         distribution_version=invoice.distribution_version,
-        allocation_group=allocation_group,
+        allocation_group=invoice.allocation_group_id,
         settlement_status=invoice.settlement_status,
         failure_code=invoice.failure_code,
         paid_at=to_unix(invoice.paid_at) if invoice.paid_at is not None else None,
@@ -697,6 +698,30 @@ async def _on_payment_captured(session: AsyncSession, tenant: Tenant, payment: P
 
 
 payments.register_capture_listener(_on_payment_captured)
+
+
+async def _on_distribution_outcome(session: AsyncSession, operation: Operation) -> None:
+    """A paid cycle's distribution: its allocation commit's outcome is the invoice's settlement
+    (`pending` until then; a collected payment is not a finished distribution, spec 4.M rule 6). An
+    operator's retry of a failed commit that then succeeds settles it."""
+    if operation.type != transfers.COMMIT_TYPE or operation.status not in (
+        "succeeded",
+        "failed",
+        "dead_letter",
+    ):
+        return
+    tenant = Tenant(operation.installation_id, operation.livemode)
+    group = await transfers.get_group(session, tenant, str(operation.payload["allocation_group"]))
+    invoice = await repository.invoice_for_payment(session, group.payment_intent_id)
+    if invoice is None or invoice.distribution is None:
+        return
+    invoice.allocation_group_id = group.id
+    invoice.settlement_status = "settled" if operation.status == "succeeded" else "failed"
+    invoice.updated_at = utcnow()
+    await session.flush()
+
+
+register_outcome_listener(_on_distribution_outcome)
 
 
 async def _fail(

@@ -135,6 +135,7 @@ class SubscriptionInvoice(TenantOwned, Base):
         JSONB(none_as_null=True)
     )  # the cycle's snapshot
     settlement_status: Mapped[str] = mapped_column(server_default="not_applicable")
+    allocation_group_id: Mapped[str | None] = mapped_column(ForeignKey("allocation_groups.id"))
     operation_id: Mapped[str | None] = mapped_column(ForeignKey("operations.id"))
     failure_code: Mapped[str | None]
     paid_at: Mapped[datetime | None]

@@ -107,6 +107,7 @@ def upgrade() -> None:
     sa.Column('distribution_version', sa.BigInteger(), nullable=True),
     sa.Column('distribution', postgresql.JSONB(astext_type=sa.Text()), nullable=True),
     sa.Column('settlement_status', sa.String(), server_default='not_applicable', nullable=False),
+    sa.Column('allocation_group_id', sa.String(), nullable=True),
     sa.Column('operation_id', sa.String(), nullable=True),
     sa.Column('failure_code', sa.String(), nullable=True),
     sa.Column('paid_at', sa.DateTime(timezone=True), nullable=True),
@@ -121,6 +122,7 @@ def upgrade() -> None:
     sa.CheckConstraint('amount > 0', name=op.f('ck_subscription_invoices_amount')),
     sa.ForeignKeyConstraint(['installation_id'], ['installations.id'], name=op.f('fk_subscription_invoices_installation_id_installations')),
     sa.ForeignKeyConstraint(['operation_id'], ['operations.id'], name=op.f('fk_subscription_invoices_operation_id_operations')),
+    sa.ForeignKeyConstraint(['allocation_group_id'], ['allocation_groups.id'], name=op.f('fk_subscription_invoices_allocation_group_id_allocation_groups')),
     sa.ForeignKeyConstraint(['payment_intent_id'], ['payment_intents.id'], name=op.f('fk_subscription_invoices_payment_intent_id_payment_intents')),
     sa.ForeignKeyConstraint(['subscription_id'], ['subscriptions.id'], name=op.f('fk_subscription_invoices_subscription_id_subscriptions')),
     sa.PrimaryKeyConstraint('id', name=op.f('pk_subscription_invoices'))
