@@ -84,6 +84,7 @@ FULL_SHARE = 10_000  # basis points
 RENEWAL_TYPE, RENEWAL_ACTOR = "renewal", "billing.renewal"
 SYNC_TYPE, SYNC_ACTOR = "subscription_sync", "billing.sync"
 SWEEP_BATCH = 500
+SWEEP_ROUNDS = 200  # batches per run: a run opens at most 100,000 renewals, the rest wait for the next
 SWEEP_SANDBOXES = 500
 register_policy(
     RENEWAL_TYPE,
@@ -812,29 +813,45 @@ async def _settle_due(
 
 
 async def _settle_due_subscriptions(
-    session: AsyncSession, *, tenant: Tenant | None, livemode: bool | None, now: datetime
+    session: AsyncSession, *, tenant: Tenant | None, livemode: bool | None, now: datetime, rounds: int
 ) -> int:
-    due = await repository.due_subscriptions(
-        session, tenant=tenant, livemode=livemode, now=now, unpaid_after=UNPAID_LIFETIME, limit=SWEEP_BATCH
-    )
-    network = provider.processor() if due else None
-    for subscription in due:
-        assert network is not None
-        owner = Tenant(subscription.installation_id, subscription.livemode)
-        await _settle_due(session, owner, network, subscription, now)
-    return len(due)
+    """Up to `rounds` batches of due subscriptions; what is left waits for the next run."""
+    done = 0
+    for _ in range(rounds):
+        due = await repository.due_subscriptions(
+            session,
+            tenant=tenant,
+            livemode=livemode,
+            now=now,
+            unpaid_after=UNPAID_LIFETIME,
+            limit=SWEEP_BATCH,
+        )
+        if not due:
+            break
+        network = provider.processor()
+        for subscription in due:
+            owner = Tenant(subscription.installation_id, subscription.livemode)
+            await _settle_due(session, owner, network, subscription, now)
+        done += len(due)
+        if len(due) < SWEEP_BATCH:
+            break
+    return done
 
 
 async def renew_due(session: AsyncSession, tenant: Tenant, now: datetime) -> int:
     """Due work of a sandbox clock advance: this tenant's subscriptions due at `now`."""
-    return await _settle_due_subscriptions(session, tenant=tenant, livemode=None, now=now)
+    return await _settle_due_subscriptions(
+        session, tenant=tenant, livemode=None, now=now, rounds=SWEEP_ROUNDS
+    )
 
 
 async def sweep(session: AsyncSession) -> int:
     """The leading scheduler's billing calendar: found by query, live on real time, each sandbox on
     its own clock. A sweep is safe to run late, twice, or on two schedulers at once (SKIP LOCKED,
     and the unique cycle index)."""
-    done = await _settle_due_subscriptions(session, tenant=None, livemode=True, now=utcnow())
+    done = await _settle_due_subscriptions(
+        session, tenant=None, livemode=True, now=utcnow(), rounds=SWEEP_ROUNDS
+    )
     for installation_id in await repository.sandboxes_with_subscriptions(session, SWEEP_SANDBOXES):
         sandbox = Tenant(installation_id, False)
         done += await renew_due(session, sandbox, await tenant_now(session, sandbox))
