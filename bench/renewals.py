@@ -86,6 +86,9 @@ async def seed(subscriptions: int) -> tuple[Any, int]:
         buyer = await customers.create_or_reuse_customer(
             session, tenant, CustomerCreate(email="bench@example.com")
         )
+        await uow.commit()  # the sandbox network keeps its books on its own connection: it must see these
+    async with UnitOfWork(sessionmaker) as uow:
+        session = uow.session
         card = await methods.save_card(
             session,
             tenant,
@@ -155,6 +158,50 @@ async def counts(database_url: str) -> dict[str, int]:
         await connection.close()
 
 
+async def measure(
+    subscriptions: int, limit_seconds: float, database_url: str, redis_url: str
+) -> tuple[int, dict[str, int], float]:
+    """Seed, start the fleet, make everything fall due, and time the renewals: one event loop, as the
+    sandbox processor's pool belongs to the loop that made it."""
+    tenant, made = await seed(subscriptions)
+    env = {
+        **os.environ,
+        "DATABASE_URL": database_url,
+        "REDIS_URL": redis_url,
+        "MONEYRAIL_LOG_LEVEL": "WARNING",
+    }
+    LOG_DIR.mkdir(parents=True, exist_ok=True)
+    moneyrail = [sys.executable, "-m", "moneyrail"]
+    with (
+        (LOG_DIR / "renewals-workers.log").open("wb") as worker_log,
+        (LOG_DIR / "renewals-scheduler.log").open("wb") as scheduler_log,
+    ):
+        workers = subprocess.Popen(  # noqa: ASYNC220 - started once, before the clock
+            [*moneyrail, "worker", "--processes", str(PROCESSES), "--threads", str(THREADS)],
+            env=env,
+            cwd=REPO_DIR,
+            stdout=worker_log,
+            stderr=subprocess.STDOUT,
+        )
+        scheduler = subprocess.Popen(  # noqa: ASYNC220
+            [*moneyrail, "scheduler"], env=env, cwd=REPO_DIR, stdout=scheduler_log, stderr=subprocess.STDOUT
+        )
+    try:
+        await asyncio.sleep(5)  # the fleet boots before the clock starts
+        await fall_due(tenant)
+        started = time.perf_counter()
+        deadline = started + limit_seconds
+        while (state := await counts(database_url))["paid"] < made and time.perf_counter() < deadline:  # noqa: ASYNC110
+            await asyncio.sleep(0.5)
+        elapsed = time.perf_counter() - started
+    finally:
+        for process in (workers, scheduler):
+            process.terminate()
+        for process in (workers, scheduler):
+            process.wait(30)
+    return made, state, elapsed
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--subscriptions", type=int, default=100_000)
@@ -170,42 +217,10 @@ def main() -> None:
     upgrade(database_url)
     import moneyrail.domains  # the capture listener that marks invoices paid
 
-    tenant, made = asyncio.run(seed(args.subscriptions))
-    env = {
-        **os.environ,
-        "DATABASE_URL": database_url,
-        "REDIS_URL": redis_url,
-        "MONEYRAIL_LOG_LEVEL": "WARNING",
-    }
-    LOG_DIR.mkdir(parents=True, exist_ok=True)
+    result_state = asyncio.run(measure(args.subscriptions, args.timeout, database_url, redis_url))
+    made, state, elapsed = result_state
+    env = {**os.environ, "DATABASE_URL": database_url, "REDIS_URL": redis_url}
     moneyrail = [sys.executable, "-m", "moneyrail"]
-    with (
-        (LOG_DIR / "renewals-workers.log").open("wb") as worker_log,
-        (LOG_DIR / "renewals-scheduler.log").open("wb") as scheduler_log,
-    ):
-        workers = subprocess.Popen(
-            [*moneyrail, "worker", "--processes", str(PROCESSES), "--threads", str(THREADS)],
-            env=env,
-            cwd=REPO_DIR,
-            stdout=worker_log,
-            stderr=subprocess.STDOUT,
-        )
-        scheduler = subprocess.Popen(
-            [*moneyrail, "scheduler"], env=env, cwd=REPO_DIR, stdout=scheduler_log, stderr=subprocess.STDOUT
-        )
-    try:
-        time.sleep(5)  # the fleet boots before the clock starts
-        asyncio.run(fall_due(tenant))
-        started = time.perf_counter()
-        deadline = started + args.timeout
-        while (state := asyncio.run(counts(database_url)))["paid"] < made and time.perf_counter() < deadline:
-            time.sleep(0.5)
-        elapsed = time.perf_counter() - started
-    finally:
-        for process in (workers, scheduler):
-            process.terminate()
-        for process in (workers, scheduler):
-            process.wait(30)
     verify = subprocess.run(
         [*moneyrail, "ledger", "verify"], env=env, cwd=REPO_DIR, capture_output=True, text=True, timeout=1800
     )

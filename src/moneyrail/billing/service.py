@@ -691,7 +691,8 @@ async def _on_payment_captured(session: AsyncSession, tenant: Tenant, payment: P
             )
         ):
             kept = await methods.attach_to_customer(session, tenant, method, subscription.customer_id)
-            await methods.set_preferred(session, tenant, subscription.customer_id, kept.id)
+            if not kept.preferred:  # a renewal charged the preferred card already: no customer lock
+                await methods.set_preferred(session, tenant, subscription.customer_id, kept.id)
     await session.flush()
     await _announce_invoice(session, tenant, invoice, "subscription.invoice.paid")
     await _announce(session, tenant, subscription, "subscription.updated")
