@@ -56,6 +56,7 @@ async def fresh_database(admin_url: str, name: str) -> str:
 
 async def seed(subscriptions: int) -> tuple[Any, int]:
     """Everything through the service functions, in transactions of SEED_BATCH subscriptions."""
+    from moneyrail.billing import catalog
     from moneyrail.billing import service as billing
     from moneyrail.billing.schemas import PriceCreate, ProductCreate, SubscriptionCreate
     from moneyrail.config import get_settings
@@ -77,8 +78,8 @@ async def seed(subscriptions: int) -> tuple[Any, int]:
         installation = await installations.create_installation(session, name="bench renewals", kind="direct")
         tenant = Tenant(installation.id, False)
         await installations.update_environment_settings(session, tenant, recurring_enabled=True)
-        product = await billing.create_product(session, tenant, ProductCreate(name="Bench plan"))
-        price = await billing.create_price(
+        product = await catalog.create_product(session, tenant, ProductCreate(name="Bench plan"))
+        price = await catalog.create_price(
             session,
             tenant,
             PriceCreate(product=product.id, currency="eur", interval="month", amount=990),

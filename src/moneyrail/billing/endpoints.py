@@ -13,7 +13,7 @@ from moneyrail.errors import InsufficientScope
 from moneyrail.kit.scopes import grants
 from moneyrail.processor.provider import processor
 
-from . import service
+from . import catalog, service
 from .schemas import (
     EmptyBody,
     PriceCreate,
@@ -41,8 +41,8 @@ async def create_product(
     request: Request, body: ProductCreate, principal: Annotated[Principal, scoped("billing:write")]
 ) -> ProductOut:
     """Idempotency-Key required."""
-    return service.render_product(
-        await service.create_product(request_session(request), principal.tenant, body)
+    return catalog.render_product(
+        await catalog.create_product(request_session(request), principal.tenant, body)
     )
 
 
@@ -52,18 +52,18 @@ async def list_products(
     principal: Annotated[Principal, scoped("billing:read")],
     page: Annotated[PageRequest, Depends(page_request)],
 ) -> ListEnvelope[ProductOut]:
-    rows = await service.list_products(
+    rows = await catalog.list_products(
         request_session(request), principal.tenant, limit=page.limit, after=page.after
     )
-    return list_envelope(rows, page, service.render_product)
+    return list_envelope(rows, page, catalog.render_product)
 
 
 @router.get("/products/{product}", response_model=ProductOut)
 async def get_product(
     request: Request, product: str, principal: Annotated[Principal, scoped("billing:read")]
 ) -> ProductOut:
-    return service.render_product(
-        await service.get_product(request_session(request), principal.tenant, product)
+    return catalog.render_product(
+        await catalog.get_product(request_session(request), principal.tenant, product)
     )
 
 
@@ -75,8 +75,8 @@ async def update_product(
     principal: Annotated[Principal, scoped("billing:write")],
 ) -> ProductOut:
     """Presentation and availability; never financial terms (those live on immutable prices)."""
-    updated = await service.update_product(request_session(request), principal.tenant, product, body)
-    return service.render_product(updated)
+    updated = await catalog.update_product(request_session(request), principal.tenant, product, body)
+    return catalog.render_product(updated)
 
 
 @router.post("/products/{product}/archive", response_model=ProductOut)
@@ -87,8 +87,8 @@ async def archive_product(
     body: EmptyBody | None = None,
 ) -> ProductOut:
     """Closed to new subscriptions; existing ones renew until cancelled."""
-    archived = await service.archive_product(request_session(request), principal.tenant, product)
-    return service.render_product(archived)
+    archived = await catalog.archive_product(request_session(request), principal.tenant, product)
+    return catalog.render_product(archived)
 
 
 # --- prices -----------------------------------------------------------------------------------
@@ -97,7 +97,7 @@ async def create_price(
     request: Request, body: PriceCreate, principal: Annotated[Principal, scoped("billing:write")]
 ) -> PriceOut:
     """Immutable terms: per_unit (`amount`), volume or graduated (`tiers`); `month` or `year`."""
-    return service.render_price(await service.create_price(request_session(request), principal.tenant, body))
+    return catalog.render_price(await catalog.create_price(request_session(request), principal.tenant, body))
 
 
 @router.get("/prices", response_model=ListEnvelope[PriceOut])
@@ -106,17 +106,17 @@ async def list_prices(
     principal: Annotated[Principal, scoped("billing:read")],
     page: Annotated[PageRequest, Depends(page_request)],
 ) -> ListEnvelope[PriceOut]:
-    rows = await service.list_prices(
+    rows = await catalog.list_prices(
         request_session(request), principal.tenant, limit=page.limit, after=page.after
     )
-    return list_envelope(rows, page, service.render_price)
+    return list_envelope(rows, page, catalog.render_price)
 
 
 @router.get("/prices/{price}", response_model=PriceOut)
 async def get_price(
     request: Request, price: str, principal: Annotated[Principal, scoped("billing:read")]
 ) -> PriceOut:
-    return service.render_price(await service.get_price(request_session(request), principal.tenant, price))
+    return catalog.render_price(await catalog.get_price(request_session(request), principal.tenant, price))
 
 
 @router.post("/prices/{price}/archive", response_model=PriceOut)
@@ -126,8 +126,8 @@ async def archive_price(
     principal: Annotated[Principal, scoped("billing:write")],
     body: EmptyBody | None = None,
 ) -> PriceOut:
-    archived = await service.archive_price(request_session(request), principal.tenant, price)
-    return service.render_price(archived)
+    archived = await catalog.archive_price(request_session(request), principal.tenant, price)
+    return catalog.render_price(archived)
 
 
 @router.post("/prices/{price}/quote", response_model=QuoteOut)
@@ -136,8 +136,8 @@ async def quote_price(
 ) -> QuoteOut:
     """The exact total for `quantity`, as `amount`; informative, nothing is charged."""
     session = request_session(request)
-    found = await service.get_price(session, principal.tenant, price)
-    amount = await service.quote_price(session, principal.tenant, price, body.quantity)
+    found = await catalog.get_price(session, principal.tenant, price)
+    amount = await catalog.quote_price(session, principal.tenant, price, body.quantity)
     return QuoteOut(price=found.id, quantity=body.quantity, amount=amount, currency=found.currency)
 
 

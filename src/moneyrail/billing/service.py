@@ -34,7 +34,6 @@ from moneyrail.engine.policy import RetryPolicy, register_policy
 from moneyrail.engine.schedule import register_periodic
 from moneyrail.engine.service import create_operation, register_outcome_listener
 from moneyrail.errors import (
-    AmountInvalid,
     Conflict,
     DistributionInvalid,
     ParameterInvalid,
@@ -43,16 +42,15 @@ from moneyrail.errors import (
     RecurringNotEnabled,
     ReferencedResourceMissing,
     ResourceMissing,
-    TiersInvalid,
 )
 from moneyrail.events.service import record_event
 from moneyrail.installations import service as installations
 from moneyrail.kit.clock import to_unix, utcnow
 from moneyrail.kit.ids import new_id
-from moneyrail.kit.money import MAX_AMOUNT, split_largest_remainder
+from moneyrail.kit.money import split_largest_remainder
 from moneyrail.kit.pagination import Position
 from moneyrail.kit.tenant import Tenant
-from moneyrail.models import Operation, PaymentIntent, Price, Product, Subscription, SubscriptionInvoice
+from moneyrail.models import Operation, PaymentIntent, Price, Subscription, SubscriptionInvoice
 from moneyrail.payment_methods import service as methods
 from moneyrail.payments import service as payments
 from moneyrail.payments.schemas import AllocationIn, DistributionIn, PaymentIntentCreate
@@ -61,19 +59,12 @@ from moneyrail.processor.interface import Processor
 from moneyrail.sandbox.service import register_due_work, tenant_now
 from moneyrail.transfers import service as transfers
 
-from . import calendar, pricing, repository
+from . import calendar, catalog, repository
 from .schemas import (
     PriceCreate,
-    PriceOut,
-    PriceTerms,
-    ProductCreate,
-    ProductOut,
-    ProductUpdate,
     SubscriptionCreate,
     SubscriptionInvoiceOut,
     SubscriptionOut,
-    TierIn,
-    TierOut,
 )
 
 logger = structlog.get_logger("moneyrail.billing")
@@ -124,41 +115,6 @@ def _move_invoice(invoice: SubscriptionInvoice, status: str) -> None:
 
 
 # --- rendering ----------------------------------------------------------------------------------
-def render_product(product: Product) -> ProductOut:
-    return ProductOut(
-        id=product.id,
-        livemode=product.livemode,
-        created=to_unix(product.created_at),
-        name=product.name,
-        description=product.description,
-        active=product.active,
-        archived=product.archived_at is not None,
-        metadata=product.metadata_,
-    )
-
-
-def _tiers_of(price: Price) -> list[pricing.Tier]:
-    return [pricing.Tier(t["up_to"], t["unit_amount"], t.get("flat_amount", 0)) for t in price.tiers or []]
-
-
-def render_price(price: Price) -> PriceOut:
-    return PriceOut(
-        id=price.id,
-        livemode=price.livemode,
-        created=to_unix(price.created_at),
-        product=price.product_id,
-        name=price.name,
-        currency=price.currency,
-        interval=cast(Any, price.interval),
-        interval_count=price.interval_count,
-        pricing_model=cast(Any, price.pricing_model),
-        amount=price.amount,
-        tiers=[TierOut(**t) for t in price.tiers] if price.tiers is not None else None,
-        active=price.active,
-        metadata=price.metadata_,
-    )
-
-
 def render_subscription(subscription: Subscription, price: Price, now: datetime) -> SubscriptionOut:
     access_until = subscription.access_until
     return SubscriptionOut(
@@ -169,7 +125,7 @@ def render_subscription(subscription: Subscription, price: Price, now: datetime)
         price=subscription.price_id,
         quantity=subscription.quantity,
         currency=subscription.currency,
-        amount=cycle_amount(price, subscription.quantity),
+        amount=catalog.cycle_amount(price, subscription.quantity),
         interval=cast(Any, price.interval),
         interval_count=price.interval_count,
         status=cast(Any, subscription.status),
@@ -234,172 +190,6 @@ async def _announce_invoice(
     await record_event(session, tenant, event_type, render_invoice(invoice).model_dump(mode="json"))
 
 
-# --- catalog: products ----------------------------------------------------------------------------
-async def create_product(session: AsyncSession, tenant: Tenant, command: ProductCreate) -> Product:
-    now = utcnow()
-    product = Product(
-        id=new_id("prod"),
-        installation_id=tenant.installation_id,
-        livemode=tenant.livemode,
-        name=command.name,
-        description=command.description,
-        active=True,
-        metadata_=command.metadata,
-        created_at=now,
-        updated_at=now,
-    )
-    await repository.add(session, product)
-    return product
-
-
-async def get_product(
-    session: AsyncSession, tenant: Tenant, product_id: str, *, lock: bool = False
-) -> Product:
-    product = await repository.get_product(session, tenant, product_id, for_update=lock)
-    if product is None:
-        raise ResourceMissing(f"No such product: {product_id!r}", param="product")
-    return product
-
-
-async def list_products(
-    session: AsyncSession, tenant: Tenant, *, limit: int, after: Position | None
-) -> Sequence[Product]:
-    return await repository.list_products(session, tenant, limit=limit, after=after)
-
-
-async def update_product(
-    session: AsyncSession, tenant: Tenant, product_id: str, command: ProductUpdate
-) -> Product:
-    product = await get_product(session, tenant, product_id, lock=True)
-    if command.active and product.archived_at is not None:
-        raise Conflict("An archived product stays archived; create a new product for new offers.")
-    if command.name is not None:
-        product.name = command.name
-    if command.description is not None:
-        product.description = command.description
-    if command.active is not None:
-        product.active = command.active
-    if command.metadata is not None:
-        merged = {**product.metadata_, **command.metadata}
-        product.metadata_ = {key: value for key, value in merged.items() if value != ""}
-    product.updated_at = utcnow()
-    await session.flush()
-    return product
-
-
-async def archive_product(session: AsyncSession, tenant: Tenant, product_id: str) -> Product:
-    """Closed to new subscriptions; existing agreements renew until they are cancelled."""
-    product = await get_product(session, tenant, product_id, lock=True)
-    if product.archived_at is None:
-        product.archived_at = utcnow()
-        product.active = False
-        product.updated_at = utcnow()
-        await session.flush()
-    return product
-
-
-# --- catalog: prices ------------------------------------------------------------------------------
-def _tiers(tiers: list[TierIn] | None) -> list[pricing.Tier] | None:
-    return [pricing.Tier(t.up_to, t.unit_amount, t.flat_amount) for t in tiers] if tiers is not None else None
-
-
-def check_terms(terms: PriceTerms, param_prefix: str = "") -> None:
-    problem = pricing.tier_problem(terms.pricing_model, terms.amount, _tiers(terms.tiers))
-    if problem is not None:
-        raise TiersInvalid(f"The tiers break the rules: {problem}.", param=f"{param_prefix}tiers")
-    if terms.pricing_model == "per_unit":
-        if terms.amount is None:
-            raise ParameterMissing("A per_unit price needs its amount.", param=f"{param_prefix}amount")
-        if not 1 <= terms.amount <= MAX_AMOUNT:
-            raise AmountInvalid(
-                f"amount must be 1 to {MAX_AMOUNT} minor units.", param=f"{param_prefix}amount"
-            )
-
-
-async def _active_product(session: AsyncSession, tenant: Tenant, product_id: str, param: str) -> Product:
-    product = await repository.get_product(session, tenant, product_id)
-    if product is None:
-        raise ReferencedResourceMissing(f"No such product: {product_id!r}", param=param)
-    if not product.active:
-        raise Conflict(
-            "This product is archived or inactive: it takes no new prices or subscriptions.", param=param
-        )
-    return product
-
-
-async def create_price(
-    session: AsyncSession, tenant: Tenant, command: PriceCreate, *, param_prefix: str = ""
-) -> Price:
-    check_terms(command, param_prefix)
-    product = await _active_product(session, tenant, command.product, f"{param_prefix}product")
-    price = Price(
-        id=new_id("price"),
-        installation_id=tenant.installation_id,
-        livemode=tenant.livemode,
-        product_id=product.id,
-        name=command.name,
-        currency=command.currency,
-        interval=command.interval,
-        interval_count=command.interval_count,
-        pricing_model=command.pricing_model,
-        amount=command.amount if command.pricing_model == "per_unit" else None,
-        tiers=[t.model_dump() for t in command.tiers] if command.tiers is not None else None,
-        active=True,
-        metadata_=command.metadata,
-        created_at=utcnow(),
-    )
-    await repository.add(session, price)
-    return price
-
-
-async def get_price(session: AsyncSession, tenant: Tenant, price_id: str, *, lock: bool = False) -> Price:
-    price = await repository.get_price(session, tenant, price_id, for_update=lock)
-    if price is None:
-        raise ResourceMissing(f"No such price: {price_id!r}", param="price")
-    return price
-
-
-async def list_prices(
-    session: AsyncSession, tenant: Tenant, *, limit: int, after: Position | None
-) -> Sequence[Price]:
-    return await repository.list_prices(session, tenant, limit=limit, after=after)
-
-
-async def archive_price(session: AsyncSession, tenant: Tenant, price_id: str) -> Price:
-    """No new subscriptions on it; the subscriptions that use it keep their terms."""
-    price = await get_price(session, tenant, price_id, lock=True)
-    price.active = False
-    await session.flush()
-    return price
-
-
-def cycle_amount(price: Price, quantity: int) -> int:
-    return pricing.total(
-        cast(pricing.PricingModel, price.pricing_model), quantity, amount=price.amount, tiers=_tiers_of(price)
-    )
-
-
-async def _checked_total(session: AsyncSession, tenant: Tenant, price: Price, quantity: int) -> int:
-    """A cycle's total within 1 to 99999999 and above the commission it carries (spec part 8)."""
-    amount = cycle_amount(price, quantity)
-    if not 1 <= amount <= MAX_AMOUNT:
-        raise AmountInvalid(
-            f"{quantity} at this price comes to {amount}; a total must be 1 to {MAX_AMOUNT} minor units.",
-            param="quantity",
-        )
-    reserve = (await payments.commission_policy(session, tenant)).reserve(amount)
-    if reserve is not None and amount <= reserve:
-        raise AmountInvalid(
-            f"The total ({amount}) must be more than the commission it carries ({reserve}).", param="quantity"
-        )
-    return amount
-
-
-async def quote_price(session: AsyncSession, tenant: Tenant, price_id: str, quantity: int) -> int:
-    price = await get_price(session, tenant, price_id)
-    return await _checked_total(session, tenant, price, quantity)
-
-
 # --- subscriptions: creating ------------------------------------------------------------------------
 def _checked_distribution(distribution: DistributionIn) -> dict[str, Any]:
     """A subscription's distribution is in basis points summing to 10000 (CONVENTIONS.md §8); whom it
@@ -447,7 +237,7 @@ async def _open_invoice(
 ) -> SubscriptionInvoice:
     """The cycle's collection record and its payment (with the cycle's distribution snapshot),
     prepared, not charged."""
-    amount = await _checked_total(session, tenant, price, subscription.quantity)
+    amount = await catalog.checked_total(session, tenant, price, subscription.quantity)
     snapshot = subscription.distribution
     interval = cast(calendar.Interval, price.interval)
     created = await payments.create_payment_intent(
@@ -495,7 +285,7 @@ async def _price_for(session: AsyncSession, tenant: Tenant, command: Subscriptio
         raise ParametersExclusive("Send either price or price_data, not both.", param="price_data")
     if command.price_data is not None:
         data = command.price_data
-        return await create_price(
+        return await catalog.create_price(
             session, tenant, PriceCreate.model_validate(data.model_dump()), param_prefix="price_data."
         )
     if command.price is None:
@@ -505,7 +295,7 @@ async def _price_for(session: AsyncSession, tenant: Tenant, command: Subscriptio
         raise ReferencedResourceMissing(f"No such price: {command.price!r}", param="price")
     if not price.active:
         raise Conflict("This price is archived: it takes no new subscriptions.", param="price")
-    await _active_product(session, tenant, price.product_id, "price")
+    await catalog.active_product(session, tenant, price.product_id, "price")
     return price
 
 
@@ -753,7 +543,7 @@ async def _renewal_method_or_problem(
     checkout), or why automation must stop."""
     if subscription.renewal_consented_at is None:
         return None, "renewal_consent_missing"
-    price = await get_price(session, tenant, subscription.price_id)
+    price = await catalog.get_price(session, tenant, subscription.price_id)
     if price.currency != subscription.currency or invoice.currency != subscription.currency:
         return None, "currency_mismatch"
     method_id = await methods.preferred_method_id(session, tenant, subscription.customer_id)
@@ -781,7 +571,7 @@ def _charge_key(invoice: SubscriptionInvoice) -> str:
 async def _renew(session: AsyncSession, tenant: Tenant, subscription: Subscription, now: datetime) -> None:
     """The next cycle's invoice and its renewal operation. Only the cycle that contains `now` is
     collected: periods that passed during an outage are not charged retroactively."""
-    price = await get_price(session, tenant, subscription.price_id)
+    price = await catalog.get_price(session, tenant, subscription.price_id)
     cycle = max(
         subscription.cycle + 1,
         calendar.cycle_at(
@@ -1004,7 +794,7 @@ async def checkout_terms(
             "nothing to collect through a checkout.",
             param="invoice",
         )
-    price = await get_price(session, tenant, subscription.price_id)
+    price = await catalog.get_price(session, tenant, subscription.price_id)
     return CheckoutTerms(
         subscription_id=subscription.id,
         invoice_id=invoice.id,
@@ -1023,7 +813,7 @@ class CheckoutDisplay:
 async def checkout_display(session: AsyncSession, tenant: Tenant, subscription_id: str) -> CheckoutDisplay:
     """What the hosted page shows beside the amount: who sells, and how often it renews."""
     subscription = await get_subscription(session, tenant, subscription_id)
-    price = await get_price(session, tenant, subscription.price_id)
+    price = await catalog.get_price(session, tenant, subscription.price_id)
     return CheckoutDisplay(seller=await _seller(session, tenant, subscription), frequency=frequency_of(price))
 
 
