@@ -420,3 +420,24 @@ def test_two_sweeps_at_the_same_moment_open_one_invoice_and_charge_once(biller, 
         lambda: (i := invoices(biller, subscription["id"])) and i[-1]["status"] == "paid" and i
     )
     assert len(found) == 2 and charges_for(db, found[-1]["id"]) == 1
+
+
+def test_the_leading_schedulers_own_sweep_renews_without_a_clock_advance(biller, bridge, billing_stack):
+    """The sandbox clock moved without running its due work (as real time passes in live): the
+    scheduler's periodic billing sweep finds the due subscription by query and renews it."""
+    from moneyrail.sandbox import repository as sandbox
+
+    subscription = active_subscription(biller)
+    seconds = subscription["current_period_end"] - clock_now(biller) + 1
+
+    async def move_clock(session):
+        await sandbox.advance_clock(session, biller.keys.installation_id, seconds)
+
+    bridge.in_unit_of_work(move_clock)
+    found = wait_until(
+        lambda: (
+            (i := invoices(biller, subscription["id"])) and len(i) == 2 and i[-1]["status"] == "paid" and i
+        ),
+        timeout=60,
+    )
+    assert found[-1]["period_start"] == subscription["current_period_end"]
