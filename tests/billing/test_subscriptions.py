@@ -441,3 +441,29 @@ def test_the_leading_schedulers_own_sweep_renews_without_a_clock_advance(biller,
         timeout=60,
     )
     assert found[-1]["period_start"] == subscription["current_period_end"]
+
+
+def test_a_renewal_that_cannot_be_opened_as_agreed_stops_for_review_and_sync_resumes_it(
+    biller, bridge, db, billing_stack
+):
+    """The operator raised the commission above the cycle's total: the renewal is not opened (nothing
+    charged), the subscription is review_required with the reason, and the other due ones renew."""
+    from tests.payments.support import set_commission
+
+    stopped = active_subscription(biller, 500)
+    renewed = active_subscription(biller, 5000)
+    set_commission(bridge, biller.keys, 0, 600)
+    advance(biller, max(stopped["current_period_end"], renewed["current_period_end"]) - clock_now(biller) + 1)
+    after = read(biller, stopped["id"])
+    assert (after["status"], after["review_reason"]) == ("review_required", "amount_invalid")
+    assert len(invoices(biller, stopped["id"])) == 1
+    wait_until(lambda: (i := invoices(biller, renewed["id"])) and len(i) == 2 and i[-1]["status"] == "paid")
+    set_commission(bridge, biller.keys, 0, 0)
+    synced = post(biller, f"/v1/subscriptions/{stopped['id']}/sync")
+    wait_for_operation(biller, synced.json()["id"], {"succeeded"})
+    assert read(biller, stopped["id"])["status"] == "active"
+    advance(biller, 1)  # the billing calendar runs again: the cycle that contains now is collected
+    found = wait_until(
+        lambda: (i := invoices(biller, stopped["id"])) and len(i) == 2 and i[-1]["status"] == "paid" and i
+    )
+    assert charges_for(db, found[-1]["id"]) == 1

@@ -36,6 +36,7 @@ from moneyrail.engine.service import create_operation, register_outcome_listener
 from moneyrail.errors import (
     Conflict,
     DistributionInvalid,
+    MoneyrailError,
     ParameterInvalid,
     ParameterMissing,
     ParametersExclusive,
@@ -622,7 +623,16 @@ async def _settle_due_subscriptions(
         network = provider.processor()
         for subscription in due:
             owner = Tenant(subscription.installation_id, subscription.livemode)
-            await _settle_due(session, owner, network, subscription, now)
+            try:
+                async with session.begin_nested():  # one subscription's refusal leaves the others renewed
+                    await _settle_due(session, owner, network, subscription, now)
+            except MoneyrailError as refused:
+                # the next cycle cannot be opened as agreed (a recipient no longer valid, a total the
+                # commission now exceeds): automation stops until the configuration is repaired and synced
+                await session.refresh(subscription)
+                if subscription.status != "active":
+                    raise
+                await _stop_for_review(session, owner, subscription, refused.code)
         done += len(due)
         if len(due) < SWEEP_BATCH:
             break
