@@ -19,6 +19,7 @@ import moneyrail.domains  # noqa: E402, F401 - policies and outcome listeners of
 from moneyrail.config import get_settings  # noqa: E402
 from moneyrail.logging import configure_logging  # noqa: E402
 from workers import (  # noqa: E402, F401 - register the actors
+    billing,
     deliveries,
     disputes,
     invoices,

@@ -14,6 +14,7 @@ from moneyrail.api.errors import install_error_handlers
 from moneyrail.api.input_guard import InputGuardMiddleware
 from moneyrail.api.middleware import RequestContextMiddleware
 from moneyrail.api.openapi import install_openapi
+from moneyrail.billing.endpoints import router as billing_router
 from moneyrail.checkout.endpoints import router as checkout_router
 from moneyrail.checkout.pages import router as checkout_pages_router
 from moneyrail.commerce.endpoints import router as commerce_router
@@ -72,6 +73,7 @@ def payments_api() -> APIRouter:
     v1.include_router(dispute_helpers_router)
     v1.include_router(risk_router)
     v1.include_router(invoices_router)
+    v1.include_router(billing_router)
     return v1
 
 

@@ -51,6 +51,10 @@ class AmountInvalid(InvalidRequest):
     code = "amount_invalid"
 
 
+class TiersInvalid(InvalidRequest):
+    code = "tiers_invalid"
+
+
 class CurrencyInvalid(InvalidRequest):
     code = "currency_invalid"
 
@@ -149,6 +153,14 @@ class CheckoutNotEnabled(MoneyrailError):
     status = 403
     type = "permission_error"
     code = "checkout_not_enabled"
+
+
+class RecurringNotEnabled(MoneyrailError):
+    """Subscriptions are not (yet) active for this environment: the operator enables them."""
+
+    status = 403
+    type = "permission_error"
+    code = "recurring_not_enabled"
 
 
 # 404 / 405 ------------------------------------------------------------------------------------

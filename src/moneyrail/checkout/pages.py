@@ -82,7 +82,8 @@ def _form_page(request: Request, token: str, form: service.PaymentForm) -> Respo
         "amount": format_amount(view.amount, view.currency),
         "saved_cards": [{"id": card.id, "label": _card_label(card)} for card in view.saved_cards],
         "selected": selected,
-        "can_save_card": view.can_save_card,
+        "can_save_card": view.can_save_card and view.frequency is None,
+        "frequency": view.frequency,
         "sandbox": not view.livemode,
         "error": form.error,
         "action": f"/checkout/{token}",
@@ -130,6 +131,7 @@ async def pay(
     exp_year: Annotated[str | None, Form()] = None,
     cvc: Annotated[str | None, Form()] = None,
     save_card: Annotated[str | None, Form()] = None,
+    renew_consent: Annotated[str | None, Form()] = None,
 ) -> Response:
     form = CheckoutPaymentForm(
         payment_method=payment_method,
@@ -138,6 +140,7 @@ async def pay(
         exp_year=exp_year,
         cvc=cvc,
         save_card=save_card is not None,
+        renew_consent=renew_consent is not None,
     )
     session = request_session(request)
     step = await service.pay_checkout(session, processor(), token, form, base_url=public_base_url(request))

@@ -94,3 +94,4 @@ class CheckoutPaymentForm(BaseModel):
     exp_year: str | None = None
     cvc: str | None = Field(default=None, repr=False)
     save_card: bool = False
+    renew_consent: bool = False  # a subscription: consent to save the card and to renewals

@@ -27,6 +27,7 @@ from typing import Literal
 import structlog
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from moneyrail.billing import service as billing
 from moneyrail.engine.schedule import register_periodic
 from moneyrail.errors import (
     CardDeclined,
@@ -135,16 +136,19 @@ class CreatedCheckoutSession:
     token: str  # answered once inside checkout_url, never stored
 
 
-async def _resolve_billing(command: CheckoutSessionCreate) -> None:
-    """Subscriptions, their changes and invoices are not built yet, so no such id resolves: each is
-    refused as an id that does not exist, naming its field."""
-    for param, value in (
-        ("subscription", command.subscription),
-        ("change", command.change),
-        ("invoice", command.invoice),
-    ):
-        if value is not None:
-            raise ReferencedResourceMissing(f"No such {param}: {value!r}", param=param)
+async def _resolve_billing(
+    session: AsyncSession, tenant: Tenant, command: CheckoutSessionCreate
+) -> billing.CheckoutTerms | None:
+    """A subscription checkout takes the payment of the invoice it collects: the first one, or a failed
+    one named by `invoice` (a recovery, on the same payment). Changes come with the billing-changes
+    work, so no `change` id resolves yet; an `invoice` belongs to a subscription."""
+    if command.change is not None:
+        raise ReferencedResourceMissing(f"No such change: {command.change!r}", param="change")
+    if command.subscription is None:
+        if command.invoice is not None:
+            raise ReferencedResourceMissing(f"No such invoice: {command.invoice!r}", param="invoice")
+        return None
+    return await billing.checkout_terms(session, tenant, command.subscription, command.invoice)
 
 
 async def _payment_to_take(session: AsyncSession, tenant: Tenant, payment_id: str) -> PaymentIntent:
@@ -181,7 +185,7 @@ async def create_checkout_session(
             "A checkout session needs the payment_intent (or the subscription) it takes.",
             param="payment_intent",
         )
-    await _resolve_billing(command)
+    terms = await _resolve_billing(session, tenant, command)
     for param, url in (("success_url", command.success_url), ("cancel_url", command.cancel_url)):
         if url not in settings.return_urls:
             raise UrlNotRegistered(
@@ -189,8 +193,9 @@ async def create_checkout_session(
                 "registers each one exactly (moneyrail settings set --return-url).",
                 param=param,
             )
-    assert command.payment_intent is not None  # a subscription was refused above
-    payment = await _payment_to_take(session, tenant, command.payment_intent)
+    payment_id = terms.payment_intent_id if terms is not None else command.payment_intent
+    assert payment_id is not None  # one of the two was required above
+    payment = await _payment_to_take(session, tenant, payment_id)
 
     token = random_base62(TOKEN_LENGTH)
     now = utcnow()
@@ -199,9 +204,9 @@ async def create_checkout_session(
         installation_id=tenant.installation_id,
         livemode=tenant.livemode,
         payment_intent_id=payment.id,
-        subscription_id=None,
+        subscription_id=terms.subscription_id if terms is not None else None,
         change_id=None,
-        invoice_id=None,
+        invoice_id=terms.invoice_id if terms is not None else None,
         title=command.title,
         success_url=command.success_url,
         cancel_url=command.cancel_url,
@@ -238,10 +243,10 @@ async def _expire(
     """The link stops working; a one-off payment nobody paid is cancelled with it.
 
     A payment that another open session still offers is left to that session, and one that another
-    domain owns (register_payment_owner) to its owner. A subscription's
-    checkout (billing, later) only loses its link: the subscription is not cancelled (spec part 3).
+    domain owns (register_payment_owner) to its owner. A subscription's checkout only loses its link:
+    the subscription and its invoice's payment stay (spec part 3).
     """
-    if checkout.payment_intent_id is not None:
+    if checkout.payment_intent_id is not None and checkout.subscription_id is None:
         # the payment's lock first: a session being created for it meanwhile is counted, not orphaned
         payment = await payments.lock_payment_intent(session, tenant, checkout.payment_intent_id)
         unfinished = payment.status in payments.CANCELABLE and payment.status not in PAID
@@ -369,6 +374,8 @@ class CheckoutView:
     success_url: str
     cancel_url: str
     livemode: bool
+    # a subscription: how often it renews ("every month"); the page asks consent to save and renew
+    frequency: str | None = None
 
 
 @dataclass(frozen=True)
@@ -405,7 +412,7 @@ async def _load(session: AsyncSession, token: str) -> _Loaded | Notice:
     """The session the link names and its payment, both locked for this request (session first)."""
     checkout = await repository.get_by_token_hash(session, hash_secret(token))
     if checkout is None or checkout.payment_intent_id is None:
-        return Notice("missing")  # subscription checkouts come with billing
+        return Notice("missing")
     tenant = Tenant(checkout.installation_id, checkout.livemode)
     payment = await payments.lock_payment_intent(session, tenant, checkout.payment_intent_id)
     return _Loaded(checkout, tenant, payment)
@@ -451,9 +458,14 @@ async def _view(session: AsyncSession, loaded: _Loaded) -> CheckoutView:
                 account=await methods.payment_account(session, tenant, payment.merchant_id),
             )
         ]
+    seller, frequency = installation.name, None
+    if checkout.subscription_id is not None:
+        shown = await billing.checkout_display(session, tenant, checkout.subscription_id)
+        seller, frequency = shown.seller, shown.frequency
     return CheckoutView(
         title=checkout.title,
-        seller=installation.name,
+        seller=seller,
+        frequency=frequency,
         amount=payment.amount,
         currency=payment.currency,
         saved_cards=cards,
@@ -549,7 +561,13 @@ def _card(form: CheckoutPaymentForm) -> CardDetails:
     return CardDetails(number=number, exp_month=int(month), exp_year=full_year, cvc=cvc)
 
 
-def _confirmation(form: CheckoutPaymentForm, payment: PaymentIntent, back: str) -> payments.Confirmation:
+def _confirmation(
+    form: CheckoutPaymentForm, payment: PaymentIntent, back: str, *, recurring: bool
+) -> payments.Confirmation:
+    if recurring and not form.renew_consent:
+        raise ParameterMissing(
+            "To subscribe, agree to save your card and to be charged at each renewal.", param="renew_consent"
+        )
     choice = form.payment_method or "new"
     if choice != "new":
         if payment.customer_id is None:
@@ -557,7 +575,8 @@ def _confirmation(form: CheckoutPaymentForm, payment: PaymentIntent, back: str) 
         return payments.Confirmation(payment_method=choice, return_url=back)
     return payments.Confirmation(
         card=_card(form),
-        save_payment_method=form.save_card and payment.customer_id is not None,
+        # a subscription's consent covers keeping the card: renewals charge it
+        save_payment_method=(form.save_card or recurring) and payment.customer_id is not None,
         return_url=back,
     )
 
@@ -574,7 +593,12 @@ async def pay_checkout(
     if step is not None:
         return step
     try:
-        confirmation = _confirmation(form, loaded.payment, return_url(base_url, loaded.checkout.id))
+        confirmation = _confirmation(
+            form,
+            loaded.payment,
+            return_url(base_url, loaded.checkout.id),
+            recurring=loaded.checkout.subscription_id is not None,
+        )
     except InvalidRequest as invalid:
         return PaymentForm(
             await _view(session, loaded), error=invalid.message, problem="invalid", chosen=form.payment_method
@@ -583,6 +607,8 @@ async def pay_checkout(
     declined: PaymentDeclined | None = None
     try:
         async with session.begin_nested():  # a refusal other than a decline leaves nothing behind
+            if loaded.checkout.subscription_id is not None:
+                await billing.record_renewal_consent(session, loaded.tenant, loaded.checkout.subscription_id)
             try:
                 await payments.confirm_locked_payment(
                     session, loaded.tenant, processor, loaded.payment, confirmation, base_url=base_url

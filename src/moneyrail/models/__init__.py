@@ -1,6 +1,7 @@
 """Every table of moneyrail, one module per aggregate. Import this package to register them all."""
 
 from moneyrail.models.base import Base
+from moneyrail.models.billing import Price, Product, Subscription, SubscriptionInvoice
 from moneyrail.models.checkout import CheckoutSession
 from moneyrail.models.commerce import Order
 from moneyrail.models.connect import ConnectedAccount, OnboardingLink
@@ -81,6 +82,8 @@ __all__ = [
     "PaymentIntent",
     "PaymentMethod",
     "Payout",
+    "Price",
+    "Product",
     "PublishableKey",
     "ReceiptDelivery",
     "ReconciliationRun",
@@ -93,6 +96,8 @@ __all__ = [
     "SandboxProcessorFault",
     "SandboxSmsMessage",
     "SetupIntent",
+    "Subscription",
+    "SubscriptionInvoice",
     "Transfer",
     "TransferReversal",
     "ValueList",

@@ -19,8 +19,9 @@ class CheckoutSession(TenantOwned, Base):
     __tablename__ = "checkout_sessions"
     __table_args__ = (
         CheckConstraint("status IN ('open', 'complete', 'expired')", name="status"),
-        # exactly one thing is paid: a one-off payment or a subscription (spec 4.N)
-        CheckConstraint("(payment_intent_id IS NULL) <> (subscription_id IS NULL)", name="subject"),
+        # every session takes one payment: a one-off payment, or a subscription invoice's payment (a
+        # subscription session names the subscription and invoice beside it)
+        CheckConstraint("payment_intent_id IS NOT NULL", name="subject"),
         Index("ix_checkout_sessions_list", "installation_id", "livemode", "created_at", "id"),
         # the expiry sweep's question: open sessions, soonest expiry first
         Index("ix_checkout_sessions_open", "expires_at", postgresql_where=text("status = 'open'")),
@@ -29,7 +30,7 @@ class CheckoutSession(TenantOwned, Base):
 
     id: Mapped[str] = mapped_column(primary_key=True)
     payment_intent_id: Mapped[str | None] = mapped_column(ForeignKey("payment_intents.id"))
-    # billing comes later: plain ids until subscriptions, changes and their invoices exist
+    # a subscription checkout: the subscription, its change (billing changes, later) and the invoice
     subscription_id: Mapped[str | None]
     change_id: Mapped[str | None]
     invoice_id: Mapped[str | None]

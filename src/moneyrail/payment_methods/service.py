@@ -216,6 +216,11 @@ async def detach(
     return method
 
 
+async def preferred_method_id(session: AsyncSession, tenant: Tenant, customer_id: str) -> str | None:
+    """The customer's preferred saved card: the one recurring charges use."""
+    return await repository.preferred_id(session, tenant, customer_id)
+
+
 async def set_preferred(
     session: AsyncSession, tenant: Tenant, customer_id: str, payment_method_id: str
 ) -> PaymentMethod:

@@ -493,6 +493,40 @@ async def confirm_locked_payment(
     return payment
 
 
+async def charge_off_session(
+    session: AsyncSession,
+    tenant: Tenant,
+    processor: Processor,
+    payment: PaymentIntent,
+    method: PaymentMethod,
+    *,
+    idempotency_key: str,
+) -> PaymentIntent:
+    """Charge a saved, consented card with no payer present (a renewal). The caller has locked the
+    payment and derives the key from what it collects, so a retried or re-driven attempt asks the
+    network the same question and gets the same answer: one charge at most. A decline is recorded on
+    the payment (status `requires_payment_method`, `last_payment_error`) and not raised."""
+    if payment.status not in CONFIRMABLE:
+        raise Conflict(f"This payment is {payment.status}: it cannot be charged now.")
+    payment.payment_method_id = method.id
+    payment.confirmations += 1
+    payment.save_payment_method = False
+    payment.return_url = None
+    authorization = await _authorization_or_decline(
+        payment,
+        processor.authorize(
+            tenant,
+            idempotency_key=idempotency_key,
+            card_token=method.processor_token,
+            amount=payment.amount,
+            currency=payment.currency,
+            off_session=True,
+        ),
+    )
+    await _apply_authorization(session, tenant, processor, payment, authorization, method, base_url="")
+    return payment
+
+
 async def _authorization_or_decline(
     payment: PaymentIntent, answer: Coroutine[Any, Any, Authorization]
 ) -> Authorization:

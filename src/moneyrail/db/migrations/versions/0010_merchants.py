@@ -1,7 +1,7 @@
 """merchants
 
 Revision ID: 0010
-Revises: 0008
+Revises: 0009
 Create Date: 2026-11-24 05:54:03.109750
 """
 

@@ -2,7 +2,7 @@
 allocations, transfers, transfer reversals, payouts and reconciliation runs
 
 Revision ID: 0011
-Revises: 0008
+Revises: 0010
 Create Date: 2026-11-24 05:59:53.416250
 """
 

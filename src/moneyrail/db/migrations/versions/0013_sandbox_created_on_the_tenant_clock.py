@@ -1,7 +1,7 @@
 """sandbox objects are created on their tenant's clock
 
 Revision ID: 0013
-Revises: 0008
+Revises: 0011
 Create Date: 2026-11-24 06:30:00.000000
 
 After a sandbox clock advance, `expires_at` followed the sandbox clock while `created` was the wall

@@ -1,7 +1,7 @@
 """disputes and risk
 
 Revision ID: 0016
-Revises: 0011
+Revises: 0013
 Create Date: 2026-11-24 06:16:32.255530
 """
 

@@ -1,7 +1,7 @@
 """payment invoices (numbered without gaps, immutable once finalized) and commerce orders
 
 Revision ID: 0017
-Revises: 0011
+Revises: 0016
 """
 
 from collections.abc import Sequence

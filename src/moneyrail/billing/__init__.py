@@ -1,0 +1,1 @@
+"""Billing: products, prices, subscriptions on the UTC calendar, and their collection records."""

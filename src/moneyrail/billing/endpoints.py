@@ -1,0 +1,238 @@
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, Request
+from fastapi.responses import JSONResponse
+
+from moneyrail.api.context import Principal, request_session
+from moneyrail.api.pagination import ListEnvelope, PageRequest, list_envelope, page_request
+from moneyrail.api.routing import MoneyrailRoute, scoped
+from moneyrail.engine.schemas import OperationOut, render_operation
+from moneyrail.errors import InsufficientScope
+from moneyrail.kit.scopes import grants
+from moneyrail.processor.provider import processor
+
+from . import catalog, service
+from .schemas import (
+    EmptyBody,
+    PriceCreate,
+    PriceOut,
+    ProductCreate,
+    ProductOut,
+    ProductUpdate,
+    QuoteOut,
+    QuoteRequest,
+    SubscriptionCancel,
+    SubscriptionCreate,
+    SubscriptionInvoiceOut,
+    SubscriptionOut,
+)
+
+router = APIRouter(route_class=MoneyrailRoute, tags=["billing"])
+ACCEPTED: dict[int | str, dict[str, Any]] = {
+    202: {"description": "Accepted: follow the operation until `succeeded` or `dead_letter`"}
+}
+
+
+# --- products ---------------------------------------------------------------------------------
+@router.post("/products", response_model=ProductOut)
+async def create_product(
+    request: Request, body: ProductCreate, principal: Annotated[Principal, scoped("billing:write")]
+) -> ProductOut:
+    """Idempotency-Key required."""
+    return catalog.render_product(
+        await catalog.create_product(request_session(request), principal.tenant, body)
+    )
+
+
+@router.get("/products", response_model=ListEnvelope[ProductOut])
+async def list_products(
+    request: Request,
+    principal: Annotated[Principal, scoped("billing:read")],
+    page: Annotated[PageRequest, Depends(page_request)],
+) -> ListEnvelope[ProductOut]:
+    rows = await catalog.list_products(
+        request_session(request), principal.tenant, limit=page.limit, after=page.after
+    )
+    return list_envelope(rows, page, catalog.render_product)
+
+
+@router.get("/products/{product}", response_model=ProductOut)
+async def get_product(
+    request: Request, product: str, principal: Annotated[Principal, scoped("billing:read")]
+) -> ProductOut:
+    return catalog.render_product(
+        await catalog.get_product(request_session(request), principal.tenant, product)
+    )
+
+
+@router.post("/products/{product}/update", response_model=ProductOut)
+async def update_product(
+    request: Request,
+    product: str,
+    body: ProductUpdate,
+    principal: Annotated[Principal, scoped("billing:write")],
+) -> ProductOut:
+    """Presentation and availability; never financial terms (those live on immutable prices)."""
+    updated = await catalog.update_product(request_session(request), principal.tenant, product, body)
+    return catalog.render_product(updated)
+
+
+@router.post("/products/{product}/archive", response_model=ProductOut)
+async def archive_product(
+    request: Request,
+    product: str,
+    principal: Annotated[Principal, scoped("billing:write")],
+    body: EmptyBody | None = None,
+) -> ProductOut:
+    """Closed to new subscriptions; existing ones renew until cancelled."""
+    archived = await catalog.archive_product(request_session(request), principal.tenant, product)
+    return catalog.render_product(archived)
+
+
+# --- prices -----------------------------------------------------------------------------------
+@router.post("/prices", response_model=PriceOut)
+async def create_price(
+    request: Request, body: PriceCreate, principal: Annotated[Principal, scoped("billing:write")]
+) -> PriceOut:
+    """Immutable terms: per_unit (`amount`), volume or graduated (`tiers`); `month` or `year`."""
+    return catalog.render_price(await catalog.create_price(request_session(request), principal.tenant, body))
+
+
+@router.get("/prices", response_model=ListEnvelope[PriceOut])
+async def list_prices(
+    request: Request,
+    principal: Annotated[Principal, scoped("billing:read")],
+    page: Annotated[PageRequest, Depends(page_request)],
+) -> ListEnvelope[PriceOut]:
+    rows = await catalog.list_prices(
+        request_session(request), principal.tenant, limit=page.limit, after=page.after
+    )
+    return list_envelope(rows, page, catalog.render_price)
+
+
+@router.get("/prices/{price}", response_model=PriceOut)
+async def get_price(
+    request: Request, price: str, principal: Annotated[Principal, scoped("billing:read")]
+) -> PriceOut:
+    return catalog.render_price(await catalog.get_price(request_session(request), principal.tenant, price))
+
+
+@router.post("/prices/{price}/archive", response_model=PriceOut)
+async def archive_price(
+    request: Request,
+    price: str,
+    principal: Annotated[Principal, scoped("billing:write")],
+    body: EmptyBody | None = None,
+) -> PriceOut:
+    archived = await catalog.archive_price(request_session(request), principal.tenant, price)
+    return catalog.render_price(archived)
+
+
+@router.post("/prices/{price}/quote", response_model=QuoteOut)
+async def quote_price(
+    request: Request, price: str, body: QuoteRequest, principal: Annotated[Principal, scoped("billing:write")]
+) -> QuoteOut:
+    """The exact total for `quantity`, as `amount`; informative, nothing is charged."""
+    session = request_session(request)
+    found = await catalog.get_price(session, principal.tenant, price)
+    amount = await catalog.quote_price(session, principal.tenant, price, body.quantity)
+    return QuoteOut(price=found.id, quantity=body.quantity, amount=amount, currency=found.currency)
+
+
+# --- subscriptions ----------------------------------------------------------------------------
+@router.post("/subscriptions", response_model=SubscriptionOut)
+async def create_subscription(
+    request: Request, body: SubscriptionCreate, principal: Annotated[Principal, scoped("billing:write")]
+) -> SubscriptionOut:
+    """Prepares the subscription without charging: `incomplete`, with its first invoice and payment.
+    With `distribution` the key also needs payments:write and transfers:write."""
+    if body.distribution is not None:
+        for extra in ("payments:write", "transfers:write"):
+            if not grants(principal.scopes, extra):
+                raise InsufficientScope(f"A subscription with a distribution also needs the {extra} scope.")
+    session = request_session(request)
+    subscription = await service.create_subscription(session, principal.tenant, body)
+    return await service.subscription_view(session, principal.tenant, subscription)
+
+
+@router.get("/subscriptions", response_model=ListEnvelope[SubscriptionOut])
+async def list_subscriptions(
+    request: Request,
+    principal: Annotated[Principal, scoped("billing:read")],
+    page: Annotated[PageRequest, Depends(page_request)],
+) -> ListEnvelope[SubscriptionOut]:
+    session = request_session(request)
+    rows = await service.list_subscriptions(session, principal.tenant, limit=page.limit, after=page.after)
+    shown = {row.id: await service.subscription_view(session, principal.tenant, row) for row in rows}
+    return list_envelope(rows, page, lambda row: shown[row.id])
+
+
+@router.get("/subscriptions/{subscription}", response_model=SubscriptionOut)
+async def get_subscription(
+    request: Request, subscription: str, principal: Annotated[Principal, scoped("billing:read")]
+) -> SubscriptionOut:
+    """The authoritative entitlement: `entitled`, `access_until`, `terms_version`."""
+    session = request_session(request)
+    found = await service.get_subscription(session, principal.tenant, subscription)
+    return await service.subscription_view(session, principal.tenant, found)
+
+
+@router.get("/subscriptions/{subscription}/invoices", response_model=ListEnvelope[SubscriptionInvoiceOut])
+async def list_subscription_invoices(
+    request: Request,
+    subscription: str,
+    principal: Annotated[Principal, scoped("billing:read")],
+    page: Annotated[PageRequest, Depends(page_request)],
+) -> ListEnvelope[SubscriptionInvoiceOut]:
+    rows = await service.list_invoices(
+        request_session(request), principal.tenant, subscription, limit=page.limit, after=page.after
+    )
+    return list_envelope(rows, page, service.render_invoice)
+
+
+@router.post("/subscriptions/{subscription}/cancel", response_model=SubscriptionOut)
+async def cancel_subscription(
+    request: Request,
+    subscription: str,
+    principal: Annotated[Principal, scoped("billing:write")],
+    body: SubscriptionCancel | None = None,
+) -> SubscriptionOut:
+    """Now (`at_period_end` false) or at the end of the paid period; no refund either way."""
+    session = request_session(request)
+    canceled = await service.cancel_subscription(
+        session,
+        principal.tenant,
+        processor(),
+        subscription,
+        at_period_end=(body or SubscriptionCancel()).at_period_end,
+    )
+    return await service.subscription_view(session, principal.tenant, canceled)
+
+
+@router.post("/subscriptions/{subscription}/resume", response_model=SubscriptionOut)
+async def resume_subscription(
+    request: Request,
+    subscription: str,
+    principal: Annotated[Principal, scoped("billing:write")],
+    body: EmptyBody | None = None,
+) -> SubscriptionOut:
+    """Withdraw a scheduled cancellation before the paid period ends."""
+    session = request_session(request)
+    resumed = await service.resume_subscription(session, principal.tenant, subscription)
+    return await service.subscription_view(session, principal.tenant, resumed)
+
+
+@router.post(
+    "/subscriptions/{subscription}/sync", response_model=OperationOut, status_code=202, responses=ACCEPTED
+)
+async def sync_subscription(
+    request: Request,
+    subscription: str,
+    principal: Annotated[Principal, scoped("billing:write")],
+    body: EmptyBody | None = None,
+) -> JSONResponse:
+    """A durable status check (also after a configuration repair): 202 with the operation."""
+    operation = await service.request_sync(request_session(request), principal.tenant, subscription)
+    return JSONResponse(render_operation(operation).model_dump(mode="json"), status_code=202)

@@ -1,0 +1,155 @@
+"""Queries over the billing tables, always within one tenant unless named otherwise."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime, timedelta
+from typing import Any
+
+from sqlalchemy import and_, or_, select
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from moneyrail.db.pagination import newest_first_page
+from moneyrail.kit.pagination import Position
+from moneyrail.kit.tenant import Tenant
+from moneyrail.models import Price, Product, Subscription, SubscriptionInvoice
+
+
+def _owned_by(model: Any, tenant: Tenant) -> Any:
+    return and_(model.installation_id == tenant.installation_id, model.livemode == tenant.livemode)
+
+
+async def add(session: AsyncSession, row: Product | Price | Subscription | SubscriptionInvoice) -> None:
+    session.add(row)
+    await session.flush()
+
+
+async def get_product(
+    session: AsyncSession, tenant: Tenant, product_id: str, *, for_update: bool = False
+) -> Product | None:
+    statement = select(Product).where(_owned_by(Product, tenant), Product.id == product_id)
+    return await session.scalar(statement.with_for_update() if for_update else statement)
+
+
+async def get_price(
+    session: AsyncSession, tenant: Tenant, price_id: str, *, for_update: bool = False
+) -> Price | None:
+    statement = select(Price).where(_owned_by(Price, tenant), Price.id == price_id)
+    return await session.scalar(statement.with_for_update() if for_update else statement)
+
+
+async def get_subscription(
+    session: AsyncSession, tenant: Tenant, subscription_id: str, *, for_update: bool = False
+) -> Subscription | None:
+    statement = select(Subscription).where(
+        _owned_by(Subscription, tenant), Subscription.id == subscription_id
+    )
+    return await session.scalar(statement.with_for_update() if for_update else statement)
+
+
+async def get_invoice(
+    session: AsyncSession, tenant: Tenant, invoice_id: str, *, for_update: bool = False
+) -> SubscriptionInvoice | None:
+    statement = select(SubscriptionInvoice).where(
+        _owned_by(SubscriptionInvoice, tenant), SubscriptionInvoice.id == invoice_id
+    )
+    return await session.scalar(statement.with_for_update() if for_update else statement)
+
+
+async def invoice_for_payment(session: AsyncSession, payment_id: str) -> SubscriptionInvoice | None:
+    statement = select(SubscriptionInvoice).where(SubscriptionInvoice.payment_intent_id == payment_id)
+    return await session.scalar(statement.with_for_update())
+
+
+async def unsettled_invoices(session: AsyncSession, subscription_id: str) -> Sequence[SubscriptionInvoice]:
+    statement = select(SubscriptionInvoice).where(
+        SubscriptionInvoice.subscription_id == subscription_id,
+        SubscriptionInvoice.status.in_(("open", "failed")),
+    )
+    return (await session.scalars(statement.with_for_update())).all()
+
+
+async def list_products(
+    session: AsyncSession, tenant: Tenant, *, limit: int, after: Position | None
+) -> Sequence[Product]:
+    statement = newest_first_page(
+        select(Product).where(_owned_by(Product, tenant)), Product, limit=limit, after=after
+    )
+    return (await session.scalars(statement)).all()
+
+
+async def list_prices(
+    session: AsyncSession, tenant: Tenant, *, limit: int, after: Position | None
+) -> Sequence[Price]:
+    statement = newest_first_page(
+        select(Price).where(_owned_by(Price, tenant)), Price, limit=limit, after=after
+    )
+    return (await session.scalars(statement)).all()
+
+
+async def list_subscriptions(
+    session: AsyncSession, tenant: Tenant, *, limit: int, after: Position | None
+) -> Sequence[Subscription]:
+    statement = newest_first_page(
+        select(Subscription).where(_owned_by(Subscription, tenant)), Subscription, limit=limit, after=after
+    )
+    return (await session.scalars(statement)).all()
+
+
+async def list_invoices(
+    session: AsyncSession, subscription_id: str, *, limit: int, after: Position | None
+) -> Sequence[SubscriptionInvoice]:
+    statement = newest_first_page(
+        select(SubscriptionInvoice).where(SubscriptionInvoice.subscription_id == subscription_id),
+        SubscriptionInvoice,
+        limit=limit,
+        after=after,
+    )
+    return (await session.scalars(statement)).all()
+
+
+async def due_subscriptions(
+    session: AsyncSession,
+    *,
+    tenant: Tenant | None,
+    livemode: bool | None,
+    now: datetime,
+    unpaid_after: timedelta,
+    limit: int,
+) -> Sequence[Subscription]:
+    """Subscriptions with something due at `now`, locked: an active one whose period has ended and
+    whose latest invoice is paid (no renewal open yet) or that cancels at the period's end, and an
+    incomplete one left unpaid too long. SKIP LOCKED: two sweeps (a fail-over) share, never repeat."""
+    latest = SubscriptionInvoice
+    statement = (
+        select(Subscription)
+        .join(latest, latest.id == Subscription.latest_invoice_id)
+        .where(
+            or_(
+                and_(
+                    Subscription.status == "active",
+                    Subscription.current_period_end <= now,
+                    or_(Subscription.cancel_at_period_end, latest.status == "paid"),
+                ),
+                and_(Subscription.status == "incomplete", Subscription.anchor_at <= now - unpaid_after),
+            )
+        )
+        .order_by(Subscription.current_period_end)
+        .limit(limit)
+        .with_for_update(of=Subscription, skip_locked=True)
+    )
+    if tenant is not None:
+        statement = statement.where(_owned_by(Subscription, tenant))
+    if livemode is not None:
+        statement = statement.where(Subscription.livemode == livemode)
+    return (await session.scalars(statement)).all()
+
+
+async def sandboxes_with_subscriptions(session: AsyncSession, limit: int) -> Sequence[str]:
+    statement = (
+        select(Subscription.installation_id)
+        .where(Subscription.livemode.is_(False), Subscription.status.in_(("active", "incomplete")))
+        .distinct()
+        .limit(limit)
+    )
+    return (await session.scalars(statement)).all()

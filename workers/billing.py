@@ -1,0 +1,29 @@
+"""Billing work on the `money` queue: renewals (one off-session charge per cycle) and syncs."""
+
+from __future__ import annotations
+
+import dramatiq
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from moneyrail.billing import service as billing
+from moneyrail.models import Operation
+from workers import runtime
+from workers.broker import broker
+
+
+async def _renew(session: AsyncSession, operation: Operation) -> None:
+    await billing.process_renewal(session, operation, runtime.processor())
+
+
+async def _sync(session: AsyncSession, operation: Operation) -> None:
+    await billing.process_sync(session, operation, runtime.processor())
+
+
+@dramatiq.actor(actor_name=billing.RENEWAL_ACTOR, queue_name="money", broker=broker)
+async def renewal(*operation_ids: str) -> None:
+    await runtime.run(operation_ids, _renew)
+
+
+@dramatiq.actor(actor_name=billing.SYNC_ACTOR, queue_name="money", broker=broker)
+async def sync(*operation_ids: str) -> None:
+    await runtime.run(operation_ids, _sync)
