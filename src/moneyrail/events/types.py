@@ -53,7 +53,7 @@ EVENT_TYPES: dict[str, str] = {
     "order.preparation_started": "A commerce order's preparation started: its payment was captured.",
     "order.canceled": "A commerce order was canceled and its authorization released.",
     "subscription.created": "A subscription was created (incomplete until its first payment).",
-    "subscription.updated": "A subscription changed (status, period, access, cancellation); carries `terms_version`.",
+    "subscription.updated": "A subscription changed (status, period, access); carries `terms_version`.",
     "subscription.invoice.paid": "A subscription's collection record was paid.",
     "subscription.invoice.failed": "A subscription's collection record failed (a declined renewal).",
     "operation.succeeded": "An asynchronous operation succeeded.",
