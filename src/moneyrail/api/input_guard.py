@@ -79,6 +79,12 @@ def _content_kind(content_type: str | None) -> str | None:
     return None
 
 
+def _is_multipart(content_type: str) -> bool:
+    message = email.message.Message()
+    message["content-type"] = content_type
+    return message.get_content_type() == "multipart/form-data"
+
+
 def _path_parameter(scope: Scope) -> str | None:
     """The name of the path parameter holding the bad text, found the way the router would."""
     app = scope.get("app")
@@ -165,6 +171,11 @@ class InputGuardMiddleware:
             await self._refuse(scope, receive, send, refusal)
             return
         headers = dict(scope["headers"])
+        if _is_multipart(headers.get(b"content-type", b"").decode("latin-1")):
+            # file uploads stream through untouched: the route that takes them reads them in chunks,
+            # checks their content and enforces its own size limit (never held whole in memory here)
+            await self.app(scope, receive, send)
+            return
         declared = headers.get(b"content-length", b"")
         if declared.isdigit() and int(declared) > self.max_body_bytes:
             await self._refuse(scope, receive, send, self._too_large())
