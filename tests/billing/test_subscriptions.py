@@ -448,17 +448,19 @@ def test_a_renewal_that_cannot_be_opened_as_agreed_stops_for_review_and_sync_res
 ):
     """The operator raised the commission above the cycle's total: the renewal is not opened (nothing
     charged), the subscription is review_required with the reason, and the other due ones renew."""
-    from tests.payments.support import set_commission
+    from tests.payments.support import set_commission, wait_for_settings_to_reach_web
 
     stopped = active_subscription(biller, 500)
     renewed = active_subscription(biller, 5000)
     set_commission(bridge, biller.keys, 0, 600)
+    wait_for_settings_to_reach_web()
     advance(biller, max(stopped["current_period_end"], renewed["current_period_end"]) - clock_now(biller) + 1)
     after = read(biller, stopped["id"])
     assert (after["status"], after["review_reason"]) == ("review_required", "amount_invalid")
     assert len(invoices(biller, stopped["id"])) == 1
     wait_until(lambda: (i := invoices(biller, renewed["id"])) and len(i) == 2 and i[-1]["status"] == "paid")
     set_commission(bridge, biller.keys, 0, 0)
+    wait_for_settings_to_reach_web()
     synced = post(biller, f"/v1/subscriptions/{stopped['id']}/sync")
     wait_for_operation(biller, synced.json()["id"], {"succeeded"})
     assert read(biller, stopped["id"])["status"] == "active"

@@ -7,6 +7,7 @@ from typing import Any
 
 import httpx
 
+from moneyrail.config import Settings
 from moneyrail.installations import service as installations
 from tests.harness import AsyncBridge, TenantKeys
 
@@ -60,6 +61,12 @@ def set_commission(bridge: AsyncBridge, keys: TenantKeys, basis_points: int, fix
         )
 
     bridge.in_unit_of_work(work)
+
+
+def wait_for_settings_to_reach_web() -> None:
+    """A web process remembers an environment's commission terms for `key_cache_seconds` (issue 13):
+    settings changed elsewhere (the CLI, a test) reach it within that lifetime."""
+    time.sleep(Settings().key_cache_seconds)
 
 
 def ledger_balance(db: Any, installation_id: str, code: str, currency: str = "eur") -> int:
