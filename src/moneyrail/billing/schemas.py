@@ -95,7 +95,7 @@ class PriceTerms(RequestBody):
     metadata: Metadata = Field(default_factory=dict)
 
 
-PRICE_EXAMPLE = {
+PRICE_EXAMPLE: dict[str, Any] = {
     "product": "prod_000000000000000000000000",
     "currency": "eur",
     "interval": "month",
