@@ -3,9 +3,9 @@ past the checks that come before billing's rules.
 
 - Generated `Idempotency-Key` values repeat ("0", "00"...), so most POSTs would answer the idempotency
   store's 422: a well-formed key becomes a fresh one per request; a malformed one is kept (its 400).
-- Ids in a body (`product`, `price`, `customer`, also inside `price_data`) that are strings become real
-  objects of the tenant, named in BILLING_FUZZ_BODY_IDS (JSON), so a body is judged by the rules, not
-  refused as `resource_missing`. Other types are kept (their 400).
+- Ids in a body (`product`, `price`, `customer`, `subscription`, also inside `price_data`) that
+  are strings become real objects of the tenant, named in BILLING_FUZZ_BODY_IDS (JSON), so a body is
+  judged by the rules, not refused as `resource_missing`. Other types are kept (their 400).
 """
 
 from __future__ import annotations
