@@ -176,8 +176,8 @@ async def quote_price(
     """Quote a price.
 
     The exact total for `quantity` under this price's terms, as `amount`; informative, nothing is
-    charged. A total outside 1 to 99999999 minor units, or below the commission, answers 400
-    `amount_invalid`.
+    charged. A total outside 1 to 99999999 minor units, or not above the commission it would carry,
+    answers 400 `amount_invalid`.
     """
     session = request_session(request)
     found = await catalog.get_price(session, principal.tenant, price)
