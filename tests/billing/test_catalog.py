@@ -87,6 +87,7 @@ def test_a_price_is_immutable_and_archiving_closes_it_to_new_offers(api):
     [
         ({"pricing_model": "volume", "amount": 100, "tiers": GRADUATED}, "tiers_invalid", "tiers"),
         ({"amount": 100, "tiers": GRADUATED}, "tiers_invalid", "tiers"),
+        ({"amount": 100, "tiers": []}, "tiers_invalid", "tiers"),  # found by the contract fuzz: was a 500
         ({"pricing_model": "volume", "amount": None, "tiers": GRADUATED[:2]}, "tiers_invalid", "tiers"),
         (
             {

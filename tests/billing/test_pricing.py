@@ -49,6 +49,7 @@ def test_tier_rules_are_named():
     assert tier_problem("graduated", None, ok) is None
     assert tier_problem("per_unit", 100, None) is None
     assert "not tiers" in (tier_problem("per_unit", 100, ok) or "")
+    assert "not tiers" in (tier_problem("per_unit", 100, []) or "")
     assert "not amount" in (tier_problem("volume", 100, ok) or "")
     assert "needs tiers" in (tier_problem("volume", None, []) or "")
     assert "null" in (tier_problem("volume", None, [Tier(5, 1, 0)]) or "")

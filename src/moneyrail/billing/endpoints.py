@@ -6,6 +6,7 @@ from fastapi import APIRouter, Depends, Request
 from fastapi.responses import JSONResponse
 
 from moneyrail.api.context import Principal, request_session
+from moneyrail.api.openapi import CHARGES_CARD
 from moneyrail.api.pagination import ListEnvelope, PageRequest, list_envelope, page_request
 from moneyrail.api.routing import MoneyrailRoute, scoped
 from moneyrail.engine.schemas import OperationOut, render_operation
@@ -40,7 +41,11 @@ ACCEPTED: dict[int | str, dict[str, Any]] = {
 async def create_product(
     request: Request, body: ProductCreate, principal: Annotated[Principal, scoped("billing:write")]
 ) -> ProductOut:
-    """Idempotency-Key required."""
+    """Create a product.
+
+    A product groups prices; it carries no financial terms. The billing catalog belongs to this
+    installation and environment (it is not the commerce API's catalog). `Idempotency-Key` is required.
+    """
     return catalog.render_product(
         await catalog.create_product(request_session(request), principal.tenant, body)
     )
@@ -52,6 +57,10 @@ async def list_products(
     principal: Annotated[Principal, scoped("billing:read")],
     page: Annotated[PageRequest, Depends(page_request)],
 ) -> ListEnvelope[ProductOut]:
+    """List products.
+
+    The environment's products, archived ones included, newest first, a page at a time.
+    """
     rows = await catalog.list_products(
         request_session(request), principal.tenant, limit=page.limit, after=page.after
     )
@@ -62,6 +71,10 @@ async def list_products(
 async def get_product(
     request: Request, product: str, principal: Annotated[Principal, scoped("billing:read")]
 ) -> ProductOut:
+    """Retrieve a product.
+
+    One product by its `prod_` id.
+    """
     return catalog.render_product(
         await catalog.get_product(request_session(request), principal.tenant, product)
     )
@@ -74,7 +87,11 @@ async def update_product(
     body: ProductUpdate,
     principal: Annotated[Principal, scoped("billing:write")],
 ) -> ProductOut:
-    """Presentation and availability; never financial terms (those live on immutable prices)."""
+    """Update a product.
+
+    Presentation and availability: name, description, `active`, metadata; never financial terms (those
+    live on immutable prices). An archived product cannot be made active again (409).
+    """
     updated = await catalog.update_product(request_session(request), principal.tenant, product, body)
     return catalog.render_product(updated)
 
@@ -86,7 +103,11 @@ async def archive_product(
     principal: Annotated[Principal, scoped("billing:write")],
     body: EmptyBody | None = None,
 ) -> ProductOut:
-    """Closed to new subscriptions; existing ones renew until cancelled."""
+    """Archive a product.
+
+    Closed to new prices and subscriptions for good; existing subscriptions keep renewing until they are
+    cancelled. Archiving an archived product answers it unchanged.
+    """
     archived = await catalog.archive_product(request_session(request), principal.tenant, product)
     return catalog.render_product(archived)
 
@@ -96,7 +117,12 @@ async def archive_product(
 async def create_price(
     request: Request, body: PriceCreate, principal: Annotated[Principal, scoped("billing:write")]
 ) -> PriceOut:
-    """Immutable terms: per_unit (`amount`), volume or graduated (`tiers`); `month` or `year`."""
+    """Create a price.
+
+    Immutable terms for an active product: `per_unit` (`amount`), `volume` or `graduated` (`tiers`, up to
+    50, ascending `up_to`, the last null), every `month` or `year` (`interval_count` 1 to 12). Broken tier
+    rules answer 400 `tiers_invalid`; an amount out of range 400 `amount_invalid`.
+    """
     return catalog.render_price(await catalog.create_price(request_session(request), principal.tenant, body))
 
 
@@ -106,6 +132,10 @@ async def list_prices(
     principal: Annotated[Principal, scoped("billing:read")],
     page: Annotated[PageRequest, Depends(page_request)],
 ) -> ListEnvelope[PriceOut]:
+    """List prices.
+
+    The environment's prices, archived ones included, newest first, a page at a time.
+    """
     rows = await catalog.list_prices(
         request_session(request), principal.tenant, limit=page.limit, after=page.after
     )
@@ -116,6 +146,10 @@ async def list_prices(
 async def get_price(
     request: Request, price: str, principal: Annotated[Principal, scoped("billing:read")]
 ) -> PriceOut:
+    """Retrieve a price.
+
+    One price by its `price_` id, with its terms.
+    """
     return catalog.render_price(await catalog.get_price(request_session(request), principal.tenant, price))
 
 
@@ -126,6 +160,11 @@ async def archive_price(
     principal: Annotated[Principal, scoped("billing:write")],
     body: EmptyBody | None = None,
 ) -> PriceOut:
+    """Archive a price.
+
+    Closed to new subscriptions (`active` false); existing subscriptions on it are unchanged. Create
+    another price for new offers.
+    """
     archived = await catalog.archive_price(request_session(request), principal.tenant, price)
     return catalog.render_price(archived)
 
@@ -134,7 +173,12 @@ async def archive_price(
 async def quote_price(
     request: Request, price: str, body: QuoteRequest, principal: Annotated[Principal, scoped("billing:write")]
 ) -> QuoteOut:
-    """The exact total for `quantity`, as `amount`; informative, nothing is charged."""
+    """Quote a price.
+
+    The exact total for `quantity` under this price's terms, as `amount`; informative, nothing is
+    charged. A total outside 1 to 99999999 minor units, or not above the commission it would carry,
+    answers 400 `amount_invalid`.
+    """
     session = request_session(request)
     found = await catalog.get_price(session, principal.tenant, price)
     amount = await catalog.quote_price(session, principal.tenant, price, body.quantity)
@@ -146,8 +190,14 @@ async def quote_price(
 async def create_subscription(
     request: Request, body: SubscriptionCreate, principal: Annotated[Principal, scoped("billing:write")]
 ) -> SubscriptionOut:
-    """Prepares the subscription without charging: `incomplete`, with its first invoice and payment.
-    With `distribution` the key also needs payments:write and transfers:write."""
+    """Create a subscription.
+
+    Prepares the subscription without charging: it answers `incomplete`, with its first
+    `subscription_invoice` and that invoice's payment; the customer pays it through a checkout session
+    created with `subscription`, consenting to renewals. Exactly one of `price` and `price_data`. A
+    platform installation must send `distribution`, and the key then also needs `payments:write` and
+    `transfers:write`. Subscriptions not enabled for the environment answer 403 `recurring_not_enabled`.
+    """
     if body.distribution is not None:
         for extra in ("payments:write", "transfers:write"):
             if not grants(principal.scopes, extra):
@@ -163,6 +213,10 @@ async def list_subscriptions(
     principal: Annotated[Principal, scoped("billing:read")],
     page: Annotated[PageRequest, Depends(page_request)],
 ) -> ListEnvelope[SubscriptionOut]:
+    """List subscriptions.
+
+    The environment's subscriptions, newest first, a page at a time.
+    """
     session = request_session(request)
     rows = await service.list_subscriptions(session, principal.tenant, limit=page.limit, after=page.after)
     shown = {row.id: await service.subscription_view(session, principal.tenant, row) for row in rows}
@@ -173,7 +227,11 @@ async def list_subscriptions(
 async def get_subscription(
     request: Request, subscription: str, principal: Annotated[Principal, scoped("billing:read")]
 ) -> SubscriptionOut:
-    """The authoritative entitlement: `entitled`, `access_until`, `terms_version`."""
+    """Retrieve a subscription.
+
+    The authoritative entitlement: `entitled` (now before `access_until`, whatever the status),
+    `access_until`, `terms_version`, and the current period. Read it after an event, not a redirect.
+    """
     session = request_session(request)
     found = await service.get_subscription(session, principal.tenant, subscription)
     return await service.subscription_view(session, principal.tenant, found)
@@ -186,20 +244,32 @@ async def list_subscription_invoices(
     principal: Annotated[Principal, scoped("billing:read")],
     page: Annotated[PageRequest, Depends(page_request)],
 ) -> ListEnvelope[SubscriptionInvoiceOut]:
+    """List a subscription's invoices.
+
+    Its collection records (`subscription_invoice`), newest first: each with its payment, status,
+    `billing_kind` and distribution progress. Not numbered fiscal invoices.
+    """
     rows = await service.list_invoices(
         request_session(request), principal.tenant, subscription, limit=page.limit, after=page.after
     )
     return list_envelope(rows, page, service.render_invoice)
 
 
-@router.post("/subscriptions/{subscription}/cancel", response_model=SubscriptionOut)
+@router.post("/subscriptions/{subscription}/cancel", response_model=SubscriptionOut, responses=CHARGES_CARD)
 async def cancel_subscription(
     request: Request,
     subscription: str,
     principal: Annotated[Principal, scoped("billing:write")],
     body: SubscriptionCancel | None = None,
 ) -> SubscriptionOut:
-    """Now (`at_period_end` false) or at the end of the paid period; no refund either way."""
+    """Cancel a subscription.
+
+    Now (`at_period_end` false, the default): `canceled` at once, its unpaid invoices void and their
+    payments cancelled (the card network is asked to release an authorization in progress). At the end
+    of the paid period (`at_period_end` true, an `active` subscription with paid time left): it stays
+    `active` with `cancel_at_period_end`, and renewals stop. No refund either way; access lasts until
+    `access_until`.
+    """
     session = request_session(request)
     canceled = await service.cancel_subscription(
         session,
@@ -218,7 +288,11 @@ async def resume_subscription(
     principal: Annotated[Principal, scoped("billing:write")],
     body: EmptyBody | None = None,
 ) -> SubscriptionOut:
-    """Withdraw a scheduled cancellation before the paid period ends."""
+    """Resume a subscription.
+
+    Withdraws a scheduled cancellation (`cancel_at_period_end`) before the paid period ends; renewals
+    continue. Anything else answers 409.
+    """
     session = request_session(request)
     resumed = await service.resume_subscription(session, principal.tenant, subscription)
     return await service.subscription_view(session, principal.tenant, resumed)
@@ -233,6 +307,11 @@ async def sync_subscription(
     principal: Annotated[Principal, scoped("billing:write")],
     body: EmptyBody | None = None,
 ) -> JSONResponse:
-    """A durable status check (also after a configuration repair): 202 with the operation."""
+    """Sync a subscription.
+
+    Requests a durable status check, also after a configuration repair: answers 202 with a
+    `subscription_sync` operation to follow. A subscription in `review_required` resumes once its safety
+    checks pass, its open invoice charged once; no check is bypassed and no duplicate payment is made.
+    """
     operation = await service.request_sync(request_session(request), principal.tenant, subscription)
     return JSONResponse(render_operation(operation).model_dump(mode="json"), status_code=202)

@@ -47,7 +47,7 @@ def total(model: PricingModel, quantity: int, *, amount: int | None, tiers: Sequ
 def tier_problem(model: PricingModel, amount: int | None, tiers: Sequence[Tier] | None) -> str | None:
     """Why these terms break the tier rules (CONVENTIONS.md §14), or None when they hold."""
     if model == "per_unit":
-        if tiers:
+        if tiers is not None:  # an empty list too: a per_unit row keeps no tiers at all
             return "a per_unit price takes amount, not tiers"
         return None
     if amount is not None:
