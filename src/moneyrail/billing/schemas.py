@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, Field, StringConstraints
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
 from moneyrail.kit.schemas import Currency, Metadata, RequestBody, ResourceOut
 from moneyrail.payments.schemas import DistributionIn
@@ -159,3 +159,71 @@ class SubscriptionInvoiceOut(ResourceOut):
     settlement_status: str
     failure_code: str | None
     paid_at: int | None
+
+
+# --- changes --------------------------------------------------------------------------------------
+ChangeEffective = Literal["immediate", "next_cycle"]
+ChangeStatus = Literal["open", "accepted", "awaiting_payment", "applied", "canceled", "expired"]
+
+
+class ChangeCreate(RequestBody):
+    """A change of price and/or quantity, quoted against the subscription's current terms."""
+
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {
+                    "price": "price_0000000000000000000000000",
+                    "quantity": 2,
+                    "expected_version": 1,
+                    "effective": "immediate",
+                }
+            ]
+        }
+    )
+
+    price: ObjectId | None = Field(
+        default=None,
+        description="The desired `price_` id (same currency and frequency); omitted: the current one",
+    )
+    quantity: int | None = Field(
+        default=None, description="The desired quantity, 1 to 10000; omitted: the current one"
+    )
+    expected_version: int = Field(description="Must equal the subscription's `terms_version`")
+    effective: ChangeEffective = Field(
+        description="`immediate` (the prorated difference is charged now) or `next_cycle` (at renewal)"
+    )
+
+
+class ChangeCancel(RequestBody):
+    """Withdrawing a change takes no parameters, and still refuses unknown ones."""
+
+    model_config = ConfigDict(json_schema_extra={"examples": [{}]})
+
+
+class SubscriptionChangeOut(ResourceOut):
+    object: Literal["subscription_change"] = "subscription_change"
+    subscription: str = Field(description="The `sub_` id changed")
+    price: str = Field(description="The proposed `price_` id")
+    quantity: int = Field(description="The proposed quantity")
+    currency: str = Field(description="The subscription's currency (a change never alters it)")
+    effective: ChangeEffective = Field(description="`immediate` or `next_cycle`")
+    status: ChangeStatus = Field(
+        description="`open`, `accepted`, `awaiting_payment`, `applied`, `canceled` or `expired`"
+    )
+    expected_version: int = Field(description="The `terms_version` this proposal was quoted against")
+    current_amount: int = Field(description="One cycle's total at the current terms, in minor units")
+    amount: int = Field(description="One cycle's total at the proposed terms, in minor units")
+    amount_due: int = Field(
+        description="Payable now: ceil((amount - current_amount) x remaining / period) for `immediate`, 0 "
+        "for `next_cycle`"
+    )
+    expires_at: int = Field(
+        description="When an unaccepted proposal expires (15 minutes after it was quoted)"
+    )
+    subscription_invoice: str | None = Field(
+        description="The `upgrade` collection record of an immediate change's difference, once opened"
+    )
+    accepted_at: int | None = Field(description="When the payer confirmed a next_cycle change")
+    applied_at: int | None = Field(description="When the new terms came into force")
+    canceled_at: int | None = Field(description="When the change was withdrawn")

@@ -60,6 +60,7 @@ SANDBOX_CLOCK_TABLES = frozenset(
         "reconciliation_runs",
         "refunds",
         "setup_intents",
+        "subscription_changes",
         "transfer_reversals",
         "transfers",
         "webhook_endpoints",
