@@ -14,10 +14,11 @@ from moneyrail.errors import InsufficientScope
 from moneyrail.kit.scopes import grants
 from moneyrail.processor.provider import processor
 
-from . import catalog, changes, service
+from . import catalog, changes, distribution, service
 from .schemas import (
     ChangeCancel,
     ChangeCreate,
+    DistributionUpdate,
     EmptyBody,
     PriceCreate,
     PriceOut,
@@ -318,3 +319,25 @@ async def cancel_subscription_change(
     session = request_session(request)
     canceled = await changes.cancel_change(session, principal.tenant, processor(), subscription, change)
     return await changes.change_view(session, principal.tenant, canceled)
+
+
+# --- distribution versions ---------------------------------------------------------------------------
+@router.post("/subscriptions/{subscription}/distribution", response_model=SubscriptionOut)
+async def version_subscription_distribution(
+    request: Request,
+    subscription: str,
+    body: DistributionUpdate,
+    principal: Annotated[Principal, scoped("billing:write")],
+) -> SubscriptionOut:
+    """Version a platform subscription's distribution.
+
+    The new shares apply to invoices opened from now on (each cycle keeps the snapshot it was opened
+    with); `expected_version` must equal `distribution_version`, which goes up by one. The key also
+    needs payments:write and transfers:write. The seller (merchant_of_record) cannot change.
+    """
+    for extra in ("payments:write", "transfers:write"):
+        if not grants(principal.scopes, extra):
+            raise InsufficientScope(f"Versioning a distribution also needs the {extra} scope.")
+    session = request_session(request)
+    updated = await distribution.update_distribution(session, principal.tenant, subscription, body)
+    return await service.subscription_view(session, principal.tenant, updated)

@@ -227,3 +227,38 @@ class SubscriptionChangeOut(ResourceOut):
     accepted_at: int | None = Field(description="When the payer confirmed a next_cycle change")
     applied_at: int | None = Field(description="When the new terms came into force")
     canceled_at: int | None = Field(description="When the change was withdrawn")
+
+
+# --- distribution versions ------------------------------------------------------------------------
+class DistributionUpdate(RequestBody):
+    """A new version of a platform subscription's shares, for invoices opened from now on."""
+
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {
+                    "distribution": {
+                        "merchant_of_record": "acct_0000000000000000000000000",
+                        "allocations": [
+                            {
+                                "recipient": "acct_0000000000000000000000000",
+                                "role": "merchant",
+                                "basis_points": 7000,
+                            },
+                            {
+                                "recipient": "acct_1111111111111111111111111",
+                                "role": "courier",
+                                "basis_points": 3000,
+                            },
+                        ],
+                    },
+                    "expected_version": 1,
+                }
+            ]
+        }
+    )
+
+    distribution: DistributionIn = Field(
+        description="The shares in basis_points summing to 10000, with the same merchant_of_record"
+    )
+    expected_version: int = Field(description="Must equal the subscription's `distribution_version`")

@@ -217,7 +217,7 @@ async def _announce_invoice(
 
 
 # --- subscriptions: creating ------------------------------------------------------------------------
-def _checked_distribution(distribution: DistributionIn) -> dict[str, Any]:
+def checked_distribution(distribution: DistributionIn) -> dict[str, Any]:
     """A subscription's distribution is in basis points summing to 10000 (CONVENTIONS.md §8); whom it
     names is checked with the first invoice's payment (recipients of this tenant, merchant of record)."""
     for index, allocation in enumerate(distribution.allocations):
@@ -344,7 +344,7 @@ async def create_subscription(
             "A platform installation's subscription needs its distribution (spec 4.M rule 3).",
             param="distribution",
         )
-    snapshot = _checked_distribution(command.distribution) if command.distribution is not None else None
+    snapshot = checked_distribution(command.distribution) if command.distribution is not None else None
     price = await _price_for(session, tenant, command)
     try:
         customer = await customers.get_customer(session, tenant, command.customer)
@@ -485,7 +485,12 @@ async def _on_payment_captured(session: AsyncSession, tenant: Tenant, payment: P
     invoice.paid_at = now
     invoice.failure_code = None
     if invoice.distribution is not None:
-        invoice.settlement_status = "pending"  # the allocation commit of the payment distributes it
+        # paid is not distributed (spec 4.M rule 6): `pending` until the payment's allocation group
+        # exists, `distributing` while its commit runs (transfers' capture listener ran first), then the
+        # commit's outcome settles it
+        group_id = await transfers.distribution_group_id(session, payment.id)
+        invoice.allocation_group_id = group_id
+        invoice.settlement_status = "distributing" if group_id is not None else "pending"
     # an upgrade difference pays for the rest of the current period: the calendar stays (its change
     # applies the new terms, billing/changes.py)
     if invoice.billing_kind == "cycle" and invoice.cycle >= subscription.cycle:

@@ -144,8 +144,8 @@ async def _resolve_billing(
     one named by `invoice` (a recovery, on the same payment), or a `change` the payer consents to (an
     immediate change's difference, or no payment at all for a next_cycle one)."""
     if command.change is not None:
-        if command.subscription is None:
-            raise ParameterMissing("A change's checkout names its subscription.", param="subscription")
+        if command.subscription is None:  # a change belongs to a subscription: a payment's names none
+            raise ReferencedResourceMissing(f"No such change: {command.change!r}", param="change")
         if command.invoice is not None:
             raise ParametersExclusive(
                 "A checkout takes either a change or an invoice, not both.", param="invoice"
