@@ -214,3 +214,61 @@ def test_a_refunded_cycle_takes_back_its_transfers_itself_and_no_manual_reversal
         )["data"]
     }
     assert after == {bakery["id"]: (1600, "reversed"), courier["id"]: (400, "reversed")}
+
+
+def test_a_failed_cycle_distribution_is_retried_as_its_own_operation_only(
+    marketplace, db, servers, money_stack
+):
+    """Spec 4.M rule 6: the invoice shows `failed`; the operator's retry of the dead-lettered commit
+    settles it with the same payment, the same allocation group and the same transfers."""
+    from tests.installations.test_cli import moneyrail
+
+    bakery = create_account(marketplace, "merchant")
+    courier = create_account(marketplace, "courier")
+    created = subscribe(
+        marketplace,
+        price(marketplace, 2000)["id"],
+        customer(marketplace)["id"],
+        distribution=shares(bakery["id"], courier["id"], 8000, 2000),
+    )
+    ok(
+        marketplace.post(
+            "/v1/test-helpers/processor-faults",
+            json={"operation_type": "transfer", "mode": "permanent", "count": 1},
+        )
+    )
+    checkout = checkout_for(marketplace, created["id"])
+    assert (
+        httpx.post(checkout["checkout_url"], data=card_form(SUCCEEDS, renew_consent="yes")).status_code == 303
+    )
+    failed = wait_until(
+        lambda: (
+            (i := invoices(marketplace, created["id"])[0])["settlement_status"] in ("failed", "settled") and i
+        )
+    )
+    assert failed["settlement_status"] == "failed"
+    group = ok(marketplace.get(f"/v1/allocation-groups/{failed['allocation_group']}"))
+    transfer_ids = sorted(t["id"] for t in group["transfers"])
+    payments_before = db.execute(
+        "SELECT count(*) FROM payment_intents WHERE installation_id = %s", (marketplace.keys.installation_id,)
+    ).fetchone()[0]
+
+    retried = moneyrail(servers, "dead-letters", "retry", group["operation"], "--operator", "ops@example.com")
+    assert retried.returncode == 0, retried.stderr
+    wait_for_operation(marketplace, group["operation"], FINAL)
+    settled = wait_until(
+        lambda: (i := invoices(marketplace, created["id"])[0])["settlement_status"] == "settled" and i
+    )
+    assert (
+        settled["allocation_group"] == group["id"] and settled["payment_intent"] == failed["payment_intent"]
+    )
+    after = ok(marketplace.get(f"/v1/allocation-groups/{group['id']}"))
+    assert sorted(t["id"] for t in after["transfers"]) == transfer_ids  # no new transfers
+    assert {t["destination"]: (t["amount"], t["status"]) for t in after["transfers"]} == {
+        bakery["id"]: (1600, "paid"),
+        courier["id"]: (400, "paid"),
+    }
+    payments_after = db.execute(
+        "SELECT count(*) FROM payment_intents WHERE installation_id = %s", (marketplace.keys.installation_id,)
+    ).fetchone()[0]
+    assert payments_after == payments_before  # no new payment
