@@ -290,3 +290,24 @@ def test_proration_counts_nothing_of_a_refunded_period(biller, db):
     assert_error(propose(biller, subscription, price=dearer["id"]), 400, "amount_too_small", "effective")
     assert count_rows(db, "subscription_changes", biller.keys.installation_id) == 0
     assert ok(propose(biller, subscription, price=dearer["id"], effective="next_cycle"))["amount_due"] == 0
+
+
+def test_an_unpaid_immediate_difference_is_withdrawn_when_its_period_ends(biller, money_stack):
+    subscription = active_subscription(biller, 1500)
+    change = ok(propose(biller, subscription, quantity=2))
+    checkout = checkout_for(biller, subscription["id"], change=change["id"])
+    advance(biller, subscription["current_period_end"] - clock_now(biller) + 1)
+    renewed = wait_until(
+        lambda: (
+            (found := invoices(biller, subscription["id"]))
+            and found[-1]["billing_kind"] == "cycle"
+            and found[-1]["status"] == "paid"
+            and found
+        )
+    )
+    # the renewal bills the terms in force; the difference priced a period that is over
+    assert (renewed[-1]["amount"], renewed[-1]["terms_version"]) == (1500, 1)
+    assert read_change(biller, subscription["id"], change["id"])["status"] == "canceled"
+    assert [i["status"] for i in renewed if i["billing_kind"] == "upgrade"] == ["void"]
+    assert ok(biller.get(f"/v1/payment-intents/{checkout['payment_intent']}"))["status"] == "canceled"
+    assert read(biller, subscription["id"])["terms_version"] == 1

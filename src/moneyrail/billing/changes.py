@@ -48,6 +48,7 @@ from moneyrail.models import PaymentIntent, Price, Subscription, SubscriptionCha
 from moneyrail.payments import refunds as payment_refunds
 from moneyrail.payments import service as payments
 from moneyrail.payments.schemas import PaymentIntentCreate
+from moneyrail.processor import provider
 from moneyrail.processor.interface import Processor
 from moneyrail.sandbox.service import register_due_work, tenant_now
 
@@ -411,8 +412,20 @@ async def _apply(
 
 
 async def _apply_scheduled(session: AsyncSession, tenant: Tenant, subscription: Subscription) -> None:
-    """Before a renewal opens the next cycle: an accepted next_cycle change takes effect."""
+    """Before a renewal opens the next cycle: an accepted next_cycle change takes effect. An immediate
+    change whose difference is still unpaid priced a period that is now over: it is withdrawn (its
+    payment cancelled, never charged later for a period gone), unless that payment is processing."""
     change = await repository.unapplied_change(session, subscription.id, for_update=True)
+    if change is not None and change.status == "awaiting_payment":
+        try:
+            async with session.begin_nested():
+                await _void_difference(session, tenant, provider.processor(), change)
+        except Conflict:
+            return  # a payment in processing: its outcome decides (the capture applies the change)
+        _move(change, "canceled", await tenant_now(session, tenant))
+        await session.flush()
+        await _announce(session, tenant, change, "subscription.change.canceled")
+        return
     if change is None or change.status != "accepted" or change.effective != "next_cycle":
         return
     if change.terms_version != subscription.terms_version:  # cannot happen while one change is unapplied
