@@ -51,6 +51,12 @@ class AmountInvalid(InvalidRequest):
     code = "amount_invalid"
 
 
+class AmountTooSmall(InvalidRequest):
+    """A subscription change's difference payable now does not cover the commission it would carry."""
+
+    code = "amount_too_small"
+
+
 class TiersInvalid(InvalidRequest):
     code = "tiers_invalid"
 
@@ -187,6 +193,24 @@ class Conflict(MoneyrailError):
 
 class IdempotencyKeyInUse(Conflict):
     code = "idempotency_key_in_use"
+
+
+class SubscriptionVersionConflict(Conflict):
+    """`expected_version` is not the subscription's current version (terms or distribution)."""
+
+    code = "subscription_version_conflict"
+
+
+class SubscriptionChangePending(Conflict):
+    """Another change proposal of this subscription is unapplied: finish or withdraw it first."""
+
+    code = "subscription_change_pending"
+
+
+class ChangeExpired(Conflict):
+    """The change proposal expired unaccepted; quote a new one."""
+
+    code = "change_expired"
 
 
 class RequestTooLarge(MoneyrailError):

@@ -64,7 +64,7 @@ def test_a_platform_subscription_distributes_each_paid_cycle_by_basis_points(mar
     assert (first["status"], first["distribution_version"], first["settlement_status"]) == (
         "paid",
         1,
-        "pending",
+        "distributing",
     )
     transfers = wait_until(
         lambda: ok(

@@ -35,3 +35,26 @@ def test_every_invoice_status_has_its_transitions_and_paid_and_void_are_final():
     assert set(INVOICE_TRANSITIONS) == statuses
     assert INVOICE_TRANSITIONS["paid"] == INVOICE_TRANSITIONS["void"] == frozenset()
     assert INVOICE_TRANSITIONS["failed"] == frozenset({"paid", "void"})  # a recovery, or a cancellation
+
+
+def test_every_change_status_has_its_transitions_and_only_unapplied_ones_move():
+    from moneyrail.billing.changes import CHANGE_TRANSITIONS
+    from moneyrail.models.billing import CHANGE_STATUSES, UNAPPLIED_CHANGE_STATUSES, SubscriptionChange
+
+    constraint = next(
+        c
+        for c in SubscriptionChange.__table__.constraints
+        if getattr(c, "name", "") == "ck_subscription_changes_status"
+    )
+    assert all(f"'{status}'" in str(constraint.sqltext) for status in CHANGE_STATUSES)
+    assert set(CHANGE_TRANSITIONS) == set(CHANGE_STATUSES)
+    moving = {status for status, targets in CHANGE_TRANSITIONS.items() if targets}
+    assert moving == set(UNAPPLIED_CHANGE_STATUSES)  # applied, canceled and expired are final
+    # only an open proposal expires; any unapplied change can be withdrawn (no refund)
+    assert {status for status, targets in CHANGE_TRANSITIONS.items() if "expired" in targets} == {"open"}
+    assert all("canceled" in CHANGE_TRANSITIONS[status] for status in UNAPPLIED_CHANGE_STATUSES)
+    # terms apply only after consent: from accepted (next_cycle) or a paid difference (immediate)
+    assert {s for s, targets in CHANGE_TRANSITIONS.items() if "applied" in targets} == {
+        "accepted",
+        "awaiting_payment",
+    }

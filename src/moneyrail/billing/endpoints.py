@@ -6,7 +6,7 @@ from fastapi import APIRouter, Depends, Request
 from fastapi.responses import JSONResponse
 
 from moneyrail.api.context import Principal, request_session
-from moneyrail.api.openapi import CHARGES_CARD
+from moneyrail.api.openapi import CALLS_PROCESSOR, CHARGES_CARD
 from moneyrail.api.pagination import ListEnvelope, PageRequest, list_envelope, page_request
 from moneyrail.api.routing import MoneyrailRoute, scoped
 from moneyrail.engine.schemas import OperationOut, render_operation
@@ -14,8 +14,11 @@ from moneyrail.errors import InsufficientScope
 from moneyrail.kit.scopes import grants
 from moneyrail.processor.provider import processor
 
-from . import catalog, service
+from . import catalog, changes, distribution, service
 from .schemas import (
+    ChangeCancel,
+    ChangeCreate,
+    DistributionUpdate,
     EmptyBody,
     PriceCreate,
     PriceOut,
@@ -25,6 +28,7 @@ from .schemas import (
     QuoteOut,
     QuoteRequest,
     SubscriptionCancel,
+    SubscriptionChangeOut,
     SubscriptionCreate,
     SubscriptionInvoiceOut,
     SubscriptionOut,
@@ -315,3 +319,103 @@ async def sync_subscription(
     """
     operation = await service.request_sync(request_session(request), principal.tenant, subscription)
     return JSONResponse(render_operation(operation).model_dump(mode="json"), status_code=202)
+
+
+# --- changes ---------------------------------------------------------------------------------------
+@router.post("/subscriptions/{subscription}/changes", response_model=SubscriptionChangeOut)
+async def create_subscription_change(
+    request: Request,
+    subscription: str,
+    body: ChangeCreate,
+    principal: Annotated[Principal, scoped("billing:write")],
+) -> SubscriptionChangeOut:
+    """Quote a change of price or quantity.
+
+    An immutable proposal against `expected_version` (the subscription's `terms_version`): it changes
+    nothing and charges nothing. `amount` is the new cycle total, `amount_due` what an `immediate` change
+    charges now (the prorated difference). The payer consents through a checkout session with
+    `{subscription, change}` within 15 minutes, else it expires. One unapplied proposal per subscription.
+    """
+    session = request_session(request)
+    change = await changes.create_change(session, principal.tenant, subscription, body)
+    return await changes.change_view(session, principal.tenant, change)
+
+
+@router.get("/subscriptions/{subscription}/changes", response_model=ListEnvelope[SubscriptionChangeOut])
+async def list_subscription_changes(
+    request: Request,
+    subscription: str,
+    principal: Annotated[Principal, scoped("billing:read")],
+    page: Annotated[PageRequest, Depends(page_request)],
+) -> ListEnvelope[SubscriptionChangeOut]:
+    """List a subscription's change proposals.
+
+    Newest first, each with its lifecycle status (`open`, `accepted`, `awaiting_payment`, `applied`,
+    `canceled`, `expired`).
+    """
+    session = request_session(request)
+    rows = await changes.list_changes(
+        session, principal.tenant, subscription, limit=page.limit, after=page.after
+    )
+    shown = {row.id: await changes.change_view(session, principal.tenant, row) for row in rows}
+    return list_envelope(rows, page, lambda row: shown[row.id])
+
+
+@router.get("/subscriptions/{subscription}/changes/{change}", response_model=SubscriptionChangeOut)
+async def get_subscription_change(
+    request: Request,
+    subscription: str,
+    change: str,
+    principal: Annotated[Principal, scoped("billing:read")],
+) -> SubscriptionChangeOut:
+    """Read a change proposal.
+
+    Its terms, `amount_due` and where it stands in its lifecycle.
+    """
+    session = request_session(request)
+    found = await changes.get_change(session, principal.tenant, subscription, change)
+    return await changes.change_view(session, principal.tenant, found)
+
+
+@router.post(
+    "/subscriptions/{subscription}/changes/{change}/cancel",
+    response_model=SubscriptionChangeOut,
+    responses=CALLS_PROCESSOR,
+)
+async def cancel_subscription_change(
+    request: Request,
+    subscription: str,
+    change: str,
+    principal: Annotated[Principal, scoped("billing:write")],
+    body: ChangeCancel | None = None,
+) -> SubscriptionChangeOut:
+    """Withdraw an unapplied change.
+
+    Not a refund: an immediate change's unpaid difference is cancelled with it; a difference whose
+    payment is still processing must be clarified first (409).
+    """
+    session = request_session(request)
+    canceled = await changes.cancel_change(session, principal.tenant, processor(), subscription, change)
+    return await changes.change_view(session, principal.tenant, canceled)
+
+
+# --- distribution versions ---------------------------------------------------------------------------
+@router.post("/subscriptions/{subscription}/distribution", response_model=SubscriptionOut)
+async def version_subscription_distribution(
+    request: Request,
+    subscription: str,
+    body: DistributionUpdate,
+    principal: Annotated[Principal, scoped("billing:write")],
+) -> SubscriptionOut:
+    """Version a platform subscription's distribution.
+
+    The new shares apply to invoices opened from now on (each cycle keeps the snapshot it was opened
+    with); `expected_version` must equal `distribution_version`, which goes up by one. The key also
+    needs payments:write and transfers:write. The seller (merchant_of_record) cannot change.
+    """
+    for extra in ("payments:write", "transfers:write"):
+        if not grants(principal.scopes, extra):
+            raise InsufficientScope(f"Versioning a distribution also needs the {extra} scope.")
+    session = request_session(request)
+    updated = await distribution.update_distribution(session, principal.tenant, subscription, body)
+    return await service.subscription_view(session, principal.tenant, updated)

@@ -12,14 +12,17 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from moneyrail.db.pagination import newest_first_page
 from moneyrail.kit.pagination import Position
 from moneyrail.kit.tenant import Tenant
-from moneyrail.models import Price, Product, Subscription, SubscriptionInvoice
+from moneyrail.models import Price, Product, Subscription, SubscriptionChange, SubscriptionInvoice
+from moneyrail.models.billing import UNAPPLIED_CHANGE_STATUSES
 
 
 def _owned_by(model: Any, tenant: Tenant) -> Any:
     return and_(model.installation_id == tenant.installation_id, model.livemode == tenant.livemode)
 
 
-async def add(session: AsyncSession, row: Product | Price | Subscription | SubscriptionInvoice) -> None:
+async def add(
+    session: AsyncSession, row: Product | Price | Subscription | SubscriptionInvoice | SubscriptionChange
+) -> None:
     session.add(row)
     await session.flush()
 
@@ -149,6 +152,72 @@ async def sandboxes_with_subscriptions(session: AsyncSession, limit: int) -> Seq
     statement = (
         select(Subscription.installation_id)
         .where(Subscription.livemode.is_(False), Subscription.status.in_(("active", "incomplete")))
+        .distinct()
+        .limit(limit)
+    )
+    return (await session.scalars(statement)).all()
+
+
+# --- changes --------------------------------------------------------------------------------------------
+async def get_change(
+    session: AsyncSession, tenant: Tenant, change_id: str, *, for_update: bool = False
+) -> SubscriptionChange | None:
+    statement = select(SubscriptionChange).where(
+        _owned_by(SubscriptionChange, tenant), SubscriptionChange.id == change_id
+    )
+    return await session.scalar(statement.with_for_update() if for_update else statement)
+
+
+async def unapplied_change(
+    session: AsyncSession, subscription_id: str, *, for_update: bool = False
+) -> SubscriptionChange | None:
+    """The subscription's one change not yet applied, withdrawn or expired (a unique index)."""
+    statement = select(SubscriptionChange).where(
+        SubscriptionChange.subscription_id == subscription_id,
+        SubscriptionChange.status.in_(UNAPPLIED_CHANGE_STATUSES),
+    )
+    return await session.scalar(statement.with_for_update() if for_update else statement)
+
+
+async def change_for_invoice(session: AsyncSession, invoice_id: str) -> SubscriptionChange | None:
+    statement = select(SubscriptionChange).where(SubscriptionChange.invoice_id == invoice_id)
+    return await session.scalar(statement.with_for_update())
+
+
+async def list_changes(
+    session: AsyncSession, subscription_id: str, *, limit: int, after: Position | None
+) -> Sequence[SubscriptionChange]:
+    statement = newest_first_page(
+        select(SubscriptionChange).where(SubscriptionChange.subscription_id == subscription_id),
+        SubscriptionChange,
+        limit=limit,
+        after=after,
+    )
+    return (await session.scalars(statement)).all()
+
+
+async def lapsed_changes(
+    session: AsyncSession, *, tenant: Tenant | None, livemode: bool | None, now: datetime, limit: int
+) -> Sequence[SubscriptionChange]:
+    """Open proposals past their lifetime, locked (SKIP LOCKED: two sweeps share, never repeat)."""
+    statement = (
+        select(SubscriptionChange)
+        .where(SubscriptionChange.status == "open", SubscriptionChange.expires_at <= now)
+        .order_by(SubscriptionChange.expires_at)
+        .limit(limit)
+        .with_for_update(skip_locked=True)
+    )
+    if tenant is not None:
+        statement = statement.where(_owned_by(SubscriptionChange, tenant))
+    if livemode is not None:
+        statement = statement.where(SubscriptionChange.livemode == livemode)
+    return (await session.scalars(statement)).all()
+
+
+async def sandboxes_with_open_changes(session: AsyncSession, limit: int) -> Sequence[str]:
+    statement = (
+        select(SubscriptionChange.installation_id)
+        .where(SubscriptionChange.livemode.is_(False), SubscriptionChange.status == "open")
         .distinct()
         .limit(limit)
     )

@@ -266,3 +266,106 @@ class SubscriptionInvoiceOut(ResourceOut):
     )
     failure_code: str | None = Field(description="The decline code of a failed collection; else null")
     paid_at: int | None = Field(description="When it was paid, Unix seconds; else null")
+
+
+# --- changes --------------------------------------------------------------------------------------
+ChangeEffective = Literal["immediate", "next_cycle"]
+ChangeStatus = Literal["open", "accepted", "awaiting_payment", "applied", "canceled", "expired"]
+
+
+class ChangeCreate(RequestBody):
+    """A change of price and/or quantity, quoted against the subscription's current terms."""
+
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {
+                    "price": "price_0000000000000000000000000",
+                    "quantity": 2,
+                    "expected_version": 1,
+                    "effective": "immediate",
+                }
+            ]
+        }
+    )
+
+    price: ObjectId | None = Field(
+        default=None,
+        description="The desired `price_` id (same currency and frequency); omitted: the current one",
+    )
+    quantity: int | None = Field(
+        default=None, description="The desired quantity, 1 to 10000; omitted: the current one"
+    )
+    expected_version: int = Field(description="Must equal the subscription's `terms_version`")
+    effective: ChangeEffective = Field(
+        description="`immediate` (the prorated difference is charged now) or `next_cycle` (at renewal)"
+    )
+
+
+class ChangeCancel(RequestBody):
+    """Withdrawing a change takes no parameters, and still refuses unknown ones."""
+
+    model_config = ConfigDict(json_schema_extra={"examples": [{}]})
+
+
+class SubscriptionChangeOut(ResourceOut):
+    object: Literal["subscription_change"] = "subscription_change"
+    subscription: str = Field(description="The `sub_` id changed")
+    price: str = Field(description="The proposed `price_` id")
+    quantity: int = Field(description="The proposed quantity")
+    currency: str = Field(description="The subscription's currency (a change never alters it)")
+    effective: ChangeEffective = Field(description="`immediate` or `next_cycle`")
+    status: ChangeStatus = Field(
+        description="`open`, `accepted`, `awaiting_payment`, `applied`, `canceled` or `expired`"
+    )
+    expected_version: int = Field(description="The `terms_version` this proposal was quoted against")
+    current_amount: int = Field(description="One cycle's total at the current terms, in minor units")
+    amount: int = Field(description="One cycle's total at the proposed terms, in minor units")
+    amount_due: int = Field(
+        description="Payable now: ceil((amount - current_amount) x remaining / period) for `immediate`, 0 "
+        "for `next_cycle`"
+    )
+    expires_at: int = Field(
+        description="When an unaccepted proposal expires (15 minutes after it was quoted)"
+    )
+    subscription_invoice: str | None = Field(
+        description="The `upgrade` collection record of an immediate change's difference, once opened"
+    )
+    accepted_at: int | None = Field(description="When the payer confirmed a next_cycle change")
+    applied_at: int | None = Field(description="When the new terms came into force")
+    canceled_at: int | None = Field(description="When the change was withdrawn")
+
+
+# --- distribution versions ------------------------------------------------------------------------
+class DistributionUpdate(RequestBody):
+    """A new version of a platform subscription's shares, for invoices opened from now on."""
+
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {
+                    "distribution": {
+                        "merchant_of_record": "acct_0000000000000000000000000",
+                        "allocations": [
+                            {
+                                "recipient": "acct_0000000000000000000000000",
+                                "role": "merchant",
+                                "basis_points": 7000,
+                            },
+                            {
+                                "recipient": "acct_1111111111111111111111111",
+                                "role": "courier",
+                                "basis_points": 3000,
+                            },
+                        ],
+                    },
+                    "expected_version": 1,
+                }
+            ]
+        }
+    )
+
+    distribution: DistributionIn = Field(
+        description="The shares in basis_points summing to 10000, with the same merchant_of_record"
+    )
+    expected_version: int = Field(description="Must equal the subscription's `distribution_version`")

@@ -20,7 +20,7 @@ a cycle once at most.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, cast
@@ -99,6 +99,23 @@ INVOICE_TRANSITIONS: dict[str, frozenset[str]] = {
     "paid": frozenset(),
     "void": frozenset(),
 }
+
+
+# Other billing modules (changes) act at a subscription's turning points without this module importing
+# them: a renewal about to open its next cycle, a subscription ending.
+SubscriptionHook = Callable[[AsyncSession, Tenant, Subscription], Awaitable[None]]
+_before_renewal: list[SubscriptionHook] = []
+_on_end: list[SubscriptionHook] = []
+
+
+def register_before_renewal(hook: SubscriptionHook) -> None:
+    if hook not in _before_renewal:
+        _before_renewal.append(hook)
+
+
+def register_on_end(hook: SubscriptionHook) -> None:
+    if hook not in _on_end:
+        _on_end.append(hook)
 
 
 def _move(subscription: Subscription, status: str) -> None:
@@ -185,6 +202,14 @@ async def _announce(
     await record_event(session, tenant, event_type, shown.model_dump(mode="json"))
 
 
+async def announce_subscription(session: AsyncSession, tenant: Tenant, subscription: Subscription) -> None:
+    await _announce(session, tenant, subscription, "subscription.updated")
+
+
+def void_invoice(invoice: SubscriptionInvoice) -> None:
+    _move_invoice(invoice, "void")
+
+
 async def _announce_invoice(
     session: AsyncSession, tenant: Tenant, invoice: SubscriptionInvoice, event_type: str
 ) -> None:
@@ -192,7 +217,7 @@ async def _announce_invoice(
 
 
 # --- subscriptions: creating ------------------------------------------------------------------------
-def _checked_distribution(distribution: DistributionIn) -> dict[str, Any]:
+def checked_distribution(distribution: DistributionIn) -> dict[str, Any]:
     """A subscription's distribution is in basis points summing to 10000 (CONVENTIONS.md §8); whom it
     names is checked with the first invoice's payment (recipients of this tenant, merchant of record)."""
     for index, allocation in enumerate(distribution.allocations):
@@ -214,7 +239,7 @@ def _checked_distribution(distribution: DistributionIn) -> dict[str, Any]:
     return distribution.model_dump(mode="json", exclude_none=True)
 
 
-def _cycle_distribution(snapshot: dict[str, Any], amount: int) -> DistributionIn:
+def cycle_distribution(snapshot: dict[str, Any], amount: int) -> DistributionIn:
     """One cycle's shares in minor units: amount x bp / 10000, every unit kept (largest remainder)."""
     allocations = snapshot["allocations"]
     shares = split_largest_remainder(amount, [int(a["basis_points"]) for a in allocations])
@@ -248,7 +273,7 @@ async def _open_invoice(
             amount=amount,
             currency=subscription.currency,
             customer=subscription.customer_id,
-            distribution=_cycle_distribution(snapshot, amount) if snapshot is not None else None,
+            distribution=cycle_distribution(snapshot, amount) if snapshot is not None else None,
             description=f"Subscription {subscription.id}, cycle {cycle}",
             metadata={"subscription": subscription.id},
         ),
@@ -319,7 +344,7 @@ async def create_subscription(
             "A platform installation's subscription needs its distribution (spec 4.M rule 3).",
             param="distribution",
         )
-    snapshot = _checked_distribution(command.distribution) if command.distribution is not None else None
+    snapshot = checked_distribution(command.distribution) if command.distribution is not None else None
     price = await _price_for(session, tenant, command)
     try:
         customer = await customers.get_customer(session, tenant, command.customer)
@@ -397,6 +422,8 @@ async def _end(
     _move(subscription, "canceled")
     subscription.canceled_at = at
     subscription.cancel_at_period_end = False
+    for hook in _on_end:  # its unapplied change is cancelled with it
+        await hook(session, tenant, subscription)
     await _void_unsettled(session, tenant, processor, subscription)
     await _announce(session, tenant, subscription, "subscription.updated")
     logger.info("subscription_canceled", subscription=subscription.id)
@@ -458,8 +485,15 @@ async def _on_payment_captured(session: AsyncSession, tenant: Tenant, payment: P
     invoice.paid_at = now
     invoice.failure_code = None
     if invoice.distribution is not None:
-        invoice.settlement_status = "pending"  # the allocation commit of the payment distributes it
-    if invoice.cycle >= subscription.cycle:
+        # paid is not distributed (spec 4.M rule 6): `pending` until the payment's allocation group
+        # exists, `distributing` while its commit runs (transfers' capture listener ran first), then the
+        # commit's outcome settles it
+        group_id = await transfers.distribution_group_id(session, payment.id)
+        invoice.allocation_group_id = group_id
+        invoice.settlement_status = "distributing" if group_id is not None else "pending"
+    # an upgrade difference pays for the rest of the current period: the calendar stays (its change
+    # applies the new terms, billing/changes.py)
+    if invoice.billing_kind == "cycle" and invoice.cycle >= subscription.cycle:
         subscription.cycle = invoice.cycle
         subscription.current_period_start = invoice.period_start
         subscription.current_period_end = invoice.period_end
@@ -571,7 +605,10 @@ def _charge_key(invoice: SubscriptionInvoice) -> str:
 
 async def _renew(session: AsyncSession, tenant: Tenant, subscription: Subscription, now: datetime) -> None:
     """The next cycle's invoice and its renewal operation. Only the cycle that contains `now` is
-    collected: periods that passed during an outage are not charged retroactively."""
+    collected: periods that passed during an outage are not charged retroactively. A change accepted
+    for the next cycle takes effect first, so this cycle is billed at its terms."""
+    for hook in _before_renewal:
+        await hook(session, tenant, subscription)
     price = await catalog.get_price(session, tenant, subscription.price_id)
     cycle = max(
         subscription.cycle + 1,
@@ -749,10 +786,11 @@ class CheckoutTerms:
     """What a subscription checkout takes and shows: decided here, never by the form."""
 
     subscription_id: str
-    invoice_id: str
-    payment_intent_id: str
+    invoice_id: str | None
+    payment_intent_id: str | None  # none for a change with nothing due now (the page confirms it)
     frequency: str
     seller: str
+    change_id: str | None = None
 
 
 def frequency_of(price: Price) -> str:
@@ -760,7 +798,7 @@ def frequency_of(price: Price) -> str:
     return f"every {unit}" if price.interval_count == 1 else f"every {price.interval_count} {unit}s"
 
 
-async def _seller(session: AsyncSession, tenant: Tenant, subscription: Subscription) -> str:
+async def seller_of(session: AsyncSession, tenant: Tenant, subscription: Subscription) -> str:
     """The selling party: the merchant of record's name on a platform, else the installation's (never
     the developer firm, spec 4.M rule 7)."""
     snapshot = subscription.distribution or {}
@@ -810,7 +848,7 @@ async def checkout_terms(
         invoice_id=invoice.id,
         payment_intent_id=invoice.payment_intent_id,
         frequency=frequency_of(price),
-        seller=await _seller(session, tenant, subscription),
+        seller=await seller_of(session, tenant, subscription),
     )
 
 
@@ -824,7 +862,9 @@ async def checkout_display(session: AsyncSession, tenant: Tenant, subscription_i
     """What the hosted page shows beside the amount: who sells, and how often it renews."""
     subscription = await get_subscription(session, tenant, subscription_id)
     price = await catalog.get_price(session, tenant, subscription.price_id)
-    return CheckoutDisplay(seller=await _seller(session, tenant, subscription), frequency=frequency_of(price))
+    return CheckoutDisplay(
+        seller=await seller_of(session, tenant, subscription), frequency=frequency_of(price)
+    )
 
 
 async def record_renewal_consent(session: AsyncSession, tenant: Tenant, subscription_id: str) -> None:

@@ -84,6 +84,9 @@ def _form_page(request: Request, token: str, form: service.PaymentForm) -> Respo
         "selected": selected,
         "can_save_card": view.can_save_card and view.frequency is None,
         "frequency": view.frequency,
+        "renewal_amount": (
+            format_amount(view.renewal_amount, view.currency) if view.renewal_amount is not None else None
+        ),
         "sandbox": not view.livemode,
         "error": form.error,
         "action": f"/checkout/{token}",
@@ -95,6 +98,28 @@ def _form_page(request: Request, token: str, form: service.PaymentForm) -> Respo
         context,
         status_code=FORM_STATUS[form.problem],
         form_targets=_form_targets(request, view),
+    )
+
+
+def _change_page(request: Request, token: str, step: service.ChangeConfirmation) -> Response:
+    """A next_cycle change: a confirmation of the new terms, not of a charge (nothing is charged now)."""
+    context: dict[str, Any] = {
+        "title": step.title,
+        "seller": step.seller,
+        "amount": format_amount(step.amount, step.currency),
+        "frequency": step.frequency,
+        "applies_on": step.applies_at.strftime("%d %B %Y"),
+        "error": step.error,
+        "action": f"/checkout/{token}",
+        "cancel_href": f"/checkout/{token}/cancel",
+    }
+    origins = [origin_of(public_base_url(request)), origin_of(step.success_url), origin_of(step.cancel_url)]
+    return render_page(
+        request,
+        "checkout_change.html",
+        context,
+        status_code=400 if step.error else 200,
+        form_targets=" ".join(dict.fromkeys(origins)),
     )
 
 
@@ -113,6 +138,8 @@ def _answer(request: Request, token: str, step: service.PageStep) -> Response:
         return RedirectResponse(step.url, status_code=303)
     if isinstance(step, service.Notice):
         return _notice_page(request, step.reason)
+    if isinstance(step, service.ChangeConfirmation):
+        return _change_page(request, token, step)
     return _form_page(request, token, step)
 
 

@@ -27,6 +27,7 @@ from typing import Literal
 import structlog
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from moneyrail.billing import changes as billing_changes
 from moneyrail.billing import service as billing
 from moneyrail.engine.schedule import register_periodic
 from moneyrail.errors import (
@@ -140,10 +141,16 @@ async def _resolve_billing(
     session: AsyncSession, tenant: Tenant, command: CheckoutSessionCreate
 ) -> billing.CheckoutTerms | None:
     """A subscription checkout takes the payment of the invoice it collects: the first one, or a failed
-    one named by `invoice` (a recovery, on the same payment). Changes come with the billing-changes
-    work, so no `change` id resolves yet; an `invoice` belongs to a subscription."""
+    one named by `invoice` (a recovery, on the same payment), or a `change` the payer consents to (an
+    immediate change's difference, or no payment at all for a next_cycle one)."""
     if command.change is not None:
-        raise ReferencedResourceMissing(f"No such change: {command.change!r}", param="change")
+        if command.subscription is None:  # a change belongs to a subscription: a payment's names none
+            raise ReferencedResourceMissing(f"No such change: {command.change!r}", param="change")
+        if command.invoice is not None:
+            raise ParametersExclusive(
+                "A checkout takes either a change or an invoice, not both.", param="invoice"
+            )
+        return await billing_changes.checkout_terms(session, tenant, command.subscription, command.change)
     if command.subscription is None:
         if command.invoice is not None:
             raise ReferencedResourceMissing(f"No such invoice: {command.invoice!r}", param="invoice")
@@ -194,8 +201,8 @@ async def create_checkout_session(
                 param=param,
             )
     payment_id = terms.payment_intent_id if terms is not None else command.payment_intent
-    assert payment_id is not None  # one of the two was required above
-    payment = await _payment_to_take(session, tenant, payment_id)
+    # none for a next_cycle change: nothing is charged, the page confirms the change
+    payment = await _payment_to_take(session, tenant, payment_id) if payment_id is not None else None
 
     token = random_base62(TOKEN_LENGTH)
     now = utcnow()
@@ -203,9 +210,9 @@ async def create_checkout_session(
         id=new_id("cs"),
         installation_id=tenant.installation_id,
         livemode=tenant.livemode,
-        payment_intent_id=payment.id,
+        payment_intent_id=payment.id if payment is not None else None,
         subscription_id=terms.subscription_id if terms is not None else None,
-        change_id=None,
+        change_id=terms.change_id if terms is not None else None,
         invoice_id=terms.invoice_id if terms is not None else None,
         title=command.title,
         success_url=command.success_url,
@@ -216,7 +223,12 @@ async def create_checkout_session(
         updated_at=now,
     )
     await repository.add(session, checkout)
-    logger.info("checkout_session_created", checkout_session=checkout.id, payment_intent=payment.id)
+    logger.info(
+        "checkout_session_created",
+        checkout_session=checkout.id,
+        payment_intent=checkout.payment_intent_id,
+        change=checkout.change_id,
+    )
     return CreatedCheckoutSession(checkout, token)
 
 
@@ -376,6 +388,7 @@ class CheckoutView:
     livemode: bool
     # a subscription: how often it renews ("every month"); the page asks consent to save and renew
     frequency: str | None = None
+    renewal_amount: int | None = None  # a change's difference: what each renewal costs afterwards
 
 
 @dataclass(frozen=True)
@@ -398,7 +411,24 @@ class Notice:
     reason: Literal["missing", "expired", "complete", "canceled", "processing", "returned"]
 
 
-PageStep = PaymentForm | Redirect | Notice
+@dataclass(frozen=True)
+class ChangeConfirmation:
+    """A next_cycle change's page: nothing is charged now; the payer confirms the new terms, which apply
+    at the renewal (spec 4.M rule 5: a confirmation of the change, not of a charge)."""
+
+    title: str
+    seller: str
+    amount: int  # the new cycle total, from the renewal on
+    currency: str
+    frequency: str
+    applies_at: datetime
+    success_url: str
+    cancel_url: str
+    livemode: bool
+    error: str | None = None
+
+
+PageStep = PaymentForm | Redirect | Notice | ChangeConfirmation
 
 
 @dataclass(frozen=True)
@@ -408,14 +438,28 @@ class _Loaded:
     payment: PaymentIntent
 
 
-async def _load(session: AsyncSession, token: str) -> _Loaded | Notice:
+@dataclass(frozen=True)
+class _ChangeOnly:
+    """A next_cycle change's session: it takes no payment, its page confirms the change."""
+
+    checkout: CheckoutSession
+
+
+async def _load_any(session: AsyncSession, token: str) -> _Loaded | Notice | _ChangeOnly:
     """The session the link names and its payment, both locked for this request (session first)."""
     checkout = await repository.get_by_token_hash(session, hash_secret(token))
+    if checkout is not None and checkout.payment_intent_id is None and checkout.change_id is not None:
+        return _ChangeOnly(checkout)
     if checkout is None or checkout.payment_intent_id is None:
         return Notice("missing")
     tenant = Tenant(checkout.installation_id, checkout.livemode)
     payment = await payments.lock_payment_intent(session, tenant, checkout.payment_intent_id)
     return _Loaded(checkout, tenant, payment)
+
+
+async def _load(session: AsyncSession, token: str) -> _Loaded | Notice:
+    loaded = await _load_any(session, token)
+    return Notice("missing") if isinstance(loaded, _ChangeOnly) else loaded
 
 
 def _authentication_url(payment: PaymentIntent) -> str | None:
@@ -458,14 +502,20 @@ async def _view(session: AsyncSession, loaded: _Loaded) -> CheckoutView:
                 account=await methods.payment_account(session, tenant, payment.merchant_id),
             )
         ]
-    seller, frequency = installation.name, None
-    if checkout.subscription_id is not None:
+    seller, frequency, renewal_amount = installation.name, None, None
+    if checkout.subscription_id is not None and checkout.change_id is not None:
+        terms = await billing_changes.confirmation_terms(
+            session, tenant, checkout.subscription_id, checkout.change_id
+        )
+        seller, frequency, renewal_amount = terms.seller, terms.frequency, terms.amount
+    elif checkout.subscription_id is not None:
         shown = await billing.checkout_display(session, tenant, checkout.subscription_id)
         seller, frequency = shown.seller, shown.frequency
     return CheckoutView(
         title=checkout.title,
         seller=seller,
         frequency=frequency,
+        renewal_amount=renewal_amount,
         amount=payment.amount,
         currency=payment.currency,
         saved_cards=cards,
@@ -476,9 +526,59 @@ async def _view(session: AsyncSession, loaded: _Loaded) -> CheckoutView:
     )
 
 
+async def _change_confirmation(
+    session: AsyncSession, checkout: CheckoutSession, *, error: str | None = None
+) -> ChangeConfirmation:
+    tenant = Tenant(checkout.installation_id, checkout.livemode)
+    assert checkout.subscription_id is not None and checkout.change_id is not None
+    shown = await billing_changes.confirmation_terms(
+        session, tenant, checkout.subscription_id, checkout.change_id
+    )
+    return ChangeConfirmation(
+        title=checkout.title,
+        seller=shown.seller,
+        amount=shown.amount,
+        currency=shown.currency,
+        frequency=shown.frequency,
+        applies_at=shown.applies_at,
+        success_url=checkout.success_url,
+        cancel_url=checkout.cancel_url,
+        livemode=checkout.livemode,
+        error=error,
+    )
+
+
+async def _change_step(
+    session: AsyncSession, checkout: CheckoutSession, *, confirm: bool, consented: bool
+) -> PageStep:
+    """A next_cycle change's session (it takes no payment): the confirmation page, or, on its form's post
+    with the payer's consent, the change accepted and the session complete."""
+    tenant = Tenant(checkout.installation_id, checkout.livemode)
+    if checkout.status == "complete":
+        return Redirect(checkout.success_url) if confirm else Notice("complete")
+    if checkout.status == "expired" or await tenant_now(session, tenant) >= checkout.expires_at:
+        return Notice("expired")
+    assert checkout.change_id is not None
+    if not confirm:
+        return await _change_confirmation(session, checkout)
+    if not consented:
+        return await _change_confirmation(
+            session, checkout, error="To change your subscription, agree to the new terms."
+        )
+    try:
+        async with session.begin_nested():
+            await billing_changes.accept_change(session, tenant, checkout.change_id)
+    except Conflict:  # expired meanwhile, or withdrawn: the page says so, nothing changes
+        return Notice("expired")
+    await _complete(session, tenant, checkout)
+    return Redirect(checkout.success_url)
+
+
 async def show_checkout(session: AsyncSession, token: str) -> PageStep:
     """GET of the page: the form, or where the payer belongs now."""
-    loaded = await _load(session, token)
+    loaded = await _load_any(session, token)
+    if isinstance(loaded, _ChangeOnly):
+        return await _change_step(session, loaded.checkout, confirm=False, consented=False)
     if isinstance(loaded, Notice):
         return loaded
     step = await _settled(session, loaded, when_complete=Notice("complete"))
@@ -586,7 +686,9 @@ async def pay_checkout(
 ) -> PageStep:
     """The payer pressed Pay. The session's lock, then the payment's, make a double click or a reload
     wait for the first attempt and then find the payment paid: it is never charged twice."""
-    loaded = await _load(session, token)
+    loaded = await _load_any(session, token)
+    if isinstance(loaded, _ChangeOnly):
+        return await _change_step(session, loaded.checkout, confirm=True, consented=form.renew_consent)
     if isinstance(loaded, Notice):
         return loaded
     step = await _settled(session, loaded, when_complete=Redirect(loaded.checkout.success_url))

@@ -115,6 +115,11 @@ async def get_dispute(
     return dispute
 
 
+async def is_disputed(session: AsyncSession, payment_id: str) -> bool:
+    """Whether a dispute was opened on this payment (billing excludes its period from proration)."""
+    return await repository.dispute_of_payment(session, payment_id) is not None
+
+
 async def list_disputes(
     session: AsyncSession, tenant: Tenant, *, limit: int, after: Position | None, payment_intent: str | None
 ) -> Sequence[Dispute]:

@@ -1,7 +1,7 @@
 """Every table of moneyrail, one module per aggregate. Import this package to register them all."""
 
 from moneyrail.models.base import Base
-from moneyrail.models.billing import Price, Product, Subscription, SubscriptionInvoice
+from moneyrail.models.billing import Price, Product, Subscription, SubscriptionChange, SubscriptionInvoice
 from moneyrail.models.checkout import CheckoutSession
 from moneyrail.models.commerce import Order
 from moneyrail.models.connect import ConnectedAccount, OnboardingLink
@@ -97,6 +97,7 @@ __all__ = [
     "SandboxSmsMessage",
     "SetupIntent",
     "Subscription",
+    "SubscriptionChange",
     "SubscriptionInvoice",
     "Transfer",
     "TransferReversal",

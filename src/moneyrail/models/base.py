@@ -70,6 +70,7 @@ SANDBOX_CLOCK_TABLES = frozenset(
         "risk_value_list_items",
         "risk_value_lists",
         "setup_intents",
+        "subscription_changes",
         "subscription_invoices",
         "subscriptions",
         "transfer_reversals",

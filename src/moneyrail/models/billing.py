@@ -141,3 +141,49 @@ class SubscriptionInvoice(TenantOwned, Base):
     paid_at: Mapped[datetime | None]
     failed_at: Mapped[datetime | None]
     updated_at: Mapped[datetime] = mapped_column(server_default=text("now()"))
+
+
+CHANGE_STATUSES = ("open", "accepted", "awaiting_payment", "applied", "canceled", "expired")
+UNAPPLIED_CHANGE_STATUSES = ("open", "accepted", "awaiting_payment")
+
+
+class SubscriptionChange(TenantOwned, Base):
+    """An immutable proposal of new terms (price, quantity) quoted against one `terms_version`: only its
+    status moves. At most one unapplied proposal per subscription (the partial unique index)."""
+
+    __tablename__ = "subscription_changes"
+    __table_args__ = (
+        CheckConstraint(
+            "status IN ('open', 'accepted', 'awaiting_payment', 'applied', 'canceled', 'expired')",
+            name="status",
+        ),
+        CheckConstraint("effective IN ('immediate', 'next_cycle')", name="effective"),
+        CheckConstraint("amount_due >= 0", name="amount_due"),
+        CheckConstraint("quantity BETWEEN 1 AND 10000", name="quantity"),
+        Index("ix_subscription_changes_list", "subscription_id", "created_at", "id"),
+        Index(
+            "uq_subscription_changes_unapplied",
+            "subscription_id",
+            unique=True,
+            postgresql_where=text("status IN ('open', 'accepted', 'awaiting_payment')"),
+        ),
+        Index("ix_subscription_changes_expiring", "expires_at", postgresql_where=text("status = 'open'")),
+    )
+
+    id: Mapped[str] = mapped_column(primary_key=True)
+    subscription_id: Mapped[str] = mapped_column(ForeignKey("subscriptions.id"))
+    price_id: Mapped[str] = mapped_column(ForeignKey("prices.id"))
+    quantity: Mapped[int]
+    currency: Mapped[str]
+    effective: Mapped[str]
+    status: Mapped[str]
+    terms_version: Mapped[int]  # the subscription's terms this proposal was quoted against
+    current_amount: Mapped[int]  # the cycle total at those terms
+    amount: Mapped[int]  # the new cycle total
+    amount_due: Mapped[int]  # payable now (immediate), 0 for next_cycle
+    expires_at: Mapped[datetime]
+    invoice_id: Mapped[str | None] = mapped_column(ForeignKey("subscription_invoices.id"))
+    accepted_at: Mapped[datetime | None]
+    applied_at: Mapped[datetime | None]
+    canceled_at: Mapped[datetime | None]
+    updated_at: Mapped[datetime] = mapped_column(server_default=text("now()"))

@@ -19,9 +19,10 @@ class CheckoutSession(TenantOwned, Base):
     __tablename__ = "checkout_sessions"
     __table_args__ = (
         CheckConstraint("status IN ('open', 'complete', 'expired')", name="status"),
-        # every session takes one payment: a one-off payment, or a subscription invoice's payment (a
-        # subscription session names the subscription and invoice beside it)
-        CheckConstraint("payment_intent_id IS NOT NULL", name="subject"),
+        # a session takes one payment: a one-off payment, or a subscription invoice's payment (a
+        # subscription session names the subscription and invoice beside it); only a next_cycle change's
+        # session takes none (the page confirms the change)
+        CheckConstraint("payment_intent_id IS NOT NULL OR change_id IS NOT NULL", name="subject"),
         Index("ix_checkout_sessions_list", "installation_id", "livemode", "created_at", "id"),
         # the expiry sweep's question: open sessions, soonest expiry first
         Index("ix_checkout_sessions_open", "expires_at", postgresql_where=text("status = 'open'")),
@@ -30,7 +31,7 @@ class CheckoutSession(TenantOwned, Base):
 
     id: Mapped[str] = mapped_column(primary_key=True)
     payment_intent_id: Mapped[str | None] = mapped_column(ForeignKey("payment_intents.id"))
-    # a subscription checkout: the subscription, its change (billing changes, later) and the invoice
+    # a subscription checkout: the subscription, the change consented to, and the invoice
     subscription_id: Mapped[str | None]
     change_id: Mapped[str | None]
     invoice_id: Mapped[str | None]

@@ -116,6 +116,13 @@ async def create_reversal(
     assert transfer is not None
     if transfer.status != "paid":
         raise Conflict(f"Only a paid transfer can be reversed; this one is {transfer.status}.")
+    if await payment_refunds.promised_back(session, payment.id) > payment.amount_refunded:
+        # the refund's own operation takes back what it needs (reverse_for_refund): a manual reversal
+        # beside it would take the recipients' share twice
+        raise Conflict(
+            "A refund of this transfer's payment is in progress; it reverses the transfers it needs itself, "
+            "so a manual reversal is refused until it finishes."
+        )
     remaining = transfer.amount - transfer.amount_reversed
     amount = command.amount if command.amount is not None else remaining
     if amount > remaining:

@@ -530,6 +530,12 @@ async def distribute_captured_payment(session: AsyncSession, tenant: Tenant, pay
 payments.register_capture_listener(distribute_captured_payment)
 
 
+async def distribution_group_id(session: AsyncSession, payment_id: str) -> str | None:
+    """The allocation group that distributes a payment's declared distribution, once it exists."""
+    declared = await repository.get_distribution(session, payment_id)
+    return declared.allocation_group_id if declared is not None else None
+
+
 # --- the operation ------------------------------------------------------------------------------------
 def _processor_key(operation: Operation, transfer: Transfer) -> str:
     step = (
