@@ -101,7 +101,7 @@ class InvoiceDeliveryOut(BaseModel):
     id: str = Field(description="The delivery's id")
     object: Literal["invoice_delivery"] = "invoice_delivery"
     channel: str = Field(description="How it was sent: `email`")
-    recipient: str  # masked = Field(description="Where it was sent, masked")
+    recipient: str = Field(description="Where it was sent, masked")
     status: str = Field(description="`pending`, `sent` or `failed`")
     checkout_session: str | None = Field(description="The `cs_` hosted payment session the message links to")
     last_error: str | None = Field(description="Why the last attempt failed; null otherwise")
