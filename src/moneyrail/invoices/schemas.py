@@ -148,7 +148,7 @@ def render_delivery(delivery: InvoiceDelivery) -> InvoiceDeliveryOut:
 
 
 def render_invoice(invoice: Invoice, deliveries: list[InvoiceDelivery] | None = None) -> InvoiceOut:
-    lines: list[dict[str, Any]] = Field(default=invoice.lines, description="The invoice's lines")
+    lines: list[dict[str, Any]] = invoice.lines
     return InvoiceOut(
         id=invoice.id,
         livemode=invoice.livemode,
