@@ -26,6 +26,9 @@ from moneyrail.errors import MoneyrailError, ParameterInvalid, RequestTooLarge
 # U+0000 (PostgreSQL refuses it in text) and the surrogate block (no UTF-8 encoding exists)
 UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
 MAX_BODY_BYTES = 1024 * 1024
+# Multipart uploads (dispute evidence, up to 8 MiB by the spec) are held up to this, so the route
+# still sees an oversized file and answers its own `file_too_large`; past it the guard answers 413.
+MAX_MULTIPART_BYTES = 16 * 1024 * 1024
 JSON_MAX_DEPTH = 64
 
 
@@ -77,6 +80,14 @@ def _content_kind(content_type: str | None) -> str | None:
     if message.get_content_type() == "multipart/form-data":
         return "form"
     return None
+
+
+def _is_multipart(content_type: str | None) -> bool:
+    if not content_type:
+        return False
+    message = email.message.Message()
+    message["content-type"] = content_type
+    return message.get_content_type() == "multipart/form-data"
 
 
 def _path_parameter(scope: Scope) -> str | None:
@@ -152,9 +163,16 @@ async def _form_refusal(scope: Scope, body: bytes) -> MoneyrailError | None:
 
 
 class InputGuardMiddleware:
-    def __init__(self, app: ASGIApp, *, max_body_bytes: int = MAX_BODY_BYTES) -> None:
+    def __init__(
+        self,
+        app: ASGIApp,
+        *,
+        max_body_bytes: int = MAX_BODY_BYTES,
+        max_multipart_bytes: int = MAX_MULTIPART_BYTES,
+    ) -> None:
         self.app = app
         self.max_body_bytes = max_body_bytes
+        self.max_multipart_bytes = max_multipart_bytes
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -165,15 +183,17 @@ class InputGuardMiddleware:
             await self._refuse(scope, receive, send, refusal)
             return
         headers = dict(scope["headers"])
+        content_type = headers.get(b"content-type", b"").decode("latin-1") or None
+        kind = _content_kind(content_type)
+        limit = self.max_multipart_bytes if _is_multipart(content_type) else self.max_body_bytes
         declared = headers.get(b"content-length", b"")
-        if declared.isdigit() and int(declared) > self.max_body_bytes:
-            await self._refuse(scope, receive, send, self._too_large())
+        if declared.isdigit() and int(declared) > limit:
+            await self._refuse(scope, receive, send, self._too_large(limit))
             return
-        body, complete = await self._read_body(receive)
+        body, complete = await self._read_body(receive, limit)
         if not complete:
-            await self._refuse(scope, receive, send, self._too_large())
+            await self._refuse(scope, receive, send, self._too_large(limit))
             return
-        kind = _content_kind(headers.get(b"content-type", b"").decode("latin-1") or None)
         if body and kind == "json":
             refusal = _json_refusal(body)
         elif body and kind == "form":
@@ -193,7 +213,7 @@ class InputGuardMiddleware:
 
         await self.app(scope, receive_again, send)
 
-    async def _read_body(self, receive: Receive) -> tuple[bytes, bool]:
+    async def _read_body(self, receive: Receive, limit: int) -> tuple[bytes, bool]:
         """The whole body, or (partial, False) once it passes the size cap."""
         chunks: list[bytes] = []
         size = 0
@@ -203,14 +223,15 @@ class InputGuardMiddleware:
                 return b"".join(chunks), True  # the client went away; the app sees an empty body
             chunk = message.get("body", b"")
             size += len(chunk)
-            if size > self.max_body_bytes:
+            if size > limit:
                 return b"", False
             chunks.append(chunk)
             if not message.get("more_body", False):
                 return b"".join(chunks), True
 
-    def _too_large(self) -> MoneyrailError:
-        return RequestTooLarge(f"The request body is larger than {self.max_body_bytes} bytes.")
+    @staticmethod
+    def _too_large(limit: int) -> MoneyrailError:
+        return RequestTooLarge(f"The request body is larger than {limit} bytes.")
 
     @staticmethod
     async def _refuse(scope: Scope, receive: Receive, send: Send, error: MoneyrailError) -> None:
