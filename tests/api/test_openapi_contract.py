@@ -137,7 +137,8 @@ def test_every_parameter_is_described_and_every_body_has_an_example(route, metho
         assert parameter.get("description"), parameter["name"]
     body = operation.get("requestBody")
     if body is not None:
-        media = body["content"]["application/json"]
+        # JSON bodies, and the multipart upload of dispute evidence: each kind needs its example
+        media = body["content"].get("application/json") or body["content"]["multipart/form-data"]
         schema = resolve(media["schema"]) if "$ref" in media["schema"] else media["schema"]
         if "anyOf" in schema:  # an optional body: the model beside null
             schema = resolve(next(option for option in schema["anyOf"] if "$ref" in option))

@@ -79,7 +79,9 @@ def _content_kind(content_type: str | None) -> str | None:
     return None
 
 
-def _is_multipart(content_type: str) -> bool:
+def _is_multipart(content_type: str | None) -> bool:
+    if not content_type:
+        return False
     message = email.message.Message()
     message["content-type"] = content_type
     return message.get_content_type() == "multipart/form-data"
@@ -171,20 +173,22 @@ class InputGuardMiddleware:
             await self._refuse(scope, receive, send, refusal)
             return
         headers = dict(scope["headers"])
-        if _is_multipart(headers.get(b"content-type", b"").decode("latin-1")):
+        content_type = headers.get(b"content-type", b"").decode("latin-1") or None
+        if _is_multipart(content_type):
             # file uploads stream through untouched: the route that takes them reads them in chunks,
             # checks their content and enforces its own size limit (never held whole in memory here)
             await self.app(scope, receive, send)
             return
+        kind = _content_kind(content_type)
+        limit = self.max_body_bytes
         declared = headers.get(b"content-length", b"")
-        if declared.isdigit() and int(declared) > self.max_body_bytes:
-            await self._refuse(scope, receive, send, self._too_large())
+        if declared.isdigit() and int(declared) > limit:
+            await self._refuse(scope, receive, send, self._too_large(limit))
             return
-        body, complete = await self._read_body(receive)
+        body, complete = await self._read_body(receive, limit)
         if not complete:
-            await self._refuse(scope, receive, send, self._too_large())
+            await self._refuse(scope, receive, send, self._too_large(limit))
             return
-        kind = _content_kind(headers.get(b"content-type", b"").decode("latin-1") or None)
         if body and kind == "json":
             refusal = _json_refusal(body)
         elif body and kind == "form":
@@ -204,7 +208,7 @@ class InputGuardMiddleware:
 
         await self.app(scope, receive_again, send)
 
-    async def _read_body(self, receive: Receive) -> tuple[bytes, bool]:
+    async def _read_body(self, receive: Receive, limit: int) -> tuple[bytes, bool]:
         """The whole body, or (partial, False) once it passes the size cap."""
         chunks: list[bytes] = []
         size = 0
@@ -214,14 +218,15 @@ class InputGuardMiddleware:
                 return b"".join(chunks), True  # the client went away; the app sees an empty body
             chunk = message.get("body", b"")
             size += len(chunk)
-            if size > self.max_body_bytes:
+            if size > limit:
                 return b"", False
             chunks.append(chunk)
             if not message.get("more_body", False):
                 return b"".join(chunks), True
 
-    def _too_large(self) -> MoneyrailError:
-        return RequestTooLarge(f"The request body is larger than {self.max_body_bytes} bytes.")
+    @staticmethod
+    def _too_large(limit: int) -> MoneyrailError:
+        return RequestTooLarge(f"The request body is larger than {limit} bytes.")
 
     @staticmethod
     async def _refuse(scope: Scope, receive: Receive, send: Send, error: MoneyrailError) -> None:

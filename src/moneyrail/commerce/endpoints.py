@@ -5,6 +5,7 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, Request
 
 from moneyrail.api.context import Principal, request_session
+from moneyrail.api.openapi import CALLS_PROCESSOR, CHARGES_CARD
 from moneyrail.api.pagination import ListEnvelope, PageRequest, list_envelope, page_request
 from moneyrail.api.routing import MoneyrailRoute, scoped
 from moneyrail.config import API_VERSIONS
@@ -18,7 +19,10 @@ router = APIRouter(prefix="/commerce/v1", route_class=MoneyrailRoute, tags=["com
 
 @router.get("", response_model=ApiBaseOut)
 async def commerce_base(principal: Annotated[Principal, scoped("commerce:read")]) -> ApiBaseOut:
-    """The commerce API's base: its name and the version serving this request."""
+    """The commerce API.
+
+    The commerce API's base: its name and the version serving this request.
+    """
     return ApiBaseOut(api="commerce", version=API_VERSIONS["commerce"][0], livemode=principal.tenant.livemode)
 
 
@@ -26,7 +30,10 @@ async def commerce_base(principal: Annotated[Principal, scoped("commerce:read")]
 async def create_order(
     request: Request, body: OrderCreate, principal: Annotated[Principal, scoped("commerce:write")]
 ) -> OrderOut:
-    """An order with its lines and total (which must be their sum), at version 1."""
+    """Create an order.
+
+    An order with its lines and total (which must be their sum), at version 1.
+    """
     return render_order(await service.create_order(request_session(request), principal.tenant, body))
 
 
@@ -36,6 +43,10 @@ async def list_orders(
     principal: Annotated[Principal, scoped("commerce:read")],
     page: Annotated[PageRequest, Depends(page_request)],
 ) -> ListEnvelope[OrderOut]:
+    """List orders.
+
+    The environment's commerce orders, newest first.
+    """
     rows = await service.list_orders(
         request_session(request), principal.tenant, limit=page.limit, after=page.after
     )
@@ -46,6 +57,10 @@ async def list_orders(
 async def get_order(
     request: Request, order: str, principal: Annotated[Principal, scoped("commerce:read")]
 ) -> OrderOut:
+    """Retrieve an order.
+
+    One order by its `ord_` id, with its lines, status, version and bound payment.
+    """
     return render_order(await service.get_order(request_session(request), principal.tenant, order))
 
 
@@ -53,32 +68,43 @@ async def get_order(
 async def bind_payment(
     request: Request, order: str, body: OrderBind, principal: Annotated[Principal, scoped("commerce:write")]
 ) -> OrderOut:
-    """Binds a manual-capture payment for the order's amount and currency; once per order."""
+    """Bind a payment to an order.
+
+    Binds a manual-capture payment for the order's amount and currency; once per order. `expected_version`
+    must be the order's current version.
+    """
     return render_order(await service.bind_payment(request_session(request), principal.tenant, order, body))
 
 
-@router.post("/orders/{order}/start-preparation", response_model=OrderOut)
+@router.post("/orders/{order}/start-preparation", response_model=OrderOut, responses=CHARGES_CARD)
 async def start_preparation(
     request: Request,
     order: str,
     body: OrderTransition,
     principal: Annotated[Principal, scoped("commerce:write")],
 ) -> OrderOut:
-    """Captures the authorized payment; the order is `preparing`."""
+    """Start preparing an order.
+
+    Captures the authorized payment (the card network may refuse or not answer); the order is `preparing`.
+    """
     prepared = await service.start_preparation(
         request_session(request), principal.tenant, processor(), order, body.expected_version
     )
     return render_order(prepared)
 
 
-@router.post("/orders/{order}/cancel", response_model=OrderOut)
+@router.post("/orders/{order}/cancel", response_model=OrderOut, responses=CALLS_PROCESSOR)
 async def cancel_order(
     request: Request,
     order: str,
     body: OrderTransition,
     principal: Annotated[Principal, scoped("commerce:write")],
 ) -> OrderOut:
-    """Cancels the order and, with it, the payment's authorization (released, nothing captured)."""
+    """Cancel an order.
+
+    Cancels the order and, with it, the payment's authorization (released at the processor, nothing
+    captured).
+    """
     canceled = await service.cancel_order(
         request_session(request), principal.tenant, processor(), order, body.expected_version
     )

@@ -30,6 +30,11 @@ router = APIRouter(route_class=MoneyrailRoute, tags=["connected accounts"])
 async def create_connected_account(
     request: Request, body: ConnectedAccountCreate, principal: Annotated[Principal, scoped("accounts:write")]
 ) -> ConnectedAccountOut:
+    """Create a connected account.
+
+    An account for a courier, driver, merchant or other recipient of transfers, with the bank
+    account it is paid out to.
+    """
     account = await service.create_connected_account(request_session(request), principal.tenant, body)
     return render_connected_account(account)
 
@@ -39,8 +44,15 @@ async def list_connected_accounts(
     request: Request,
     principal: Annotated[Principal, scoped("accounts:read")],
     page: Annotated[PageRequest, Depends(page_request)],
-    kind: Annotated[Literal["courier", "driver", "merchant", "other"] | None, Query()] = None,
+    kind: Annotated[
+        Literal["courier", "driver", "merchant", "other"] | None,
+        Query(description="Only accounts of this kind"),
+    ] = None,
 ) -> ListEnvelope[ConnectedAccountOut]:
+    """List connected accounts.
+
+    The environment's connected accounts, newest first; `kind` keeps one kind.
+    """
     rows = await service.list_connected_accounts(
         request_session(request), principal.tenant, limit=page.limit, after=page.after, kind=kind
     )
@@ -51,7 +63,10 @@ async def list_connected_accounts(
 async def get_connected_account(
     request: Request, connected_account: str, principal: Annotated[Principal, scoped("accounts:read")]
 ) -> ConnectedAccountOut:
-    """Reads the onboarding state as it is now: requirements are derived from what was provided."""
+    """Retrieve a connected account.
+
+    Reads the onboarding state as it is now: requirements are derived from what was provided.
+    """
     account = await service.get_connected_account(
         request_session(request), principal.tenant, connected_account
     )
@@ -62,6 +77,10 @@ async def get_connected_account(
 async def get_requirements(
     request: Request, connected_account: str, principal: Annotated[Principal, scoped("accounts:read")]
 ) -> AccountRequirementsOut:
+    """Retrieve a connected account's requirements.
+
+    What must still be provided before the account can be paid out.
+    """
     account = await service.get_connected_account(
         request_session(request), principal.tenant, connected_account
     )
@@ -82,6 +101,11 @@ async def create_onboarding_link(
     principal: Annotated[Principal, scoped("accounts:write")],
     body: OnboardingLinkCreate | None = None,
 ) -> OnboardingLinkOut:
+    """Create an onboarding link.
+
+    A hosted onboarding page for the account's owner; the link works once and expires after 5
+    minutes.
+    """
     created = await service.create_onboarding_link(
         request_session(request),
         principal.tenant,
@@ -108,6 +132,10 @@ def _amounts(per_currency: dict[str, int]) -> list[BalanceAmount]:
 async def get_balance(
     request: Request, connected_account: str, principal: Annotated[Principal, scoped("accounts:read")]
 ) -> ConnectedAccountBalanceOut:
+    """Retrieve a connected account's balance.
+
+    Funds available and pending for the account, per currency.
+    """
     view = await service.get_balance(request_session(request), principal.tenant, connected_account)
     return ConnectedAccountBalanceOut(
         livemode=principal.tenant.livemode,

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, EmailStr, Field, StringConstraints
+from pydantic import BaseModel, ConfigDict, EmailStr, Field, StringConstraints
 
 from moneyrail.kit.clock import to_unix
 from moneyrail.kit.schemas import Metadata, RequestBody, ResourceOut
@@ -25,76 +25,94 @@ class ExternalAccountIn(RequestBody):
 
 
 class ConnectedAccountCreate(RequestBody):
-    kind: Kind
-    country: Country = "DE"
-    email: EmailStr | None = None
-    display_name: DisplayName | None = None
-    external_account: ExternalAccountIn
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {
+                    "kind": "courier",
+                    "country": "DE",
+                    "email": "rider@example.com",
+                    "display_name": "Rider 7",
+                    "external_account": {"account_number": "DE89370400440532013000"},
+                }
+            ]
+        }
+    )
+
+    kind: Kind = Field(description="Who the account belongs to: `courier`, `driver`, `merchant` or `other`")
+    country: Country = Field(default="DE", description="ISO 3166-1 alpha-2 country of the account")
+    email: EmailStr | None = Field(default=None, description="The person's e-mail")
+    display_name: DisplayName | None = Field(default=None, description="A name to show")
+    external_account: ExternalAccountIn = Field(description="The bank account payouts go to")
     metadata: Metadata = Field(default_factory=dict)
 
 
 class OnboardingLinkCreate(RequestBody):
+    model_config = ConfigDict(
+        json_schema_extra={"examples": [{"return_url": "https://platform.example/couriers/done"}]}
+    )
+
     return_url: ReturnUrl | None = Field(
         default=None, description="Offered to the person once onboarding is done; registered exactly"
     )
 
 
 class CapabilitiesOut(BaseModel):
-    transfers: CapabilityStatus
-    payouts: CapabilityStatus
+    transfers: CapabilityStatus = Field(description="Whether money can be moved to the account")
+    payouts: CapabilityStatus = Field(description="Whether the account can be paid out")
 
 
 class RequirementsOut(BaseModel):
-    currently_due: list[str]
-    eventually_due: list[str]
-    past_due: list[str]
-    disabled_reason: str | None
+    currently_due: list[str] = Field(description="What must be provided now")
+    eventually_due: list[str] = Field(description="What will have to be provided later")
+    past_due: list[str] = Field(description="What was not provided in time")
+    disabled_reason: str | None = Field(description="Why a capability is not active, if one is not")
 
 
 class ExternalAccountOut(BaseModel):
     object: Literal["bank_account"] = "bank_account"
-    bank_last4: str
+    bank_last4: str = Field(description="The bank account number's last four characters")
 
 
 class ConnectedAccountOut(ResourceOut):
     object: Literal["connected_account"] = "connected_account"
-    kind: Kind
-    country: str
-    email: str | None
-    display_name: str | None
-    capabilities: CapabilitiesOut
-    requirements: RequirementsOut
-    details_submitted: bool
-    payouts_enabled: bool
-    external_account: ExternalAccountOut
+    kind: Kind = Field(description="Who the account belongs to")
+    country: str = Field(description="The account's country")
+    email: str | None = Field(description="The person's e-mail")
+    display_name: str | None = Field(description="A name to show")
+    capabilities: CapabilitiesOut = Field(description="What the account can do now")
+    requirements: RequirementsOut = Field(description="What must still be provided")
+    details_submitted: bool = Field(description="Whether onboarding was completed")
+    payouts_enabled: bool = Field(description="Whether the account can be paid out")
+    external_account: ExternalAccountOut = Field(description="The bank account payouts go to")
     metadata: dict[str, str]
 
 
 class AccountRequirementsOut(RequirementsOut):
     object: Literal["connected_account_requirements"] = "connected_account_requirements"
-    connected_account: str
+    connected_account: str = Field(description="The `acct_` id")
 
 
 class OnboardingLinkOut(BaseModel):
     object: Literal["onboarding_link"] = "onboarding_link"
     livemode: bool
-    connected_account: str
+    connected_account: str = Field(description="The `acct_` id being onboarded")
     created: int
     expires_at: int = Field(description="Unix seconds on the environment's clock; 5 minutes after creation")
     url: str = Field(description="The hosted onboarding page, a single-use credential: answered once")
 
 
 class BalanceAmount(BaseModel):
-    amount: int
+    amount: int = Field(description="In minor units")
     currency: str
 
 
 class ConnectedAccountBalanceOut(BaseModel):
     object: Literal["balance"] = "balance"
     livemode: bool
-    connected_account: str
-    available: list[BalanceAmount]
-    pending: list[BalanceAmount]
+    connected_account: str = Field(description="The `acct_` id")
+    available: list[BalanceAmount] = Field(description="Funds that can be paid out, per currency")
+    pending: list[BalanceAmount] = Field(description="Funds not yet available, per currency")
 
 
 def render_requirements(requirements: Requirements) -> RequirementsOut:

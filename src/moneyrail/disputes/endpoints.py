@@ -6,6 +6,7 @@ from fastapi import APIRouter, Depends, Query, Request
 
 from moneyrail.api.context import Principal, request_session
 from moneyrail.api.idempotency import HEADER as IDEMPOTENCY_HEADER
+from moneyrail.api.openapi import CALLS_PROCESSOR
 from moneyrail.api.pagination import ListEnvelope, PageRequest, list_envelope, page_request
 from moneyrail.api.routing import MoneyrailRoute, scoped
 from moneyrail.errors import InvalidRequest
@@ -29,6 +30,10 @@ async def list_disputes(
     page: Annotated[PageRequest, Depends(page_request)],
     payment_intent: Annotated[str | None, Query(description="Only the dispute of this payment")] = None,
 ) -> ListEnvelope[DisputeOut]:
+    """List disputes.
+
+    The disputes of the installation's payments, newest first; `payment_intent` narrows to one payment's.
+    """
     session = request_session(request)
     rows = await service.list_disputes(
         session, principal.tenant, limit=page.limit, after=page.after, payment_intent=payment_intent
@@ -41,6 +46,10 @@ async def list_disputes(
 async def get_dispute(
     request: Request, dispute: str, principal: Annotated[Principal, scoped("disputes:read")]
 ) -> DisputeOut:
+    """Retrieve a dispute.
+
+    One dispute by its `dp_` id: its status, amounts, saved evidence and the evidence deadline.
+    """
     found = await service.get_dispute(request_session(request), principal.tenant, dispute)
     return await _out(request, principal, found)
 
@@ -69,10 +78,19 @@ def bounded_upload(request: Request) -> None:
                         "type": "object",
                         "required": ["file"],
                         "properties": {
-                            "file": {"type": "string", "format": "binary"},
-                            "purpose": {"type": "string", "enum": ["dispute_evidence"]},
+                            "file": {
+                                "type": "string",
+                                "format": "binary",
+                                "description": "The evidence: a PDF, JPEG or PNG of at most 8 MiB",
+                            },
+                            "purpose": {
+                                "type": "string",
+                                "enum": ["dispute_evidence"],
+                                "description": "What the file is for: `dispute_evidence`",
+                            },
                         },
-                    }
+                    },
+                    "example": {"file": "receipt.pdf", "purpose": "dispute_evidence"},
                 }
             },
         }
@@ -85,8 +103,12 @@ async def upload_file(
     _bounded: Annotated[None, Depends(bounded_upload)],
     principal: Annotated[Principal, scoped("disputes:write")],
 ) -> FileOut:
-    """A PDF, JPEG or PNG of at most 8 MiB, recognised by its content (its name and declared type are
-    not trusted), streamed to the files directory. Accepted while the dispute needs a response."""
+    """Upload dispute evidence.
+
+    A PDF, JPEG or PNG of at most 8 MiB, recognised by its content (its name and declared type are not
+    trusted), streamed to the files directory. Accepted while the dispute needs a response; refer to the
+    returned `file_` id in the evidence.
+    """
     stored = await service.receive_file(
         request_session(request),
         principal.tenant,
@@ -97,37 +119,46 @@ async def upload_file(
     return render_file(stored)
 
 
-@router.post("/disputes/{dispute}/evidence", response_model=DisputeOut)
+@router.post("/disputes/{dispute}/evidence", response_model=DisputeOut, responses=CALLS_PROCESSOR)
 async def update_evidence(
     request: Request,
     dispute: str,
     body: EvidenceUpdate,
     principal: Annotated[Principal, scoped("disputes:write")],
 ) -> DisputeOut:
-    """Save evidence (fields merge with what was saved), or with `submit: true` send it: once, before
-    `evidence_details.due_by`; the dispute is then `under_review` and read-only."""
+    """Save or submit evidence.
+
+    Save evidence (fields merge with what was saved), or with `submit: true` send it to the issuing bank:
+    once, before `evidence_details.due_by`; the dispute is then `under_review` and read-only.
+    """
     found = await service.update_evidence(
         request_session(request), principal.tenant, processor(), dispute, body
     )
     return await _out(request, principal, found)
 
 
-@router.post("/disputes/{dispute}/close", response_model=DisputeOut)
+@router.post("/disputes/{dispute}/close", response_model=DisputeOut, responses=CALLS_PROCESSOR)
 async def close_dispute(
     request: Request,
     dispute: str,
     principal: Annotated[Principal, scoped("disputes:write")],
     body: DisputeClose | None = None,
 ) -> DisputeOut:
-    """Accept the loss: irreversible. The dispute is `lost`; the money withdrawn stays withdrawn."""
+    """Close a dispute.
+
+    Accept the loss: irreversible. The dispute is `lost`; the money withdrawn stays withdrawn.
+    """
     found = await service.close_dispute(request_session(request), principal.tenant, processor(), dispute)
     return await _out(request, principal, found)
 
 
-@test_helpers.post("/disputes", response_model=DisputeOut)
+@test_helpers.post("/disputes", response_model=DisputeOut, responses=CALLS_PROCESSOR)
 async def open_test_dispute(
     request: Request, body: TestDisputeCreate, principal: Annotated[Principal, scoped("disputes:write")]
 ) -> DisputeOut:
-    """Sandbox only: the network opens a dispute on a captured payment now, as a cardholder's bank would."""
+    """Open a test dispute.
+
+    Sandbox only: the network opens a dispute on a captured payment now, as a cardholder's bank would.
+    """
     found = await service.open_test_dispute(request_session(request), principal.tenant, processor(), body)
     return await _out(request, principal, found)

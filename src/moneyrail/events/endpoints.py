@@ -155,7 +155,10 @@ async def update_endpoint(
     body: WebhookEndpointUpdate,
     principal: Annotated[Principal, scoped("webhooks:write")],
 ) -> WebhookEndpointOut:
-    """Change the URL, the events or the description; `disabled` pauses or resumes deliveries."""
+    """Update a webhook endpoint.
+
+    Change the URL, the events or the description; `disabled` pauses or resumes deliveries.
+    """
     endpoint = await service.update_endpoint(
         request_session(request),
         principal.tenant,
@@ -177,7 +180,10 @@ async def rotate_secret(
     body: SecretRotation,
     principal: Annotated[Principal, scoped("webhooks:write")],
 ) -> WebhookEndpointOut:
-    """A new signing secret, shown once; the previous one keeps signing too until the overlap ends."""
+    """Rotate a webhook endpoint's secret.
+
+    A new signing secret, shown once; the previous one keeps signing too until the overlap ends.
+    """
     issued = await service.rotate_secret(
         request_session(request),
         principal.tenant,
@@ -208,7 +214,10 @@ async def list_deliveries(
     principal: Annotated[Principal, scoped("webhooks:read")],
     page: Annotated[PageRequest, Depends(page_request)],
 ) -> ListEnvelope[WebhookDeliveryOut]:
-    """The endpoint's deliveries, newest first, each with every attempt's outcome, status and latency."""
+    """List an endpoint's deliveries.
+
+    The endpoint's deliveries, newest first, each with every attempt's outcome, status and latency.
+    """
     rows = await service.list_deliveries(
         request_session(request), principal.tenant, webhook_endpoint, limit=page.limit, after=page.after
     )
@@ -222,6 +231,10 @@ async def get_delivery(
     delivery: str,
     principal: Annotated[Principal, scoped("webhooks:read")],
 ) -> WebhookDeliveryOut:
+    """Retrieve a delivery.
+
+    One delivery of the endpoint, with every attempt's outcome, status and latency.
+    """
     return render_delivery(
         await service.get_delivery(request_session(request), principal.tenant, webhook_endpoint, delivery)
     )
@@ -236,7 +249,10 @@ async def resend_delivery(
     delivery: str,
     principal: Annotated[Principal, scoped("webhooks:write")],
 ) -> WebhookDeliveryOut:
-    """Send the delivery's event again, as a new delivery (answered here, `resend_of` naming the first)."""
+    """Resend a delivery.
+
+    Send the delivery's event again, as a new delivery (answered here, `resend_of` naming the first).
+    """
     return render_delivery(
         await service.resend_delivery(request_session(request), principal.tenant, webhook_endpoint, delivery)
     )

@@ -48,7 +48,9 @@ class WebhookEndpointUpdate(RequestBody):
     model_config = ConfigDict(json_schema_extra={"examples": [{"disabled": True}]})
 
     url: Url | None = Field(default=None, description="Where events are posted")
-    enabled_events: EnabledEvents | None = None
+    enabled_events: EnabledEvents | None = Field(
+        default=None, description="Event types to deliver, or `*` for every one; replaces the list"
+    )
     description: Description | None = Field(default=None, description="A note for yourself")
     disabled: bool | None = Field(
         default=None, description="true stops deliveries (pending ones fail); false resumes them"
@@ -56,6 +58,8 @@ class WebhookEndpointUpdate(RequestBody):
 
 
 class SecretRotation(RequestBody):
+    model_config = ConfigDict(json_schema_extra={"examples": [{"expire_previous_in_seconds": 3600}]})
+
     expire_previous_in_seconds: Annotated[
         int,
         Field(
@@ -72,7 +76,9 @@ class WebhookEndpointOut(ResourceOut):
     url: str = Field(description="Where events are posted")
     description: str | None = Field(description="A note for yourself")
     enabled_events: list[str] = Field(description="Event types sent, or `*` for all")
-    status: Literal["enabled", "disabled"]
+    status: Literal["enabled", "disabled"] = Field(
+        description="`enabled`, or `disabled` while deliveries are paused"
+    )
     previous_secret_expires_at: int | None = Field(
         description="While set and in the future, deliveries carry a signature by the previous secret too"
     )
@@ -82,12 +88,14 @@ class WebhookEndpointOut(ResourceOut):
 
 
 class DeliveryAttemptOut(BaseModel):
-    number: int
-    attempted_at: int
-    outcome: Literal["succeeded", "failed"]
+    number: int = Field(description="The attempt's number, from 1")
+    attempted_at: int = Field(description="When it was made, in Unix seconds")
+    outcome: Literal["succeeded", "failed"] = Field(description="`succeeded` (a 2xx answer) or `failed`")
     response_status: int | None = Field(description="The receiver's HTTP status; null if none came")
-    latency_ms: float | None
-    error: str | None
+    latency_ms: float | None = Field(
+        description="How long the receiver took to answer, in milliseconds; null if it did not"
+    )
+    error: str | None = Field(description="Why the attempt failed; null when it succeeded")
 
 
 class WebhookDeliveryOut(BaseModel):
@@ -95,13 +103,13 @@ class WebhookDeliveryOut(BaseModel):
     object: Literal["webhook_delivery"] = "webhook_delivery"
     livemode: bool
     created: int
-    webhook_endpoint: str
-    event: str
-    event_type: str
+    webhook_endpoint: str = Field(description="The `we_` endpoint delivered to")
+    event: str = Field(description="The `evt_` event delivered")
+    event_type: str = Field(description="The event's type")
     status: str = Field(description="pending, running, succeeded, failed, dead_letter or canceled")
     next_attempt_at: int | None = Field(description="While pending: when the next attempt is due")
-    resend_of: str | None
-    attempts: list[DeliveryAttemptOut]
+    resend_of: str | None = Field(description="The delivery this one resends; null for a first delivery")
+    attempts: list[DeliveryAttemptOut] = Field(description="Every attempt, oldest first")
 
 
 class DeletedOut(BaseModel):

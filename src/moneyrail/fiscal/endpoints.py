@@ -3,7 +3,7 @@ from __future__ import annotations
 from typing import Annotated, Literal, NoReturn
 
 from fastapi import APIRouter, Request
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from moneyrail.api.context import Principal
 from moneyrail.api.routing import MoneyrailRoute, scoped
@@ -19,15 +19,19 @@ NOT_IN_INTERFACE = (
 
 class FiscalBaseOut(BaseModel):
     object: Literal["api"] = "api"
-    api: Literal["fiscal"] = "fiscal"
-    version: str
+    api: Literal["fiscal"] = Field(default="fiscal", description="The API's name")
+    version: str = Field(description="The version serving this request")
     livemode: bool
-    operations: list[str]  # none yet: see NOT_IN_INTERFACE
+    # none yet: see NOT_IN_INTERFACE
+    operations: list[str] = Field(description="The fiscal operations of this interface: none yet")
 
 
 @router.get("", response_model=FiscalBaseOut)
 async def fiscal_base(principal: Annotated[Principal, scoped("account:read")]) -> FiscalBaseOut:
-    """The fiscal API's base: its version; it has no operations in this interface."""
+    """The fiscal API.
+
+    The fiscal API's base: its version; it has no operations in this interface.
+    """
     return FiscalBaseOut(version=API_VERSIONS["fiscal"][0], livemode=principal.tenant.livemode, operations=[])
 
 

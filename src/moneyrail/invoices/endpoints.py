@@ -22,7 +22,10 @@ def _render(view: service.InvoiceView) -> InvoiceOut:
 async def create_invoice(
     request: Request, body: InvoiceCreate, principal: Annotated[Principal, scoped("payments:write")]
 ) -> InvoiceOut:
-    """A draft: lines for a customer. Nothing is numbered or payable until it is finalized."""
+    """Create a draft invoice.
+
+    A draft: lines for a customer. Nothing is numbered or payable until it is finalized.
+    """
     session = request_session(request)
     invoice = await service.create_invoice(session, principal.tenant, body)
     return _render(await service.view_of(session, principal.tenant, invoice))
@@ -35,6 +38,10 @@ async def list_invoices(
     page: Annotated[PageRequest, Depends(page_request)],
     customer: Annotated[str | None, Query(description="Only this customer's invoices")] = None,
 ) -> ListEnvelope[InvoiceOut]:
+    """List invoices.
+
+    The environment's payment invoices, newest first.
+    """
     views = await service.list_invoices(
         request_session(request), principal.tenant, limit=page.limit, after=page.after, customer=customer
     )
@@ -46,6 +53,10 @@ async def list_invoices(
 async def get_invoice(
     request: Request, invoice: str, principal: Annotated[Principal, scoped("payments:read")]
 ) -> InvoiceOut:
+    """Retrieve an invoice.
+
+    One invoice by its `in_` id, with its lines, payment and deliveries.
+    """
     return _render(await service.get_invoice(request_session(request), principal.tenant, invoice))
 
 
@@ -56,7 +67,10 @@ async def update_invoice(
     body: InvoiceUpdate,
     principal: Annotated[Principal, scoped("payments:write")],
 ) -> InvoiceOut:
-    """A draft's lines, description, return URLs or metadata; a finalized invoice is refused (409)."""
+    """Update a draft invoice.
+
+    A draft's lines, description, return URLs or metadata; a finalized invoice is refused (409).
+    """
     session = request_session(request)
     updated = await service.update_invoice(session, principal.tenant, invoice, body)
     return _render(await service.view_of(session, principal.tenant, updated))
@@ -69,7 +83,11 @@ async def finalize_invoice(
     principal: Annotated[Principal, scoped("payments:write")],
     body: InvoiceFinalize | None = None,
 ) -> InvoiceOut:
-    """The environment's next number (no gaps) and the payment for the amount due; immutable after."""
+    """Finalize an invoice.
+
+    Gives it the environment's next number (no gaps) and creates the payment for the amount due; immutable
+    after.
+    """
     session = request_session(request)
     finalized = await service.finalize_invoice(session, principal.tenant, invoice)
     return _render(await service.view_of(session, principal.tenant, finalized))
@@ -82,6 +100,9 @@ async def send_invoice(
     principal: Annotated[Principal, scoped("payments:write")],
     body: InvoiceSend | None = None,
 ) -> InvoiceOut:
-    """E-mails the invoice to the customer with a new hosted payment link (sent by a worker: the
-    delivery in `deliveries` turns `sent` or `failed`)."""
+    """Send an invoice.
+
+    E-mails the invoice to the customer with a new hosted payment link (sent by a worker: the delivery in
+    `deliveries` turns `sent` or `failed`).
+    """
     return _render(await service.send_invoice(request_session(request), principal.tenant, invoice))

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, Field, StringConstraints
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
 from moneyrail.deliveries.recipients import mask
 from moneyrail.kit.clock import to_unix
@@ -16,16 +16,34 @@ ReturnUrl = Annotated[str, StringConstraints(pattern=r"^https?://", max_length=2
 
 
 class InvoiceLineIn(RequestBody):
-    description: LineDescription
-    quantity: int = Field(default=1, ge=1, le=10000)
-    unit_amount: Amount
+    description: LineDescription = Field(description="What the line is")
+    quantity: int = Field(description="How many: 1 to 10000", default=1, ge=1, le=10000)
+    unit_amount: Amount = Field(description="The price of one, in minor units")
 
 
 class InvoiceCreate(RequestBody):
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {
+                    "customer": "cus_000000000000000000000000",
+                    "currency": "eur",
+                    "lines": [{"description": "Consulting, March", "quantity": 3, "unit_amount": 12000}],
+                    "description": "March",
+                    "success_url": "https://shop.example/checkout/success",
+                    "cancel_url": "https://shop.example/checkout/cancel",
+                    "metadata": {},
+                }
+            ]
+        }
+    )
+
     customer: ObjectId = Field(description="The `cus_` id billed; the invoice is sent to its e-mail")
-    currency: Currency
-    lines: list[InvoiceLineIn] = Field(min_length=1, max_length=100)
-    description: Description | None = None
+    currency: Currency = Field(description="The invoice's currency: a lowercase ISO 4217 code")
+    lines: list[InvoiceLineIn] = Field(
+        description="The invoice's lines: 1 to 100", min_length=1, max_length=100
+    )
+    description: Description | None = Field(default=None, description="Shown to the customer on the invoice")
     success_url: ReturnUrl | None = Field(
         default=None, description="Where the hosted payment page returns; registered exactly (needed to send)"
     )
@@ -36,56 +54,83 @@ class InvoiceCreate(RequestBody):
 class InvoiceUpdate(RequestBody):
     """A draft's terms; a finalized invoice cannot change."""
 
-    lines: list[InvoiceLineIn] | None = Field(default=None, min_length=1, max_length=100)
-    description: Description | None = None
-    success_url: ReturnUrl | None = None
-    cancel_url: ReturnUrl | None = None
-    metadata: Metadata | None = None
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {
+                    "description": "March, revised",
+                    "lines": [{"description": "Consulting, March", "quantity": 4, "unit_amount": 12000}],
+                }
+            ]
+        }
+    )
+
+    lines: list[InvoiceLineIn] | None = Field(
+        description="New lines replacing the draft's: 1 to 100", default=None, min_length=1, max_length=100
+    )
+    description: Description | None = Field(default=None, description="Shown to the customer on the invoice")
+    success_url: ReturnUrl | None = Field(
+        default=None, description="Where the payment page returns after payment; registered exactly"
+    )
+    cancel_url: ReturnUrl | None = Field(
+        default=None, description="Where the payment page returns when abandoned; registered exactly"
+    )
+    metadata: Metadata | None = Field(default=None, description="Your own key-value pairs, merged")
 
 
 class InvoiceFinalize(RequestBody):
     """No fields: finalization takes the next number and creates the invoice's payment."""
 
+    model_config = ConfigDict(json_schema_extra={"examples": [{}]})
+
 
 class InvoiceSend(RequestBody):
     """No fields: the e-mail goes to the customer's address, with a new hosted payment link."""
 
+    model_config = ConfigDict(json_schema_extra={"examples": [{}]})
+
 
 class InvoiceLineOut(BaseModel):
-    description: str
-    quantity: int
-    unit_amount: int
-    amount: int
+    description: str = Field(description="What the line is")
+    quantity: int = Field(description="How many")
+    unit_amount: int = Field(description="The price of one, in minor units")
+    amount: int = Field(description="`quantity` times `unit_amount`, in minor units")
 
 
 class InvoiceDeliveryOut(BaseModel):
-    id: str
+    id: str = Field(description="The delivery's id")
     object: Literal["invoice_delivery"] = "invoice_delivery"
-    channel: str
-    recipient: str  # masked
-    status: str
-    checkout_session: str | None
-    last_error: str | None
-    sent_at: int | None
-    created: int
+    channel: str = Field(description="How it was sent: `email`")
+    recipient: str = Field(description="Where it was sent, masked")
+    status: str = Field(description="`pending`, `sent` or `failed`")
+    checkout_session: str | None = Field(description="The `cs_` hosted payment session the message links to")
+    last_error: str | None = Field(description="Why the last attempt failed; null otherwise")
+    sent_at: int | None = Field(description="When it was sent, in Unix seconds; null until sent")
+    created: int = Field(description="When the delivery was requested, in Unix seconds")
 
 
 class InvoiceOut(ResourceOut):
     object: Literal["invoice"] = "invoice"
-    status: Literal["draft", "open", "paid"]
-    number: str | None
-    customer: str
+    status: Literal["draft", "open", "paid"] = Field(
+        description="`draft`, `open` (finalized, payable) or `paid`"
+    )
+    number: str | None = Field(
+        description="The environment's gapless number, given at finalization; null on a draft"
+    )
+    customer: str = Field(description="The `cus_` customer billed")
     currency: str
-    lines: list[InvoiceLineOut]
-    amount_due: int
-    amount_paid: int
-    description: str | None
-    payment_intent: str | None
-    success_url: str | None
-    cancel_url: str | None
-    finalized_at: int | None
-    paid_at: int | None
-    deliveries: list[InvoiceDeliveryOut]
+    lines: list[InvoiceLineOut] = Field(description="The invoice's lines")
+    amount_due: int = Field(description="The sum of the lines, in minor units")
+    amount_paid: int = Field(description="What was paid, in minor units")
+    description: str | None = Field(description="Shown to the customer")
+    payment_intent: str | None = Field(
+        description="The `pi_` payment created at finalization; null on a draft"
+    )
+    success_url: str | None = Field(description="Where the payment page returns after payment")
+    cancel_url: str | None = Field(description="Where the payment page returns when abandoned")
+    finalized_at: int | None = Field(description="When it was finalized, in Unix seconds")
+    paid_at: int | None = Field(description="When it was paid, in Unix seconds")
+    deliveries: list[InvoiceDeliveryOut] = Field(description="The e-mails sent with it, newest first")
     metadata: dict[str, str]
 
 

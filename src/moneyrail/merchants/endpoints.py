@@ -34,8 +34,11 @@ async def create_merchant_connection(
     body: MerchantConnectionCreate,
     principal: Annotated[Principal, scoped("merchants:write")],
 ) -> MerchantConnectionOut:
-    """Start connecting a merchant: open `url` in the merchant's browser. The consent page returns to
-    `redirect_uri` with `code` and `state` (or `error`); exchange the code at `POST /oauth/token`."""
+    """Connect a merchant.
+
+    Start connecting a merchant: open `url` in the merchant's browser. The consent page returns to
+    `redirect_uri` with `code` and `state` (or `error`); exchange the code at `POST /oauth/token`.
+    """
     created = await service.create_connection(request_session(request), principal.tenant, body)
     return render_connection(created.connection, url=service.consent_url(public_base_url(request), created))
 
@@ -46,6 +49,10 @@ async def list_merchants(
     principal: Annotated[Principal, scoped("merchants:read")],
     page: Annotated[PageRequest, Depends(page_request)],
 ) -> ListEnvelope[MerchantOut]:
+    """List merchants.
+
+    The merchants connected to this application in this environment, newest first.
+    """
     rows = await service.list_merchants(
         request_session(request), principal.tenant, limit=page.limit, after=page.after
     )
@@ -56,6 +63,10 @@ async def list_merchants(
 async def get_merchant(
     request: Request, merchant: str, principal: Annotated[Principal, scoped("merchants:read")]
 ) -> MerchantOut:
+    """Retrieve a merchant.
+
+    One merchant by its `mer_` id: its business, connection, consent, capabilities and requirements.
+    """
     return render_merchant(await service.get_merchant(request_session(request), principal.tenant, merchant))
 
 
@@ -63,7 +74,10 @@ async def get_merchant(
 async def revoke_merchant(
     request: Request, merchant: str, principal: Annotated[Principal, scoped("merchants:write")]
 ) -> MerchantOut:
-    """Revoke this application's access to the merchant (and only this application's)."""
+    """Revoke a merchant.
+
+    Revoke this application's access to the merchant (and only this application's).
+    """
     return render_merchant(await service.revoke(request_session(request), principal.tenant, merchant))
 
 
@@ -71,6 +85,10 @@ async def revoke_merchant(
 async def get_capabilities(
     request: Request, merchant: str, principal: Annotated[Principal, scoped("merchants:read")]
 ) -> MerchantCapabilitiesOut:
+    """Retrieve a merchant's capabilities.
+
+    What the merchant can do now: take payments, receive transfers, be paid out, refund.
+    """
     found = await service.get_merchant(request_session(request), principal.tenant, merchant)
     return MerchantCapabilitiesOut(merchant=found.id, **capabilities_of(found).model_dump())
 
@@ -79,6 +97,10 @@ async def get_capabilities(
 async def get_requirements(
     request: Request, merchant: str, principal: Annotated[Principal, scoped("merchants:read")]
 ) -> MerchantRequirementsOut:
+    """Retrieve a merchant's requirements.
+
+    What the merchant must still provide, and why a capability is not active.
+    """
     found = await service.get_merchant(request_session(request), principal.tenant, merchant)
     return MerchantRequirementsOut(merchant=found.id, **requirements_of(found).model_dump())
 
@@ -90,7 +112,10 @@ async def create_consent_session(
     body: MerchantConnectionCreate,
     principal: Annotated[Principal, scoped("merchants:write")],
 ) -> MerchantConnectionOut:
-    """Restart consent for a pending, denied or revoked merchant: a new consent link, same flow."""
+    """Restart a merchant's consent.
+
+    Restart consent for a pending, denied or revoked merchant: a new consent link, same flow.
+    """
     created = await service.restart_consent(request_session(request), principal.tenant, merchant, body)
     return render_connection(created.connection, url=service.consent_url(public_base_url(request), created))
 
@@ -102,7 +127,10 @@ async def create_onboarding_session(
     body: OnboardingSessionCreate,
     principal: Annotated[Principal, scoped("merchants:write")],
 ) -> OnboardingSessionOut:
-    """A hosted activation page while the merchant still has requirements; its link works once."""
+    """Create a merchant onboarding session.
+
+    A hosted activation page while the merchant still has requirements; its link works once.
+    """
     created = await service.create_onboarding_session(
         request_session(request), principal.tenant, merchant, body
     )

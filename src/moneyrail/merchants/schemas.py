@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, Field, StringConstraints
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
 from moneyrail.kit.clock import to_unix
 from moneyrail.kit.schemas import RequestBody, ResourceOut
@@ -14,6 +14,19 @@ Url = Annotated[str, StringConstraints(min_length=1, max_length=2048)]
 
 
 class MerchantConnectionCreate(RequestBody):
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {
+                    "redirect_uri": "https://platform.example/oauth/callback",
+                    "code_challenge": "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM",
+                    "code_challenge_method": "S256",
+                    "state": "af0ifjsldkj",
+                }
+            ]
+        }
+    )
+
     redirect_uri: Url = Field(description="Exactly one of the environment's registered OAuth redirect URIs")
     code_challenge: Annotated[str, StringConstraints(min_length=43, max_length=128)] = Field(
         description="BASE64URL(SHA-256(code_verifier)), RFC 7636"
@@ -27,6 +40,10 @@ class MerchantConnectionCreate(RequestBody):
 
 
 class OnboardingSessionCreate(RequestBody):
+    model_config = ConfigDict(
+        json_schema_extra={"examples": [{"return_url": "https://platform.example/merchants/done"}]}
+    )
+
     return_url: Url = Field(
         description="Where the activation page sends the merchant back; registered exactly"
     )
@@ -35,63 +52,67 @@ class OnboardingSessionCreate(RequestBody):
 class MerchantConnectionOut(ResourceOut):
     object: Literal["merchant_connection"] = "merchant_connection"
     url: str | None = Field(description="The consent page; a temporary credential, answered once")
-    expires_at: int
+    expires_at: int = Field(description="When the consent link stops working, in Unix seconds")
 
 
 class BusinessProfile(BaseModel):
-    name: str | None
-    url: str | None
-    support_email: str | None
+    name: str | None = Field(description="The business's name")
+    url: str | None = Field(description="The business's website")
+    support_email: str | None = Field(description="Where its customers get help")
 
 
 class Consent(BaseModel):
-    status: Literal["pending", "granted", "denied", "revoked"]
-    granted_at: int | None
-    scopes: list[str]
+    status: Literal["pending", "granted", "denied", "revoked"] = Field(
+        description="`pending`, `granted`, `denied` or `revoked`"
+    )
+    granted_at: int | None = Field(description="When the merchant granted access, in Unix seconds")
+    scopes: list[str] = Field(description="What this application may do for the merchant")
 
 
 Capability = Literal["active", "pending", "inactive"]
 
 
 class Capabilities(BaseModel):
-    payments: Capability
-    transfers: Capability
-    payouts: Capability
-    refunds: Capability
+    payments: Capability = Field(description="Whether the merchant can take payments now")
+    transfers: Capability = Field(description="Whether money can be moved to it")
+    payouts: Capability = Field(description="Whether it can be paid out")
+    refunds: Capability = Field(description="Whether its payments can be refunded")
 
 
 class Requirements(BaseModel):
-    currently_due: list[str]
-    past_due: list[str]
-    disabled_reason: str | None
+    currently_due: list[str] = Field(description="What the merchant must still provide")
+    past_due: list[str] = Field(description="What it failed to provide in time")
+    disabled_reason: str | None = Field(description="Why a capability is not active, if one is not")
 
 
 class MerchantOut(ResourceOut):
     object: Literal["merchant"] = "merchant"
-    business_profile: BusinessProfile
-    connection_status: Literal["pending", "active", "denied", "revoked"]
-    consent: Consent
-    capabilities: Capabilities
-    requirements: Requirements
+    business_profile: BusinessProfile = Field(description="The business, as the merchant described it")
+    connection_status: Literal["pending", "active", "denied", "revoked"] = Field(
+        description="Where this application's connection stands"
+    )
+    consent: Consent = Field(description="What the merchant agreed to")
+    capabilities: Capabilities = Field(description="What the merchant can do now")
+    requirements: Requirements = Field(description="What the merchant must still provide")
 
 
 class MerchantCapabilitiesOut(Capabilities):
     object: Literal["merchant_capabilities"] = "merchant_capabilities"
-    merchant: str
+    merchant: str = Field(description="The `mer_` id")
 
 
 class MerchantRequirementsOut(Requirements):
     object: Literal["merchant_requirements"] = "merchant_requirements"
-    merchant: str
+    merchant: str = Field(description="The `mer_` id")
 
 
 class OnboardingSessionOut(ResourceOut):
     object: Literal["merchant_onboarding_session"] = "merchant_onboarding_session"
-    merchant: str
-    status: Literal["open", "complete", "expired"]
+    merchant: str = Field(description="The `mer_` id being activated")
+    status: Literal["open", "complete", "expired"] = Field(description="`open`, `complete` or `expired`")
     url: str | None = Field(description="The activation page; a temporary credential, answered once")
-    return_url: str
-    expires_at: int
+    return_url: str = Field(description="Where the merchant goes back once done")
+    expires_at: int = Field(description="When the link stops working, in Unix seconds")
 
 
 def capabilities_of(merchant: Merchant) -> Capabilities:

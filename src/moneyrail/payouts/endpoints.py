@@ -21,8 +21,11 @@ async def create_payout(
     body: PayoutCreate,
     principal: Annotated[Principal, scoped("payouts:write")],
 ) -> PayoutOut:
-    """A manual payout from the account's available balance: `pending` until its `payout` operation
-    hands it to the bank, then `in_transit` until `arrival_date`, then `paid` (or `failed`)."""
+    """Create a payout.
+
+    A manual payout from the account's available balance: `pending` until its `payout` operation
+    hands it to the bank, then `in_transit` until `arrival_date`, then `paid` (or `failed`).
+    """
     payout = await service.create_payout(request_session(request), principal.tenant, connected_account, body)
     return render_payout(payout)
 
@@ -34,6 +37,10 @@ async def list_payouts(
     principal: Annotated[Principal, scoped("payouts:read")],
     page: Annotated[PageRequest, Depends(page_request)],
 ) -> ListEnvelope[PayoutOut]:
+    """List a connected account's payouts.
+
+    The payouts of one connected account, newest first.
+    """
     rows = await service.list_payouts(
         request_session(request), principal.tenant, connected_account, limit=page.limit, after=page.after
     )
@@ -46,7 +53,10 @@ async def list_all_payouts(
     principal: Annotated[Principal, scoped("payouts:read")],
     page: Annotated[PageRequest, Depends(page_request)],
 ) -> ListEnvelope[PayoutOut]:
-    """Every payout of the installation's environment (today: its connected accounts' payouts)."""
+    """List payouts.
+
+    Every payout of the installation's environment (today: its connected accounts' payouts), newest first.
+    """
     rows = await service.list_all_payouts(
         request_session(request), principal.tenant, limit=page.limit, after=page.after
     )
@@ -57,6 +67,10 @@ async def list_all_payouts(
 async def get_payout(
     request: Request, payout: str, principal: Annotated[Principal, scoped("payouts:read")]
 ) -> PayoutOut:
+    """Retrieve a payout.
+
+    One payout by its `po_` id, with its status, arrival date and any failure.
+    """
     return render_payout(await service.get_payout(request_session(request), principal.tenant, payout))
 
 
@@ -64,5 +78,8 @@ async def get_payout(
 async def cancel_payout(
     request: Request, payout: str, principal: Annotated[Principal, scoped("payouts:write")]
 ) -> PayoutOut:
-    """Cancel a payout still `pending` (not yet handed to the bank): its money returns to the balance."""
+    """Cancel a payout.
+
+    Cancel a payout still `pending` (not yet handed to the bank): its money returns to the balance.
+    """
     return render_payout(await service.cancel_payout(request_session(request), principal.tenant, payout))

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field
+from pydantic import ConfigDict, Field
 
 from moneyrail.kit.clock import to_unix
 from moneyrail.kit.schemas import Amount, Currency, Metadata, RequestBody, ResourceOut
@@ -13,8 +13,14 @@ Status = Literal["pending", "in_transit", "paid", "failed", "canceled"]
 
 
 class PayoutCreate(RequestBody):
-    amount: Amount
-    currency: Currency
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [{"amount": 2500, "currency": "eur", "method": "standard", "metadata": {}}]
+        }
+    )
+
+    amount: Amount = Field(description="How much to pay out, in minor units, from the available balance")
+    currency: Currency = Field(description="The balance's currency: a lowercase ISO 4217 code")
     method: Method = Field(
         default="standard",
         description="`standard` arrives on the next business days; `instant` within minutes, for a fee",
@@ -24,16 +30,18 @@ class PayoutCreate(RequestBody):
 
 class PayoutOut(ResourceOut):
     object: Literal["payout"] = "payout"
-    connected_account: str
-    amount: int
+    connected_account: str = Field(description="The `acct_` connected account paid out")
+    amount: int = Field(description="Paid to the bank account, in minor units")
     fee_amount: int = Field(description="Taken from the balance on top of `amount` (instant payouts)")
     currency: str
-    method: Method
-    status: Status
+    method: Method = Field(description="`standard` or `instant`")
+    status: Status = Field(description="`pending`, `in_transit`, `paid`, `failed` or `canceled`")
     arrival_date: int | None = Field(description="Unix seconds on the environment's clock, once in transit")
-    failure_code: str | None
-    failure_message: str | None
-    operation: str | None
+    failure_code: str | None = Field(
+        description="Why the payout failed (such as `account_closed`); null otherwise"
+    )
+    failure_message: str | None = Field(description="A human-readable failure reason; null otherwise")
+    operation: str | None = Field(description="The `op_` payout operation that hands it to the bank")
     metadata: dict[str, str]
 
 

@@ -30,6 +30,11 @@ async def create_reconciliation_run(
     principal: Annotated[Principal, scoped("reconciliation:write")],
     body: ReconciliationRunCreate | None = None,
 ) -> JSONResponse:
+    """Start a reconciliation run.
+
+    Compares the immutable transfer ledger with the processor's records. Answers 202 with the run and its
+    `reconciliation` operation; the issues appear when the run is `completed`.
+    """
     run, operation = await service.create_run(request_session(request), principal.tenant)
     shown = render_run(run, render_operation(operation))
     return JSONResponse(shown.model_dump(mode="json"), status_code=202)
@@ -41,6 +46,10 @@ async def list_reconciliation_runs(
     principal: Annotated[Principal, scoped("reconciliation:read")],
     page: Annotated[PageRequest, Depends(page_request)],
 ) -> ListEnvelope[ReconciliationRunOut]:
+    """List reconciliation runs.
+
+    The environment's reconciliation runs, newest first.
+    """
     rows = await service.list_runs(
         request_session(request), principal.tenant, limit=page.limit, after=page.after
     )
@@ -51,6 +60,10 @@ async def list_reconciliation_runs(
 async def get_reconciliation_run(
     request: Request, run: str, principal: Annotated[Principal, scoped("reconciliation:read")]
 ) -> ReconciliationRunOut:
+    """Retrieve a reconciliation run.
+
+    One run by its `recon_` id, with the issues it found and its operation.
+    """
     session = request_session(request)
     found = await service.get_run(session, principal.tenant, run)
     operation = await service.operation_of(session, principal.tenant, found)
@@ -68,7 +81,11 @@ def _sandbox_processor() -> SandboxProcessor:
 async def lose_processor_transfer(
     request: Request, transfer: str, principal: Annotated[Principal, scoped("reconciliation:write")]
 ) -> None:
-    """Sandbox only: the processor loses its record of this transfer."""
+    """Lose a processor transfer.
+
+    Sandbox only: the processor loses its record of this transfer, so a reconciliation run finds it
+    `missing_at_processor`.
+    """
     processor_id = await service.processor_id_of(request_session(request), principal.tenant, transfer)
     await _sandbox_processor().lose_transfer(principal.tenant, processor_id)
 
@@ -80,7 +97,11 @@ async def alter_processor_transfer(
     body: ProcessorTransferChange,
     principal: Annotated[Principal, scoped("reconciliation:write")],
 ) -> None:
-    """Sandbox only: the processor's record of this transfer says another amount or status."""
+    """Alter a processor transfer.
+
+    Sandbox only: the processor's record of this transfer says another amount or status, so a
+    reconciliation run finds the mismatch.
+    """
     processor_id = await service.processor_id_of(request_session(request), principal.tenant, transfer)
     await _sandbox_processor().alter_transfer(
         principal.tenant, processor_id, amount=body.amount, status=body.status

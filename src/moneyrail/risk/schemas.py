@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import Field, StringConstraints
+from pydantic import ConfigDict, Field, StringConstraints
 
 from moneyrail.kit.clock import to_unix
 from moneyrail.kit.schemas import Metadata, RequestBody, ResourceOut
@@ -13,45 +13,66 @@ Action = Literal["block", "review"]
 
 
 class ValueListCreate(RequestBody):
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {
+                    "alias": "blocked_emails",
+                    "name": "Blocked e-mails",
+                    "item_type": "email",
+                    "action": "block",
+                }
+            ]
+        }
+    )
+
     alias: Annotated[str, StringConstraints(pattern=r"^[a-z0-9_]{1,100}$")] = Field(
         description="Unique in the installation and environment: lowercase letters, digits, underscores"
     )
-    name: Annotated[str, StringConstraints(min_length=1, max_length=100)]
-    item_type: ItemType
+    name: Annotated[str, StringConstraints(min_length=1, max_length=100)] = Field(
+        description="A name for people: 1 to 100 characters"
+    )
+    item_type: ItemType = Field(
+        description="What the items are: card fingerprints, e-mails, IPs, customer ids or card countries"
+    )
     action: Action = Field(description="What a payment matching an item gets: a decline, or a review")
     metadata: Metadata = Field(default_factory=dict)
 
 
 class ValueListItemCreate(RequestBody):
-    value: Annotated[str, StringConstraints(min_length=1, max_length=500)]
+    model_config = ConfigDict(json_schema_extra={"examples": [{"value": "fraud@example.com"}]})
+
+    value: Annotated[str, StringConstraints(min_length=1, max_length=500)] = Field(
+        description="The value to match, of the list's `item_type`"
+    )
 
 
 class ValueListOut(ResourceOut):
     object: Literal["radar.value_list"] = "radar.value_list"
-    alias: str
-    name: str
-    item_type: ItemType
-    action: Action
+    alias: str = Field(description="The list's unique alias")
+    name: str = Field(description="The list's name")
+    item_type: ItemType = Field(description="What the list's items are")
+    action: Action = Field(description="`block` declines a matching payment; `review` holds it for a review")
     metadata: dict[str, str]
 
 
 class ValueListItemOut(ResourceOut):
     object: Literal["radar.value_list_item"] = "radar.value_list_item"
-    value_list: str
-    value: str
+    value_list: str = Field(description="The `rl_` value list it belongs to")
+    value: str = Field(description="The listed value")
 
 
 class ReviewOut(ResourceOut):
     object: Literal["review"] = "review"
-    payment_intent: str
+    payment_intent: str = Field(description="The `pi_` payment held for this review")
     reason: Literal["rule", "value_list"] = Field(
         description="`rule`: the network rates the card's risk elevated; `value_list`: a listed value matched"
     )
     matched: dict[str, str] = Field(description="The value list and the item type that matched, if any")
-    open: bool
-    status: Literal["open", "approved"]
-    closed_reason: Literal["approved"] | None
-    approved_at: int | None
+    open: bool = Field(description="true until the review is approved")
+    status: Literal["open", "approved"] = Field(description="`open` or `approved`")
+    closed_reason: Literal["approved"] | None = Field(description="Why the review closed; null while open")
+    approved_at: int | None = Field(description="When it was approved, in Unix seconds; null while open")
 
 
 def render_value_list(value_list: ValueList) -> ValueListOut:

@@ -71,7 +71,10 @@ def render_fault(fault: service.FaultView) -> FaultOut:
 async def list_processor_faults(
     request: Request, principal: Annotated[Principal, scoped("account:read")]
 ) -> FaultList:
-    """The injected faults still armed, each with the number of calls it has left to fail."""
+    """List processor faults.
+
+    The injected faults still armed, each with the number of calls it has left to fail.
+    """
     faults = await service.list_processor_faults(request_session(request), principal.tenant)
     return FaultList(data=[render_fault(fault) for fault in faults])
 
@@ -84,7 +87,10 @@ async def clear_processor_faults(
         str | None, Query(max_length=100, description="Only this type's fault; all when absent")
     ] = None,
 ) -> FaultList:
-    """Disarm the injected faults; answers those that were still armed."""
+    """Clear processor faults.
+
+    Disarm the injected faults; answers those that were still armed.
+    """
     faults = await service.clear_processor_faults(
         request_session(request), principal.tenant, operation_type=operation_type
     )

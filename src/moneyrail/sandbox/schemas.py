@@ -42,6 +42,6 @@ class FaultOut(BaseModel):
 
 class FaultList(BaseModel):
     object: Literal["list"] = "list"
-    data: list[FaultOut]
-    has_more: Literal[False] = False
-    next_cursor: None = None
+    data: list[FaultOut] = Field(description="The faults still armed")
+    has_more: Literal[False] = Field(default=False, description="Always `false`: every armed fault is listed")
+    next_cursor: None = Field(default=None, description="Always null")

@@ -6,6 +6,7 @@ from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import JSONResponse
 
 from moneyrail.api.context import Principal, request_session
+from moneyrail.api.openapi import CALLS_PROCESSOR
 from moneyrail.api.pagination import ListEnvelope, PageRequest, list_envelope, page_request
 from moneyrail.api.routing import MoneyrailRoute, scoped
 from moneyrail.engine.schemas import OperationOut, render_operation
@@ -37,6 +38,10 @@ async def _group_out(request: Request, group: AllocationGroup) -> AllocationGrou
 async def create_allocation_group(
     request: Request, body: AllocationGroupCreate, principal: Annotated[Principal, scoped("transfers:write")]
 ) -> AllocationGroupOut:
+    """Create an allocation group.
+
+    Reserves part of a captured payment to be shared out by allocations, then committed.
+    """
     group = await service.create_group(request_session(request), principal.tenant, body)
     return await _group_out(request, group)
 
@@ -45,6 +50,10 @@ async def create_allocation_group(
 async def get_allocation_group(
     request: Request, allocation_group: str, principal: Annotated[Principal, scoped("transfers:read")]
 ) -> AllocationGroupOut:
+    """Retrieve an allocation group.
+
+    One allocation group by its `ag_` id, with its allocations and transfers.
+    """
     group = await service.get_group(request_session(request), principal.tenant, allocation_group)
     return await _group_out(request, group)
 
@@ -56,6 +65,10 @@ async def add_allocation(
     body: AllocationCreate,
     principal: Annotated[Principal, scoped("transfers:write")],
 ) -> AllocationGroupOut:
+    """Add an allocation.
+
+    Adds a recipient's share to an open allocation group, within what the group reserved.
+    """
     group = await service.add_allocation(request_session(request), principal.tenant, allocation_group, body)
     return await _group_out(request, group)
 
@@ -72,6 +85,11 @@ async def commit_allocation_group(
     principal: Annotated[Principal, scoped("transfers:write")],
     body: AllocationGroupCommit | None = None,
 ) -> JSONResponse:
+    """Commit an allocation group.
+
+    Answers 202 with the `allocation_commit` operation that creates the transfers; follow it until
+    `succeeded` or `dead_letter`.
+    """
     operation = await service.commit_group(request_session(request), principal.tenant, allocation_group)
     return JSONResponse(render_operation(operation).model_dump(mode="json"), status_code=202)
 
@@ -80,8 +98,11 @@ async def commit_allocation_group(
 async def create_transfer(
     request: Request, body: TransferCreate, principal: Annotated[Principal, scoped("transfers:write")]
 ) -> TransferOut:
-    """A one-recipient allocation group, reserved and committed at once; the transfer is `pending` until
-    its `transfer` operation (the group's `operation`) pays it."""
+    """Create a transfer.
+
+    A one-recipient allocation group, reserved and committed at once; the transfer is `pending`
+    until its `transfer` operation (the group's `operation`) pays it.
+    """
     created = await service.create_transfer(request_session(request), principal.tenant, body)
     return render_transfer(created.transfer, [])
 
@@ -95,6 +116,10 @@ async def list_transfers(
     allocation_group: Annotated[str | None, Query(description="Only this group's transfers")] = None,
     source_transaction: Annotated[str | None, Query(description="Only transfers out of this payment")] = None,
 ) -> ListEnvelope[TransferOut]:
+    """List transfers.
+
+    The environment's transfers, newest first, filtered by destination, group or source payment.
+    """
     session = request_session(request)
     rows = await service.list_transfers(
         session,
@@ -115,19 +140,28 @@ async def list_transfers(
 async def get_transfer(
     request: Request, transfer: str, principal: Annotated[Principal, scoped("transfers:read")]
 ) -> TransferOut:
+    """Retrieve a transfer.
+
+    One transfer by its `tr_` id, with its reversals.
+    """
     session = request_session(request)
     found = await service.get_transfer(session, principal.tenant, transfer)
     reversals = await service.reversals_of(session, [found.id])
     return render_transfer(found, reversals.get(found.id, []))
 
 
-@router.post("/transfers/{transfer}/reversals", response_model=ReversalOut)
+@router.post("/transfers/{transfer}/reversals", response_model=ReversalOut, responses=CALLS_PROCESSOR)
 async def create_reversal(
     request: Request,
     transfer: str,
     principal: Annotated[Principal, scoped("transfers:write")],
     body: ReversalCreate | None = None,
 ) -> ReversalOut:
+    """Reverse a transfer.
+
+    Takes back all or part of a paid transfer as a new ledger entry; never beyond what was
+    transferred.
+    """
     reversal = await reversals.create_reversal(
         request_session(request), principal.tenant, processor(), transfer, body or ReversalCreate()
     )

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, Field, StringConstraints
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
 from moneyrail.kit.clock import to_unix
 from moneyrail.kit.schemas import Amount, Currency, Metadata, RequestBody, ResourceOut
@@ -15,39 +15,65 @@ TransferStatus = Literal["pending", "paid", "failed", "reversed"]
 
 
 class AllocationGroupCreate(RequestBody):
+    model_config = ConfigDict(
+        json_schema_extra={"examples": [{"payment_intent": "pi_0000000000000000000000000", "amount": 4000}]}
+    )
+
     payment_intent: ObjectId = Field(description="A captured `pi_` payment of this installation")
     amount: Amount = Field(description="Reserved; at most what is captured and not refunded or reserved")
     metadata: Metadata = Field(default_factory=dict)
 
 
 class AllocationCreate(RequestBody):
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [{"recipient": "acct_0000000000000000000000000", "amount": 1500, "role": "courier"}]
+        }
+    )
+
     recipient: ObjectId = Field(description="A connected account (`acct_`) of this installation")
-    amount: Amount
-    role: Role | None = None
+    amount: Amount = Field(description="The recipient's share, in minor units")
+    role: Role | None = Field(default=None, description="The recipient's role, such as `courier`")
     metadata: Metadata = Field(default_factory=dict)
 
 
 class AllocationGroupCommit(RequestBody):
     """Commit takes no parameters, and still refuses unknown ones."""
 
+    model_config = ConfigDict(json_schema_extra={"examples": [{}]})
+
 
 class TransferCreate(RequestBody):
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {
+                    "destination": "acct_0000000000000000000000000",
+                    "amount": 1500,
+                    "source_transaction": "pi_0000000000000000000000000",
+                }
+            ]
+        }
+    )
+
     destination: ObjectId = Field(description="A connected account (`acct_`) of this installation")
-    amount: Amount
+    amount: Amount = Field(description="What moves, in minor units")
     source_transaction: ObjectId = Field(description="The captured `pi_` payment the money comes from")
     currency: Currency | None = Field(default=None, description="Must be the payment's; defaults to it")
     metadata: Metadata = Field(default_factory=dict)
 
 
 class ReversalCreate(RequestBody):
+    model_config = ConfigDict(json_schema_extra={"examples": [{"amount": 500}]})
+
     amount: Amount | None = Field(default=None, description="Defaults to everything not yet reversed")
     metadata: Metadata = Field(default_factory=dict)
 
 
 class ReversalOut(ResourceOut):
     object: Literal["transfer_reversal"] = "transfer_reversal"
-    transfer: str
-    amount: int
+    transfer: str = Field(description="The `tr_` id reversed")
+    amount: int = Field(description="What came back, in minor units")
     currency: str
     refund: str | None = Field(description="The refund that reversed it, when a refund did")
     metadata: dict[str, str]
@@ -55,44 +81,46 @@ class ReversalOut(ResourceOut):
 
 class TransferOut(ResourceOut):
     object: Literal["transfer"] = "transfer"
-    amount: int
+    amount: int = Field(description="What moved, in minor units")
     currency: str
-    destination: str
-    source_transaction: str
-    allocation_group: str
-    allocation: str
-    status: TransferStatus
-    amount_reversed: int
-    reversals: list[ReversalOut]
-    failure_code: str | None
-    failure_message: str | None
+    destination: str = Field(description="The `acct_` id that received it")
+    source_transaction: str = Field(description="The `pi_` payment the money came from")
+    allocation_group: str = Field(description="The allocation group it carries out")
+    allocation: str = Field(description="The allocation it carries out")
+    status: TransferStatus = Field(description="`pending`, `paid`, `failed` or `reversed`")
+    amount_reversed: int = Field(description="What was reversed so far, in minor units")
+    reversals: list[ReversalOut] = Field(description="Its reversals, newest first")
+    failure_code: str | None = Field(description="Why it failed, when `failed`")
+    failure_message: str | None = Field(description="A human-readable explanation of the failure")
     metadata: dict[str, str]
 
 
 class AllocationOut(BaseModel):
     id: str
     object: Literal["allocation"] = "allocation"
-    recipient: str
-    role: str | None
+    recipient: str = Field(description="The `acct_` or `mer_` id receiving the share")
+    role: str | None = Field(description="The recipient's role")
     gross_amount: int = Field(description="As declared")
     commission: int = Field(description="The share of the commission taken from it (merchant allocations)")
     amount: int = Field(description="What is transferred: gross_amount minus commission")
-    transfer: str | None
+    transfer: str | None = Field(description="The `tr_` id that moved it, once committed")
     metadata: dict[str, str]
 
 
 class AllocationGroupOut(ResourceOut):
     object: Literal["allocation_group"] = "allocation_group"
-    payment_intent: str
-    amount: int
-    amount_allocated: int
+    payment_intent: str = Field(description="The `pi_` payment distributed")
+    amount: int = Field(description="Reserved from the payment, in minor units")
+    amount_allocated: int = Field(description="Allocated so far, in minor units")
     currency: str
-    status: GroupStatus
-    source: Literal["api", "distribution", "transfer"]
-    operation: str | None
-    failure_reason: str | None
-    allocations: list[AllocationOut]
-    transfers: list[TransferOut]
+    status: GroupStatus = Field(description="`open`, `committing`, `committed` or `failed`")
+    source: Literal["api", "distribution", "transfer"] = Field(
+        description="What created it: the API, a payment's distribution or a direct transfer"
+    )
+    operation: str | None = Field(description="The `op_` id committing it, once committed")
+    failure_reason: str | None = Field(description="Why the commit failed, when `failed`")
+    allocations: list[AllocationOut] = Field(description="Its allocations")
+    transfers: list[TransferOut] = Field(description="The transfers made by its commit")
     metadata: dict[str, str]
 
 
