@@ -108,7 +108,9 @@ class Scheduler:
                     await self.lead(connection)
                 else:
                     logger.debug("scheduler_waiting_for_leadership")
-            except (OSError, asyncpg.PostgresError, TimeoutError) as error:
+            # InterfaceError ("connection is closed"): the lock's connection died between two checks,
+            # as when PostgreSQL restarts; it is no PostgresError, and must not end the process
+            except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError, TimeoutError) as error:
                 logger.warning("scheduler_connection_lost", error=type(error).__name__)
             finally:
                 if connection is not None:

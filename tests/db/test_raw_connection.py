@@ -42,3 +42,22 @@ async def _in_session(bridge, work):
 
     async with UnitOfWork(bridge._sessionmaker) as uow:
         return await work(uow.session)
+
+
+def test_a_dead_pooled_connection_fails_one_request_then_is_dropped_not_handed_out_again(bridge, db):
+    """As after a PostgreSQL restart: every pooled connection is dead; each may fail one request only."""
+
+    async def backend_pid(session):
+        return await (await driver_connection(session)).fetchval("SELECT pg_backend_pid()")
+
+    pooled = {bridge.run(_in_session(bridge, backend_pid)) for _ in range(3)}
+    for pid in pooled:
+        db.execute("SELECT pg_terminate_backend(%s)", (pid,))
+    failures = 0
+    for _ in range(6):
+        try:
+            bridge.run(_in_session(bridge, backend_pid))
+        except Exception:
+            failures += 1
+    assert failures <= len(pooled)
+    assert bridge.run(_in_session(bridge, backend_pid)) not in pooled

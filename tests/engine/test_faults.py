@@ -10,6 +10,7 @@ import psutil
 import pytest
 
 from moneyrail.embedded import EmbeddedRedis
+from moneyrail.engine.leadership import LEADER_LOCK_ID
 from tests.engine.conftest import (
     assert_ledger_verifies,
     attempt_outcomes,
@@ -165,6 +166,27 @@ def test_when_the_leading_scheduler_dies_another_takes_over(api, bridge, servers
     finally:
         for process in (first, second, worker):
             process.stop()
+
+
+def test_the_scheduler_survives_the_loss_of_its_leader_connection_and_leads_again(api, bridge, db, servers):
+    """As when PostgreSQL restarts: the leader lock's backend is gone; the process must not exit."""
+    scheduler = start_scheduler(servers, name="scheduler-reconnect")
+    worker = start_worker(servers, name="worker-reconnect")
+    try:
+        wait_for(lambda: "scheduler_leading" in scheduler.log_text(), what="a leader")
+        (holder,) = db.execute(
+            "SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND granted AND objid = %s",
+            (LEADER_LOCK_ID & 0xFFFFFFFF,),
+        ).fetchone()
+        db.execute("SELECT pg_terminate_backend(%s)", (holder,))
+        wait_for(lambda: "scheduler_connection_lost" in scheduler.log_text(), what="the loss seen")
+        wait_for(lambda: scheduler.log_text().count("scheduler_leading") >= 2, what="leading again")
+        assert scheduler.popen.poll() is None
+        operation_id = create_probe(bridge, api.keys.tenant)  # the relay runs again: it is carried out
+        wait_for_operation(api, operation_id, {"succeeded"})
+    finally:
+        scheduler.stop()
+        worker.stop()
 
 
 def _rabbitmq_reachable() -> bool:

@@ -33,7 +33,13 @@ async def driver_connection(session: AsyncSession) -> Any:
         if getattr(adapted, "_transaction", None) is None:
             start = getattr(adapted, "_start_transaction", None)
             if start is not None:
-                await start()
+                try:
+                    await start()
+                except Exception:
+                    # SQLAlchemy did not send this statement, so it cannot see a dead connection (as
+                    # after a PostgreSQL restart) and would hand it out again to every later request
+                    await connection.invalidate()
+                    raise
             else:  # another SQLAlchemy release: a statement through SQLAlchemy begins the transaction
                 await connection.exec_driver_sql("SELECT 1")
         cached = pooled.driver_connection
