@@ -40,6 +40,7 @@ from moneyrail.errors import (
     SubscriptionVersionConflict,
 )
 from moneyrail.events.service import record_event
+from moneyrail.kit import states
 from moneyrail.kit.clock import to_unix, utcnow
 from moneyrail.kit.ids import new_id
 from moneyrail.kit.pagination import Position
@@ -70,10 +71,7 @@ CHANGE_TRANSITIONS: dict[str, frozenset[str]] = {
 
 
 def _move(change: SubscriptionChange, status: str, now: datetime) -> None:
-    if status not in CHANGE_TRANSITIONS[change.status]:
-        raise Conflict(f"A subscription change cannot go from {change.status} to {status}.")
-    change.status = status
-    change.updated_at = utcnow()
+    states.move(change, status, CHANGE_TRANSITIONS, "A subscription change")
     if status == "accepted":
         change.accepted_at = now
     elif status == "applied":

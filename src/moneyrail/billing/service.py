@@ -46,6 +46,7 @@ from moneyrail.errors import (
 )
 from moneyrail.events.service import record_event
 from moneyrail.installations import service as installations
+from moneyrail.kit import states
 from moneyrail.kit.clock import to_unix, utcnow
 from moneyrail.kit.ids import new_id
 from moneyrail.kit.money import split_largest_remainder
@@ -119,17 +120,11 @@ def register_on_end(hook: SubscriptionHook) -> None:
 
 
 def _move(subscription: Subscription, status: str) -> None:
-    if status not in TRANSITIONS[subscription.status]:
-        raise Conflict(f"A subscription cannot go from {subscription.status} to {status}.")
-    subscription.status = status
-    subscription.updated_at = utcnow()
+    states.move(subscription, status, TRANSITIONS, "A subscription")
 
 
 def _move_invoice(invoice: SubscriptionInvoice, status: str) -> None:
-    if status not in INVOICE_TRANSITIONS[invoice.status]:
-        raise Conflict(f"A subscription invoice cannot go from {invoice.status} to {status}.")
-    invoice.status = status
-    invoice.updated_at = utcnow()
+    states.move(invoice, status, INVOICE_TRANSITIONS, "A subscription invoice")
 
 
 # --- rendering ----------------------------------------------------------------------------------

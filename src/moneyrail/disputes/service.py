@@ -39,6 +39,7 @@ from moneyrail.errors import (
     ResourceMissing,
 )
 from moneyrail.events.service import record_event
+from moneyrail.kit import states
 from moneyrail.kit.clock import utcnow
 from moneyrail.kit.ids import new_id
 from moneyrail.kit.money import split_largest_remainder
@@ -87,10 +88,7 @@ TRANSITIONS: dict[str, frozenset[str]] = {
 
 
 def _move(dispute: Dispute, status: str) -> None:
-    if status not in TRANSITIONS[dispute.status]:
-        raise Conflict(f"A dispute cannot go from {dispute.status} to {status}.")
-    dispute.status = status
-    dispute.updated_at = utcnow()
+    states.move(dispute, status, TRANSITIONS, "A dispute")
 
 
 async def show(session: AsyncSession, tenant: Tenant, dispute: Dispute) -> dict[str, object]:

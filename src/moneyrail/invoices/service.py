@@ -44,6 +44,7 @@ from moneyrail.errors import (
 )
 from moneyrail.events.service import record_event
 from moneyrail.installations import service as installations
+from moneyrail.kit import states
 from moneyrail.kit.clock import utcnow
 from moneyrail.kit.ids import new_id
 from moneyrail.kit.money import MAX_AMOUNT, format_amount
@@ -83,10 +84,7 @@ def number_label(sequence: int) -> str:
 
 
 def _move(invoice: Invoice, status: str) -> None:
-    if status not in TRANSITIONS[invoice.status]:
-        raise Conflict(f"An invoice cannot go from {invoice.status} to {status}.")
-    invoice.status = status
-    invoice.updated_at = utcnow()
+    states.move(invoice, status, TRANSITIONS, "An invoice")
 
 
 async def _announce(session: AsyncSession, tenant: Tenant, invoice: Invoice, event_type: str) -> None:

@@ -39,6 +39,7 @@ from moneyrail.engine.schedule import register_periodic
 from moneyrail.engine.service import create_operation, register_outcome_listener
 from moneyrail.errors import AmountInvalid, Conflict, ResourceMissing
 from moneyrail.events.service import record_event
+from moneyrail.kit import states
 from moneyrail.kit.clock import utcnow
 from moneyrail.kit.ids import new_id
 from moneyrail.kit.pagination import Position
@@ -109,10 +110,7 @@ def standard_arrival(now: datetime) -> datetime:
 
 
 def _move(payout: Payout, status: str) -> None:
-    if status not in TRANSITIONS[payout.status]:
-        raise Conflict(f"A payout cannot go from {payout.status} to {status}.")
-    payout.status = status
-    payout.updated_at = utcnow()
+    states.move(payout, status, TRANSITIONS, "A payout")
 
 
 def _legs(currency: str, *legs: tuple[str, int]) -> list[ledger.Posting]:

@@ -52,6 +52,7 @@ from moneyrail.errors import (
     ResourceMissing,
 )
 from moneyrail.events.service import record_event
+from moneyrail.kit import states
 from moneyrail.kit.clock import utcnow
 from moneyrail.kit.ids import looks_like_id, new_id
 from moneyrail.kit.money import split_largest_remainder
@@ -122,17 +123,11 @@ PLATFORM_AVAILABLE = fees.BALANCE_AVAILABLE
 
 
 def _move_group(group: AllocationGroup, status: str) -> None:
-    if status not in GROUP_TRANSITIONS[group.status]:
-        raise Conflict(f"An allocation group cannot go from {group.status} to {status}.")
-    group.status = status
-    group.updated_at = utcnow()
+    states.move(group, status, GROUP_TRANSITIONS, "An allocation group")
 
 
 def move_transfer(transfer: Transfer, status: str) -> None:
-    if status not in TRANSFER_TRANSITIONS[transfer.status]:
-        raise Conflict(f"A transfer cannot go from {transfer.status} to {status}.")
-    transfer.status = status
-    transfer.updated_at = utcnow()
+    states.move(transfer, status, TRANSFER_TRANSITIONS, "A transfer")
 
 
 class TransferRefused(TransientFailure):
