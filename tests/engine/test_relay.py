@@ -88,8 +88,10 @@ def test_two_relays_at_once_send_each_operation_once(bridge, tenant, redis_url):
         second_waited_for_the_first = first.done()
         return (await first).published, second.published, second_waited_for_the_first
 
-    first, second, second_waited_for_the_first = bridge.run(two_relays())
-    assert first >= 20 and second == 0
+    first, _, second_waited_for_the_first = bridge.run(two_relays())
+    # The database is shared with the whole suite: the second relay may rightly send an earlier
+    # test's operation that fell due meanwhile, so what it must not send is counted per operation.
+    assert first >= 20
     assert not second_waited_for_the_first  # it skipped the locked rows instead of queueing on them
     assert _messages_for(redis_url, operation_ids) == {operation_id: 1 for operation_id in operation_ids}
 
