@@ -10,7 +10,12 @@ the caller read (`expected_version`); another is 409 `resource_state_invalid`, w
 The order's row is locked first, then its payment's, everywhere, so no two changes interleave.
 
 An order-bound payment belongs to its order: expiring its checkout session is refused (cancel the
-order instead), and a link that times out leaves the authorization to the order.
+order instead), and a link that times out leaves the authorization to the order. Capturing or cancelling
+it directly (POST /v1/payment-intents/{id}/capture|cancel) is refused too, rather than making the order
+follow: spec 4.B rule 3 names the order's steps as the way ("the commerce side captures it when the
+merchant starts preparation"; "cancel such a payment through the order-cancel operation with the current
+order version"), and a direct call carries no order version, so letting the order follow it would move
+an order that a clerk may be changing at that moment past the version check that keeps them apart.
 """
 
 from __future__ import annotations
@@ -30,6 +35,7 @@ from moneyrail.errors import (
     ResourceMissing,
 )
 from moneyrail.events.service import record_event
+from moneyrail.kit import states
 from moneyrail.kit.clock import utcnow
 from moneyrail.kit.ids import new_id
 from moneyrail.kit.pagination import Position
@@ -60,10 +66,23 @@ EXPIRE_REFUSAL = (
 )
 
 
+DIRECT_REFUSALS = {
+    "capture": (
+        "This payment is bound to commerce order {order}: it is captured when the order's preparation "
+        "starts. Start preparation through the commerce API "
+        "(POST /commerce/v1/orders/{order}/start-preparation with the order's current version), so that "
+        "the order and its payment stay in step."
+    ),
+    "cancel": (
+        "This payment is bound to commerce order {order}: cancel the order through the commerce API "
+        "(POST /commerce/v1/orders/{order}/cancel with its current version); that releases the "
+        "authorization, and the order and its payment stay in step."
+    ),
+}
+
+
 def _move(order: Order, status: str) -> None:
-    if status not in TRANSITIONS[order.status]:
-        raise Conflict(f"An order cannot go from {order.status} to {status}.")
-    order.status = status
+    states.move(order, status, TRANSITIONS, "An order")
 
 
 def _changed(order: Order) -> None:
@@ -211,7 +230,7 @@ async def start_preparation(
             f"The order's payment is {payment.status}: preparation starts once the payer has authorized it "
             "(requires_capture)."
         )
-    await payments.capture_payment_intent(session, tenant, processor, payment.id, None)
+    await payments.capture_payment_intent(session, tenant, processor, payment.id, None, by_owner=True)
     _move(order, "preparing")
     order.preparation_started_at = await tenant_now(session, tenant)
     _changed(order)
@@ -236,7 +255,7 @@ async def cancel_order(
         payment = await payments.lock_payment_intent(session, tenant, order.payment_intent_id)
         if payment.status in payments.CANCELABLE:
             await payments.cancel_payment_intent(
-                session, tenant, processor, payment.id, "requested_by_customer"
+                session, tenant, processor, payment.id, "requested_by_customer", by_owner=True
             )
     _move(order, "canceled")
     order.canceled_at = await tenant_now(session, tenant)
@@ -257,4 +276,15 @@ async def owns_payment(
     return checkout.PaymentOwner(kind="order", expire_refusal=EXPIRE_REFUSAL.format(order=order.id))
 
 
+async def refuse_direct_change(
+    session: AsyncSession, tenant: Tenant, payment: PaymentIntent, action: str
+) -> str | None:
+    """Payments asks before a direct capture or cancel: an order-bound payment moves with its order."""
+    order = await repository.get_by_payment(session, tenant, payment.id)
+    if order is None:
+        return None
+    return DIRECT_REFUSALS[action].format(order=order.id)
+
+
 checkout.register_payment_owner(owns_payment)
+payments.register_owner_refusal(refuse_direct_change)

@@ -710,6 +710,27 @@ def _with_query(url: str, extra: dict[str, str]) -> str:
 
 
 # --- capturing, cancelling, incrementing ---------------------------------------------------------------
+# A domain that owns a payment's lifecycle (a commerce order, spec 4.B rule 3) answers with why a caller
+# may not capture or cancel it through /v1 directly (None: it does not own it). The owner's own steps
+# pass `by_owner=True`.
+OwnerRefusal = Callable[[AsyncSession, Tenant, PaymentIntent, str], Awaitable[str | None]]
+_owner_refusals: list[OwnerRefusal] = []
+
+
+def register_owner_refusal(refusal: OwnerRefusal) -> None:
+    if refusal not in _owner_refusals:
+        _owner_refusals.append(refusal)
+
+
+async def _refuse_if_owned(
+    session: AsyncSession, tenant: Tenant, payment: PaymentIntent, action: str
+) -> None:
+    for refusal in _owner_refusals:
+        message = await refusal(session, tenant, payment, action)
+        if message is not None:
+            raise Conflict(message)
+
+
 async def _capture(
     session: AsyncSession, tenant: Tenant, processor: Processor, payment: PaymentIntent, amount: int
 ) -> None:
@@ -753,10 +774,14 @@ async def capture_payment_intent(
     processor: Processor,
     payment_id: str,
     amount_to_capture: int | None,
+    *,
+    by_owner: bool = False,
 ) -> PaymentIntent:
     payment = await _locked(session, tenant, payment_id)
     if payment.status != "requires_capture":
         raise Conflict(f"Capture applies to an authorized payment; this one is {payment.status}.")
+    if not by_owner:
+        await _refuse_if_owned(session, tenant, payment, "capture")
     if await held_for_review(session, payment):
         raise Conflict("This payment is held for a risk review: approve the review before capturing.")
     amount = amount_to_capture if amount_to_capture is not None else payment.amount_capturable
@@ -775,11 +800,19 @@ async def capture_payment_intent(
 
 
 async def cancel_payment_intent(
-    session: AsyncSession, tenant: Tenant, processor: Processor, payment_id: str, reason: str | None
+    session: AsyncSession,
+    tenant: Tenant,
+    processor: Processor,
+    payment_id: str,
+    reason: str | None,
+    *,
+    by_owner: bool = False,
 ) -> PaymentIntent:
     payment = await _locked(session, tenant, payment_id)
     if payment.status not in CANCELABLE:
         raise Conflict(f"Cancel applies before capture; this payment is {payment.status}.")
+    if not by_owner:
+        await _refuse_if_owned(session, tenant, payment, "cancel")
     if payment.processor_authorization is not None:
         with _network_answers("cancellation"):
             await processor.cancel(
