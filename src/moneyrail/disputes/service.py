@@ -118,6 +118,29 @@ async def is_disputed(session: AsyncSession, payment_id: str) -> bool:
     return await repository.dispute_of_payment(session, payment_id) is not None
 
 
+async def refund_hold(session: AsyncSession, payment: PaymentIntent) -> payment_refunds.RefundHold | None:
+    """Asked by refunds, the payment locked. An open dispute refuses every refund (Stripe's
+    `charge_disputed`; ours is 409 resource_state_invalid): if it is lost the network keeps the disputed
+    amount, so a refund would pay it twice. A lost one holds its amount back; a won one holds nothing."""
+    dispute = await repository.dispute_of_payment(session, payment.id)
+    if dispute is None or dispute.status == "won":
+        return None
+    if dispute.status in repository.UNDECIDED:
+        raise Conflict(
+            f"This payment has an open dispute ({dispute.id}, {dispute.status}): it cannot be refunded "
+            "until the dispute is decided. If the dispute is lost, the card network keeps the disputed "
+            "amount, so a refund would pay it twice; once it is won, refunds work again."
+        )
+    return payment_refunds.RefundHold(
+        dispute.amount,
+        f"The dispute {dispute.id} was lost: the card network took back {dispute.amount} of this payment "
+        "already, so that part cannot be refunded as well.",
+    )
+
+
+payment_refunds.register_refund_holder(refund_hold)
+
+
 async def list_disputes(
     session: AsyncSession, tenant: Tenant, *, limit: int, after: Position | None, payment_intent: str | None
 ) -> Sequence[Dispute]:

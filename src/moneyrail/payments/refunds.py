@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
 from datetime import timedelta
+from typing import NamedTuple
 
 import structlog
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -52,6 +53,25 @@ def register_refund_preparer(preparer: RefundPreparer) -> None:
         _refund_preparers.append(preparer)
 
 
+class RefundHold(NamedTuple):
+    """Of what a payment captured, an amount another domain says may not be refunded, and why."""
+
+    amount: int
+    reason: str
+
+
+# Called while a refund is accepted, the payment's row locked: a domain may hold back part of the
+# payment (a lost dispute: the network took that amount back already, a refund would pay it twice) or
+# refuse the refund outright by raising (an open dispute).
+RefundHolder = Callable[[AsyncSession, PaymentIntent], Awaitable[RefundHold | None]]
+_refund_holders: list[RefundHolder] = []
+
+
+def register_refund_holder(holder: RefundHolder) -> None:
+    if holder not in _refund_holders:
+        _refund_holders.append(holder)
+
+
 async def promised_back(session: AsyncSession, payment_id: str) -> int:
     """What of a payment is refunded or being refunded (pending and succeeded refunds)."""
     return await repository.refunds_in_flight_or_done(session, payment_id)
@@ -84,14 +104,20 @@ async def create_refund(session: AsyncSession, tenant: Tenant, command: RefundCr
         )
     if payment.status != "succeeded":
         raise Conflict(f"A refund applies to a succeeded payment; this one is {payment.status}.")
-    remaining = payment.amount_received - await repository.refunds_in_flight_or_done(session, payment.id)
+    holds = [hold for holder in _refund_holders if (hold := await holder(session, payment)) is not None]
+    held_back = sum(hold.amount for hold in holds)
+    remaining = (
+        payment.amount_received - await repository.refunds_in_flight_or_done(session, payment.id) - held_back
+    )
     if remaining <= 0:
+        if holds:
+            raise Conflict(" ".join(hold.reason for hold in holds))
         raise Conflict("This payment has been refunded in full already (counting refunds still pending).")
     amount = command.amount if command.amount is not None else remaining
     if amount > remaining:
         raise AmountInvalid(
             f"The refund ({amount}) is more than what is left to refund ({remaining}) of the "
-            f"{payment.amount_received} captured.",
+            f"{payment.amount_received} captured." + "".join(f" {hold.reason}" for hold in holds),
             param="amount",
         )
     now = utcnow()
