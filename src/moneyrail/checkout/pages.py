@@ -170,7 +170,16 @@ async def pay(
         renew_consent=renew_consent is not None,
     )
     session = request_session(request)
-    step = await service.pay_checkout(session, processor(), token, form, base_url=public_base_url(request))
+    step = await service.pay_checkout(
+        session,
+        processor(),
+        token,
+        form,
+        base_url=public_base_url(request),
+        # the payer's address for the risk lists: the socket peer, or, behind a proxy that uvicorn
+        # trusts (`moneyrail web` runs it with proxy headers; FORWARDED_ALLOW_IPS), the forwarded client
+        ip_address=request.client.host if request.client is not None else None,
+    )
     answer = _answer(request, token, step)
     checkout_id = await service.checkout_id_for(session, token)
     if checkout_id is not None:

@@ -662,7 +662,7 @@ def _card(form: CheckoutPaymentForm) -> CardDetails:
 
 
 def _confirmation(
-    form: CheckoutPaymentForm, payment: PaymentIntent, back: str, *, recurring: bool
+    form: CheckoutPaymentForm, payment: PaymentIntent, back: str, *, recurring: bool, ip_address: str | None
 ) -> payments.Confirmation:
     if recurring and not form.renew_consent:
         raise ParameterMissing(
@@ -672,20 +672,28 @@ def _confirmation(
     if choice != "new":
         if payment.customer_id is None:
             raise ParameterInvalid("Choose how to pay.", param="payment_method")
-        return payments.Confirmation(payment_method=choice, return_url=back)
+        return payments.Confirmation(payment_method=choice, return_url=back, ip_address=ip_address)
     return payments.Confirmation(
         card=_card(form),
         # a subscription's consent covers keeping the card: renewals charge it
         save_payment_method=(form.save_card or recurring) and payment.customer_id is not None,
         return_url=back,
+        ip_address=ip_address,
     )
 
 
 async def pay_checkout(
-    session: AsyncSession, processor: Processor, token: str, form: CheckoutPaymentForm, *, base_url: str
+    session: AsyncSession,
+    processor: Processor,
+    token: str,
+    form: CheckoutPaymentForm,
+    *,
+    base_url: str,
+    ip_address: str | None = None,
 ) -> PageStep:
     """The payer pressed Pay. The session's lock, then the payment's, make a double click or a reload
-    wait for the first attempt and then find the payment paid: it is never charged twice."""
+    wait for the first attempt and then find the payment paid: it is never charged twice. `ip_address`
+    is where the page's request came from, screened against the risk lists."""
     loaded = await _load_any(session, token)
     if isinstance(loaded, _ChangeOnly):
         return await _change_step(session, loaded.checkout, confirm=True, consented=form.renew_consent)
@@ -700,6 +708,7 @@ async def pay_checkout(
             loaded.payment,
             return_url(base_url, loaded.checkout.id),
             recurring=loaded.checkout.subscription_id is not None,
+            ip_address=ip_address,
         )
     except InvalidRequest as invalid:
         return PaymentForm(
