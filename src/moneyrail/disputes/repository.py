@@ -81,11 +81,12 @@ async def tenants_with_undecided_disputes(session: AsyncSession) -> list[Tenant]
 
 
 async def undecided_disputes(session: AsyncSession, tenant: Tenant, limit: int) -> Sequence[Dispute]:
-    """Undecided disputes whose money has been withdrawn, locked for this sweep (others wait their turn)."""
+    """Undecided disputes, withdrawn or not, locked for this sweep (others, and one whose withdrawal is
+    running, wait their turn)."""
     return (
         await session.scalars(
             select(Dispute)
-            .where(_dispute_of(tenant), Dispute.status.in_(UNDECIDED), Dispute.amount_withdrawn > 0)
+            .where(_dispute_of(tenant), Dispute.status.in_(UNDECIDED))
             .order_by(Dispute.created_at, Dispute.id)
             .limit(limit)
             .with_for_update(skip_locked=True)

@@ -9,6 +9,7 @@ from moneyrail.kit.schemas import Amount, Metadata, RequestBody, ResourceOut
 from moneyrail.models import Dispute, DisputeFile
 
 DisputeStatus = Literal["needs_response", "under_review", "won", "lost"]
+WithdrawalStatus = Literal["pending", "running", "succeeded", "failed", "dead_letter", "canceled"]
 # Stripe's dispute reasons, which card networks map their reason codes onto
 Reason = Literal[
     "bank_cannot_process",
@@ -141,6 +142,13 @@ class DisputeOut(ResourceOut):
     amount_withdrawn: int = Field(description="Taken from the balance: the disputed amount plus the fee")
     amount_reinstated: int = Field(description="Given back when the dispute was won: the disputed amount")
     amount_reversed: int = Field(description="Of the withdrawal, what reversals took back from transfers")
+    withdrawal_operation: str | None = Field(
+        description="The `op_` operation that withdraws the money (GET /v1/operations/{id})"
+    )
+    withdrawal_status: WithdrawalStatus = Field(
+        description="`succeeded` once the money is withdrawn; until then the operation's status "
+        "(`dead_letter`: stopped until an operator retries it; the dispute is still decided meanwhile)"
+    )
     evidence: dict[str, str] = Field(description="The evidence saved so far, by field")
     evidence_details: EvidenceDetails = Field(description="The deadline and the submission's state")
     metadata: dict[str, str]
@@ -158,7 +166,7 @@ class FileOut(ResourceOut):
     filename: str | None = Field(description="The name it was uploaded with, if any; not trusted")
 
 
-def render_dispute(dispute: Dispute, *, past_due: bool) -> DisputeOut:
+def render_dispute(dispute: Dispute, *, past_due: bool, withdrawal_status: str) -> DisputeOut:
     return DisputeOut(
         id=dispute.id,
         livemode=dispute.livemode,
@@ -172,6 +180,8 @@ def render_dispute(dispute: Dispute, *, past_due: bool) -> DisputeOut:
         amount_withdrawn=dispute.amount_withdrawn,
         amount_reinstated=dispute.amount_reinstated,
         amount_reversed=dispute.amount_reversed,
+        withdrawal_operation=dispute.withdrawal_operation_id,
+        withdrawal_status=withdrawal_status,
         evidence=dispute.evidence,
         evidence_details=EvidenceDetails(
             due_by=to_unix(dispute.evidence_due_by),

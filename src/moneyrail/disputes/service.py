@@ -15,6 +15,11 @@ settlement. On a platform the withdrawal's operation first takes A + F back from
 it reverses the payment's paid transfers (those of `merchant` allocations, else all of them) in
 proportion, through the transfers service, up to what they still hold. Reinstated money returns to the
 platform's balance; passing it on again is the platform's decision (POST /v1/transfers).
+
+The network decides on its own clock, whether or not the withdrawal has run: a withdrawal that is
+retrying or dead-lettered (an operator decides: `moneyrail dead-letters retry`) never holds the decision
+back. The dispute shows the decision and its `withdrawal_status` as they are; a withdrawal that runs
+after a win reinstates A in its own transaction, so the books end where they would have.
 """
 
 from __future__ import annotations
@@ -30,7 +35,7 @@ from moneyrail.config import get_settings
 from moneyrail.engine.outcomes import PermanentFailure
 from moneyrail.engine.policy import RetryPolicy, register_policy
 from moneyrail.engine.schedule import register_periodic
-from moneyrail.engine.service import create_operation
+from moneyrail.engine.service import create_operation, get_operation
 from moneyrail.errors import (
     AmountInvalid,
     Conflict,
@@ -91,10 +96,20 @@ def _move(dispute: Dispute, status: str) -> None:
     states.move(dispute, status, TRANSITIONS, "A dispute")
 
 
+async def _withdrawal_status(session: AsyncSession, tenant: Tenant, dispute: Dispute) -> str:
+    """`succeeded` once the money is out; until then its operation's status, so that a withdrawal
+    stuck in a dead letter shows as one."""
+    if dispute.amount_withdrawn > 0 or dispute.withdrawal_operation_id is None:
+        return "succeeded"
+    return (await get_operation(session, tenant, dispute.withdrawal_operation_id)).status
+
+
 async def show(session: AsyncSession, tenant: Tenant, dispute: Dispute) -> dict[str, object]:
     now = await tenant_now(session, tenant)
     shown = render_dispute(
-        dispute, past_due=dispute.status == "needs_response" and now > dispute.evidence_due_by
+        dispute,
+        past_due=dispute.status == "needs_response" and now > dispute.evidence_due_by,
+        withdrawal_status=await _withdrawal_status(session, tenant, dispute),
     )
     return shown.model_dump(mode="json")
 
@@ -289,9 +304,21 @@ async def process_withdrawal(session: AsyncSession, operation: Operation, proces
     dispute.amount_withdrawn = withdrawal
     dispute.amount_reversed = reversed_total
     dispute.updated_at = utcnow()
+    # decided as won while this withdrawal waited (retries, a dead letter replayed): A comes back now
+    reinstating = dispute.status == "won" and dispute.amount_reinstated == 0
+    if reinstating:
+        await _reinstate(session, tenant, dispute)
     await session.flush()
     await _announce(session, tenant, dispute, "charge.dispute.funds_withdrawn")
-    logger.info("dispute_funds_withdrawn", dispute=dispute.id, amount=withdrawal, reversed=reversed_total)
+    if reinstating:
+        await _announce(session, tenant, dispute, "charge.dispute.funds_reinstated")
+    logger.info(
+        "dispute_funds_withdrawn",
+        dispute=dispute.id,
+        amount=withdrawal,
+        reversed=reversed_total,
+        reinstated=dispute.amount_reinstated,
+    )
 
 
 async def _take_back_from_transfers(
@@ -452,7 +479,8 @@ async def close_dispute(
 async def decide_outcomes(
     session: AsyncSession, tenant: Tenant, now: datetime, processor: Processor | None = None
 ) -> int:
-    """Ask the network about the tenant's undecided disputes whose money was withdrawn; apply its word."""
+    """Ask the network about the tenant's undecided disputes and apply its word. A won dispute's amount
+    is reinstated here if its withdrawal has run, else by the withdrawal when it does."""
     decided = 0
     undecided = await repository.undecided_disputes(session, tenant, SWEEP_BATCH)
     network = processor or (provider.processor() if undecided else None)
@@ -465,14 +493,13 @@ async def decide_outcomes(
             continue
         if outcome is None:
             continue
-        if outcome == "won":
-            _move(dispute, "won")
+        reinstating = outcome == "won" and dispute.amount_withdrawn > 0
+        _move(dispute, "won" if outcome == "won" else "lost")
+        if reinstating:
             await _reinstate(session, tenant, dispute)
-        else:
-            _move(dispute, "lost")
         dispute.decided_at = now
         await session.flush()
-        if outcome == "won":
+        if reinstating:
             await _announce(session, tenant, dispute, "charge.dispute.funds_reinstated")
         await _announce(session, tenant, dispute, "charge.dispute.closed")
         logger.info("dispute_decided", dispute=dispute.id, outcome=outcome)
