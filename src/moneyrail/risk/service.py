@@ -27,6 +27,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from moneyrail.customers import service as customers
 from moneyrail.errors import Conflict, ParameterInvalid, ResourceMissing
 from moneyrail.events.service import record_event
+from moneyrail.kit import states
 from moneyrail.kit.clock import utcnow
 from moneyrail.kit.ids import looks_like_id, new_id
 from moneyrail.kit.pagination import Position
@@ -244,10 +245,8 @@ async def approve_review(
     review = await get_review(session, tenant, review_id, for_update=True)
     if review.status == "approved":
         return review
-    assert "approved" in REVIEW_TRANSITIONS[review.status]
-    review.status = "approved"
-    review.approved_at = utcnow()
-    review.updated_at = review.approved_at
+    states.move(review, "approved", REVIEW_TRANSITIONS, "A review")
+    review.approved_at = review.updated_at
     await session.flush()
     await record_event(session, tenant, "review.closed", render_review(review).model_dump(mode="json"))
     logger.info("review_approved", review=review.id, payment_intent=payment.id)
