@@ -332,7 +332,9 @@ async def count_statements(services: harness.Services, groups: int, accounts: in
         create_sessionmaker(create_engine(Settings(DATABASE_URL=services.database_url)))
     ) as uow:
         probes = [
-            (await engine_bench.create_probe(uow.session, seeded.tenant, PROBE_TYPE, number, "count")).id
+            # number x 50: every probe pays acct_0 (engine.py's accounts cycle mod 50), so the ledger's
+            # accounts exist after the first and the counts are the steady state, as with --accounts 4
+            (await engine_bench.create_probe(uow.session, seeded.tenant, PROBE_TYPE, number * 50, "count")).id
             for number in range(groups)
         ]
         await uow.commit()
@@ -355,30 +357,61 @@ async def count_statements(services: harness.Services, groups: int, accounts: in
         async def commit(session: Any, operation: Any) -> None:
             await transfers.process_commit(session, operation, processor)
 
-        tallies: dict[str, list[Any]] = {"allocation_commit": [], "probe": []}
+        async def four_processor_calls(number: int) -> None:
+            for slot in range(RECIPIENTS):
+                await processor.create_transfer(
+                    seeded.tenant,
+                    idempotency_key=f"bench:{number}:{slot}",
+                    amount=100 + slot,
+                    currency="eur",
+                    destination=f"acct_bench{slot}",
+                )
+
+        def postgres_ticks() -> int:
+            table = harness.process_table()
+            return sum(table[pid].ticks for pid in harness.postgres_members(table, DATABASE))
+
+        tallies: dict[str, list[Any]] = {}
+        cpu: dict[str, tuple[float, int]] = {}
         try:
             for kind, ids, handler in (
                 ("probe", probes, execute_probe),
                 ("allocation_commit", commits, commit),
+                ("processor_calls_alone", [str(n) for n in range(len(commits))], None),
             ):
+                tallies[kind] = []
+                thread_s, ticks = 0.0, 0
                 for number, operation_id in enumerate(ids):
                     counter.take()
-                    result = await run_operation(
-                        sessionmaker, operation_id, handler, worker="bench", lease=timedelta(seconds=60)
-                    )
-                    if result.outcome != "succeeded":
-                        raise harness.BenchError(f"{operation_id} ended {result.outcome}")
+                    thread_before, ticks_before = time.thread_time(), postgres_ticks()
+                    if handler is None:  # what the processor's 4 keyed calls of a commit cost by themselves
+                        await four_processor_calls(number)
+                    else:
+                        result = await run_operation(
+                            sessionmaker, operation_id, handler, worker="bench", lease=timedelta(seconds=60)
+                        )
+                        if result.outcome != "succeeded":
+                            raise harness.BenchError(f"{operation_id} ended {result.outcome}")
                     if number >= 2:  # the first ones prepare statements and open connections
                         tallies[kind].append(counter.take())
+                        thread_s += time.thread_time() - thread_before
+                        ticks += postgres_ticks() - ticks_before
+                cpu[kind] = (thread_s, ticks)
         finally:
             await engine.dispose()
             await processor_engine.dispose()
+    hz = os.sysconf("SC_CLK_TCK")
     summary: dict[str, Any] = {}
     for kind, taken in tallies.items():
+        thread_s, ticks = cpu[kind]
         summary[kind] = {
             "operations": len(taken),
             "statements": round(sum(len(t.statements) for t in taken) / len(taken), 1),
             "round_trips": round(sum(t.round_trips for t in taken) / len(taken), 1),
+            # one at a time on an otherwise shared machine: the event loop thread's own CPU (the proxy's
+            # thread excluded) and PostgreSQL's (this database's backends and the server's own processes)
+            "python_cpu_ms": round(thread_s * 1000 / len(taken), 2),
+            "postgresql_cpu_ms": round(ticks * 1000 / hz / len(taken), 2),
             "last": dict(taken[-1].by_text().most_common()),
         }
     return summary
