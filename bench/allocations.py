@@ -260,6 +260,19 @@ async def check(database_url: str, seeded: Seeded) -> tuple[dict[str, int], list
     return figures, problems
 
 
+def wait_until_ready(log_name: str, processes: int, limit_s: float = 120.0) -> None:
+    """On a loaded machine the workers' imports outlast engine.py's 4 s: wait for each process's own
+    "ready for action" line (dramatiq's log), so the window never includes a boot."""
+    deadline = time.monotonic() + limit_s
+    while time.monotonic() < deadline:
+        if harness.log_tail(log_name, 200).count("Worker process is ready for action") >= processes:
+            return
+        time.sleep(0.2)
+    raise harness.BenchError(
+        f"the workers did not boot within {limit_s:.0f} s:\n{harness.log_tail(log_name)}"
+    )
+
+
 def allocation_rate(services: harness.Services, groups: int, accounts: int, threads: int) -> dict[str, Any]:
     """Seed, boot the fleet, request every commit at once, time until every group is committed."""
     database_url = services.database_url
@@ -281,6 +294,7 @@ def allocation_rate(services: harness.Services, groups: int, accounts: int, thre
             env,
         )
         time.sleep(4)  # the fleet boots, as in bench/engine.py: steady work is measured, not start-up
+        wait_until_ready("allocations-workers", PROCESSES)
         asyncio.run(harness.checkpoint(database_url))
         requested_s, committed_at = asyncio.run(request_commits(database_url, seeded))
         # the requests' own work (writing 4 pending transfers, an operation, events per group) happens
