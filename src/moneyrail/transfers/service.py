@@ -51,7 +51,7 @@ from moneyrail.errors import (
     ReferencedResourceMissing,
     ResourceMissing,
 )
-from moneyrail.events.service import record_event
+from moneyrail.events.service import record_event, record_events
 from moneyrail.kit import states
 from moneyrail.kit.clock import utcnow
 from moneyrail.kit.ids import looks_like_id, new_id
@@ -615,13 +615,23 @@ async def process_commit(session: AsyncSession, operation: Operation, processor:
     await session.flush()
     # the transfers' reversals (none, unless an operator's retry finishes a group partly paid and reversed)
     reversals = await repository.reversals_of(session, [transfer.id for transfer in transfers])
-    for transfer in unfinished:
-        rendered = render_transfer(transfer, reversals.get(transfer.id, []))
-        await record_event(session, tenant, "transfer.paid", rendered.model_dump(mode="json"))
     rendered_group = render_group(
         group, await repository.allocations_of(session, group.id), transfers, reversals
     )
-    await record_event(session, tenant, "allocation_group.updated", rendered_group.model_dump(mode="json"))
+    await record_events(
+        session,
+        tenant,
+        [
+            *(
+                (
+                    "transfer.paid",
+                    render_transfer(transfer, reversals.get(transfer.id, [])).model_dump(mode="json"),
+                )
+                for transfer in unfinished
+            ),
+            ("allocation_group.updated", rendered_group.model_dump(mode="json")),
+        ],
+    )
     logger.info("allocation_group_committed", allocation_group=group.id, operation_id=operation.id)
 
 
