@@ -59,6 +59,42 @@ async def insert_event(session: AsyncSession, event: Event) -> list[str]:
     return [row["id"] for row in rows]
 
 
+# Several events of one transaction in one statement, and the endpoints listening for each, in the
+# events' order then the endpoints'.
+_INSERT_EVENTS = """
+    WITH event AS (
+        INSERT INTO events (id, installation_id, livemode, type, api_version, data, created_at)
+        SELECT id, $2, $3, type, api_version, data::jsonb, created_at
+        FROM unnest($1::text[], $4::text[], $5::text[], $6::text[], $7::timestamptz[])
+             AS e(id, type, api_version, data, created_at)
+    )
+    SELECT e.id AS event_id, endpoint.id AS endpoint_id
+    FROM unnest($1::text[], $4::text[]) WITH ORDINALITY AS e(id, type, position)
+    JOIN webhook_endpoints endpoint
+      ON endpoint.installation_id = $2 AND endpoint.livemode = $3 AND endpoint.deleted_at IS NULL
+     AND endpoint.disabled_at IS NULL AND endpoint.enabled_events && ARRAY[e.type, '*']
+    ORDER BY e.position, endpoint.id
+"""
+
+
+async def insert_events(
+    session: AsyncSession, tenant: Tenant, events: Sequence[Event]
+) -> list[tuple[str, str]]:
+    """Insert one tenant's events; return (event id, listening endpoint id) pairs."""
+    connection = await driver_connection(session)
+    rows = await connection.fetch(
+        _INSERT_EVENTS,
+        [event.id for event in events],
+        tenant.installation_id,
+        tenant.livemode,
+        [event.type for event in events],
+        [event.api_version for event in events],
+        [orjson.dumps(event.data).decode() for event in events],
+        [event.created_at for event in events],
+    )
+    return [(row["event_id"], row["endpoint_id"]) for row in rows]
+
+
 async def get_event(session: AsyncSession, tenant: Tenant, event_id: str) -> Event | None:
     return await session.scalar(select(Event).where(_event_owned_by(tenant), Event.id == event_id))
 

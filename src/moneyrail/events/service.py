@@ -5,6 +5,7 @@ Standard Webhooks specification says, retried with backoff for up to 3 days, the
 from __future__ import annotations
 
 import base64
+import itertools
 import secrets
 import time
 from collections.abc import Sequence
@@ -75,9 +76,33 @@ async def record_event(
     session: AsyncSession, tenant: Tenant, event_type: str, data_object: dict[str, Any]
 ) -> Event:
     """Write the event and one delivery per listening endpoint, in the caller's transaction."""
+    event = _new_event(tenant, event_type, data_object)
+    for endpoint_id in await repository.insert_event(session, event):
+        await _schedule_delivery(session, tenant, endpoint_id, event)
+    return event
+
+
+async def record_events(
+    session: AsyncSession, tenant: Tenant, events: Sequence[tuple[str, dict[str, Any]]]
+) -> list[Event]:
+    """`record_event` for several `(type, object)` events of one transaction, in that order: one
+    statement writes them all (an allocation commit announces each transfer and its group)."""
+    written = [_new_event(tenant, event_type, data_object) for event_type, data_object in events]
+    if not written:
+        return []
+    for earlier, later in itertools.pairwise(written):  # built within one microsecond: keep their order
+        if later.created_at <= earlier.created_at:
+            later.created_at = earlier.created_at + timedelta(microseconds=1)
+    by_id = {event.id: event for event in written}
+    for event_id, endpoint_id in await repository.insert_events(session, tenant, written):
+        await _schedule_delivery(session, tenant, endpoint_id, by_id[event_id])
+    return written
+
+
+def _new_event(tenant: Tenant, event_type: str, data_object: dict[str, Any]) -> Event:
     if not is_known(event_type):
         raise ValueError(f"event type {event_type!r} is not in events/types.py's registry")
-    event = Event(
+    return Event(
         id=new_id("evt"),
         installation_id=tenant.installation_id,
         livemode=tenant.livemode,
@@ -86,9 +111,6 @@ async def record_event(
         data={"object": data_object},
         created_at=utcnow(),
     )
-    for endpoint_id in await repository.insert_event(session, event):
-        await _schedule_delivery(session, tenant, endpoint_id, event)
-    return event
 
 
 async def get_event(session: AsyncSession, tenant: Tenant, event_id: str) -> Event:

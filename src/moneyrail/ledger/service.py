@@ -151,6 +151,29 @@ async def post(
     return await _post_entry(session, _new_entry(tenant, kind, postings, reference, idempotency_key))
 
 
+@dataclass(frozen=True, slots=True)
+class Entry:
+    """One journal transaction of `post_many`: what `post` takes, for one of several."""
+
+    kind: str
+    postings: Sequence[Posting]
+    reference: str | None = None
+    idempotency_key: str | None = None
+
+
+async def post_many(
+    session: AsyncSession, tenant: Tenant, entries: Sequence[Entry]
+) -> list[JournalTransaction]:
+    """`post` for several journal transactions at once, in `entries`' order: one statement (one round
+    trip) however many there are, each still balanced and idempotent on its own. One the statement
+    could not write (an account used for the first time, a key posted before) takes `post`'s path."""
+    new = [_new_entry(tenant, e.kind, e.postings, e.reference, e.idempotency_key) for e in entries]
+    if not new:
+        return []
+    written = await repository.insert_transactions(await driver_connection(session), new)
+    return [written.get(entry.id) or await _post_entry(session, entry) for entry in new]
+
+
 async def _post_entry(session: AsyncSession, entry: repository.NewJournalTransaction) -> JournalTransaction:
     for attempt in range(2):
         journal = await repository.insert_transaction(await driver_connection(session), entry)

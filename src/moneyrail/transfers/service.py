@@ -51,7 +51,7 @@ from moneyrail.errors import (
     ReferencedResourceMissing,
     ResourceMissing,
 )
-from moneyrail.events.service import record_event
+from moneyrail.events.service import record_event, record_events
 from moneyrail.kit import states
 from moneyrail.kit.clock import utcnow
 from moneyrail.kit.ids import looks_like_id, new_id
@@ -545,14 +545,13 @@ def ledger_legs(currency: str, *legs: tuple[str, int]) -> list[ledger.Posting]:
     return [ledger.Posting(account, amount, currency) for account, amount in legs if amount != 0]
 
 
-async def _book_transfer(
-    session: AsyncSession, tenant: Tenant, payment: PaymentIntent, transfer: Transfer, result: TransferResult
-) -> None:
+def _transfer_entry(payment: PaymentIntent, transfer: Transfer) -> ledger.Entry:
+    """The journal transaction of a paid transfer (see the module's docstring), and what of it still
+    waits on the source payment's settlement recorded on the transfer."""
     from_pending = fees.take_for_transfer(payment, transfer.amount)
     rest = transfer.amount - from_pending
-    await ledger.post(
-        session,
-        tenant,
+    transfer.amount_pending_settlement = from_pending
+    return ledger.Entry(
         kind="transfer",
         reference=transfer.id,
         idempotency_key=f"{transfer.id}:transfer",
@@ -564,16 +563,30 @@ async def _book_transfer(
             (connect.available_account(transfer.destination), rest),
         ),
     )
-    move_transfer(transfer, "paid")
-    transfer.processor_transfer = result.processor_id
-    transfer.amount_pending_settlement = from_pending
-    transfer.failure_code = None
-    transfer.failure_message = None
-    transfer.paid_at = await tenant_now(session, tenant)
+
+
+async def _ask_processor(
+    processor: Processor, tenant: Tenant, operation: Operation, transfer: Transfer
+) -> TransferResult:
+    try:
+        return await processor.create_transfer(
+            tenant,
+            idempotency_key=_processor_key(operation, transfer),
+            amount=transfer.amount,
+            currency=transfer.currency,
+            destination=transfer.destination,
+        )
+    except ProcessorRefused as refused:
+        raise TransferRefused(transfer.id, refused.code, refused.message) from refused
 
 
 async def process_commit(session: AsyncSession, operation: Operation, processor: Processor) -> None:
-    """The allocation_commit (and transfer) handler: every unfinished transfer of the group, once."""
+    """The allocation_commit (and transfer) handler: every unfinished transfer of the group, once.
+
+    The processor is asked for each transfer in turn (each call is its own keyed request to an outside
+    system); what they move is then written together: every journal transaction in one statement, the
+    transfers' and the group's rows in one flush, their events from the rows in hand.
+    """
     tenant = Tenant(operation.installation_id, operation.livemode)
     group = await repository.get_group(
         session, tenant, operation.payload["allocation_group"], for_update=True
@@ -584,28 +597,41 @@ async def process_commit(session: AsyncSession, operation: Operation, processor:
         _move_group(group, "committing")
         group.failure_reason = None
     payment = await payments.lock_payment_intent(session, tenant, group.payment_intent_id)
-    for transfer in await repository.transfers_of_group(session, group.id, for_update=True):
-        if transfer.status in {"paid", "reversed"}:
-            continue
-        if transfer.status == "failed":
+    transfers = await repository.transfers_of_group(session, group.id, for_update=True)
+    unfinished = [transfer for transfer in transfers if transfer.status not in {"paid", "reversed"}]
+    answers = [await _ask_processor(processor, tenant, operation, transfer) for transfer in unfinished]
+    await ledger.post_many(session, tenant, [_transfer_entry(payment, transfer) for transfer in unfinished])
+    now = await tenant_now(session, tenant)
+    for transfer, answer in zip(unfinished, answers, strict=True):
+        if transfer.status == "failed":  # retried: pending again, then paid
             move_transfer(transfer, "pending")
-        try:
-            result = await processor.create_transfer(
-                tenant,
-                idempotency_key=_processor_key(operation, transfer),
-                amount=transfer.amount,
-                currency=transfer.currency,
-                destination=transfer.destination,
-            )
-        except ProcessorRefused as refused:
-            raise TransferRefused(transfer.id, refused.code, refused.message) from refused
-        await _book_transfer(session, tenant, payment, transfer, result)
-        await session.flush()
-        await announce_transfer(session, tenant, transfer, "transfer.paid")
+        move_transfer(transfer, "paid")
+        transfer.processor_transfer = answer.processor_id
+        transfer.failure_code = None
+        transfer.failure_message = None
+        transfer.paid_at = now
     _move_group(group, "committed")
-    group.committed_at = await tenant_now(session, tenant)
+    group.committed_at = now
     await session.flush()
-    await _announce_group(session, tenant, group, "allocation_group.updated")
+    # the transfers' reversals (none, unless an operator's retry finishes a group partly paid and reversed)
+    reversals = await repository.reversals_of(session, [transfer.id for transfer in transfers])
+    rendered_group = render_group(
+        group, await repository.allocations_of(session, group.id), transfers, reversals
+    )
+    await record_events(
+        session,
+        tenant,
+        [
+            *(
+                (
+                    "transfer.paid",
+                    render_transfer(transfer, reversals.get(transfer.id, [])).model_dump(mode="json"),
+                )
+                for transfer in unfinished
+            ),
+            ("allocation_group.updated", rendered_group.model_dump(mode="json")),
+        ],
+    )
     logger.info("allocation_group_committed", allocation_group=group.id, operation_id=operation.id)
 
 
