@@ -16,6 +16,10 @@ follow: spec 4.B rule 3 names the order's steps as the way ("the commerce side c
 merchant starts preparation"; "cancel such a payment through the order-cancel operation with the current
 order version"), and a direct call carries no order version, so letting the order follow it would move
 an order that a clerk may be changing at that moment past the version check that keeps them apart.
+Incrementing its authorization or changing its amount (POST /v1/payment-intents/{id}/increment-
+authorization and /update) is refused for the same reason and one more: the bind checked that the
+payment is for the order's total, and an order's total does not change. Updates that leave the amount
+alone (description, metadata, receipt e-mail, a saved card) still pass.
 """
 
 from __future__ import annotations
@@ -77,6 +81,20 @@ DIRECT_REFUSALS = {
         "This payment is bound to commerce order {order}: cancel the order through the commerce API "
         "(POST /commerce/v1/orders/{order}/cancel with its current version); that releases the "
         "authorization, and the order and its payment stay in step."
+    ),
+    # the bind checked that the payment's amount is the order's total: it stays so, or the order would
+    # be captured for a sum it never showed
+    "increment": (
+        "This payment is bound to commerce order {order}: its authorization is the order's total and is not "
+        "incremented. To charge another total, cancel the order through the commerce API "
+        "(POST /commerce/v1/orders/{order}/cancel with its current version), which releases the "
+        "authorization, and create a new order with its own payment."
+    ),
+    "update": (
+        "This payment is bound to commerce order {order}: its amount is the order's total and does not "
+        "change. To charge another total, cancel the order through the commerce API "
+        "(POST /commerce/v1/orders/{order}/cancel with its current version) and create a new order with its "
+        "own payment."
     ),
 }
 
@@ -279,7 +297,8 @@ async def owns_payment(
 async def refuse_direct_change(
     session: AsyncSession, tenant: Tenant, payment: PaymentIntent, action: str
 ) -> str | None:
-    """Payments asks before a direct capture or cancel: an order-bound payment moves with its order."""
+    """Payments asks before a direct capture, cancel, increment or amount change: an order-bound payment
+    moves with its order, and its amount stays the order's total."""
     order = await repository.get_by_payment(session, tenant, payment.id)
     if order is None:
         return None

@@ -50,7 +50,12 @@ class SetupIntent(TenantOwned, Base):
     __tablename__ = "setup_intents"
     __table_args__ = (
         CheckConstraint("status IN ('requires_payment_method', 'succeeded', 'canceled')", name="status"),
+        CheckConstraint("cancellation_reason IN ('abandoned')", name="cancellation_reason"),
         Index("ix_setup_intents_customer", "installation_id", "livemode", "customer_id", "created_at"),
+        # the sweep's search: intents still waiting for a card, by expiry
+        Index(
+            "ix_setup_intents_due", "expires_at", postgresql_where=text("status = 'requires_payment_method'")
+        ),
     )
 
     id: Mapped[str] = mapped_column(primary_key=True)
@@ -61,6 +66,7 @@ class SetupIntent(TenantOwned, Base):
     usage: Mapped[str] = mapped_column(server_default="off_session")
     metadata_: Mapped[dict[str, Any]] = mapped_column("metadata", server_default=text("'{}'::jsonb"))
     expires_at: Mapped[datetime]
+    cancellation_reason: Mapped[str | None]  # abandoned: not confirmed before expires_at
     updated_at: Mapped[datetime] = mapped_column(server_default=text("now()"))
 
 

@@ -29,6 +29,7 @@ from .schemas import (
 router = APIRouter(route_class=MoneyrailRoute, tags=["saved payment methods"])
 
 SetupIntentStatus = Literal["requires_payment_method", "succeeded", "canceled"]
+CancellationReason = Literal["abandoned"]
 
 
 def render_setup_intent(setup_intent: SetupIntent, client_secret: str | None = None) -> SetupIntentOut:
@@ -38,6 +39,7 @@ def render_setup_intent(setup_intent: SetupIntent, client_secret: str | None = N
         created=to_unix(setup_intent.created_at),
         customer=setup_intent.customer_id,
         status=cast(SetupIntentStatus, setup_intent.status),
+        cancellation_reason=cast(CancellationReason | None, setup_intent.cancellation_reason),
         usage="off_session",
         payment_method=setup_intent.payment_method_id,
         client_secret=client_secret,
@@ -142,7 +144,8 @@ async def get_setup_intent(
 ) -> SetupIntentOut:
     """Retrieve a setup intent.
 
-    One setup intent by its `seti_` id; its `client_secret` is not answered again.
+    One setup intent by its `seti_` id; its `client_secret` is not answered again. One not confirmed
+    by `expires_at` reads `canceled`, with `cancellation_reason` `abandoned`.
     """
     return render_setup_intent(
         await service.get_setup_intent(request_session(request), principal.tenant, setup_intent)

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Sequence
+from datetime import datetime
 from typing import Any
 
-from sqlalchemy import and_, select, text, update
+from sqlalchemy import and_, func, select, text, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from moneyrail.db.pagination import newest_first_page
@@ -121,8 +122,47 @@ async def get_setup_intent(
 ) -> SetupIntent | None:
     statement = select(SetupIntent).where(_owned_by(SetupIntent, tenant), SetupIntent.id == setup_intent_id)
     if for_update:
-        statement = statement.with_for_update()
+        # populate_existing: a row read before the lock is refreshed with what its holder committed
+        statement = statement.with_for_update().execution_options(populate_existing=True)
     return await session.scalar(statement)
+
+
+async def due_setup_intents(
+    session: AsyncSession, *, tenant: Tenant | None, livemode: bool | None, now: datetime, limit: int
+) -> Sequence[SetupIntent]:
+    """Setup intents still waiting for a card whose expiry has passed by `now`, soonest first, locked.
+
+    SKIP LOCKED: one being confirmed right now is left to its confirmation (which checks the expiry
+    itself) and to the next sweep; two sweeps split the work instead of waiting on each other.
+    """
+    statement = select(SetupIntent).where(
+        SetupIntent.status == "requires_payment_method", SetupIntent.expires_at <= now
+    )
+    if tenant is not None:
+        statement = statement.where(_owned_by(SetupIntent, tenant))
+    if livemode is not None:
+        statement = statement.where(SetupIntent.livemode == livemode)
+    statement = (
+        statement.order_by(SetupIntent.expires_at)
+        .limit(limit)
+        .with_for_update(skip_locked=True)
+        .execution_options(populate_existing=True)
+    )
+    return (await session.scalars(statement)).all()
+
+
+async def installations_with_waiting_sandbox_setup_intents(
+    session: AsyncSession, limit: int
+) -> Sequence[str]:
+    """Sandbox clocks run ahead of real time by their own offsets, so each is swept on its own clock."""
+    statement = (
+        select(SetupIntent.installation_id)
+        .where(SetupIntent.status == "requires_payment_method", SetupIntent.livemode.is_(False))
+        .group_by(SetupIntent.installation_id)
+        .order_by(func.min(SetupIntent.expires_at))
+        .limit(limit)
+    )
+    return (await session.scalars(statement)).all()
 
 
 async def get_customer_session(

@@ -103,12 +103,17 @@ class SetupIntentOut(ResourceOut):
     object: Literal["setup_intent"] = "setup_intent"
     customer: str = Field(description="The `cus_` id the card is saved for")
     status: Literal["requires_payment_method", "succeeded", "canceled"] = Field(
-        description="`succeeded` once a card is saved"
+        description="`succeeded` once a card is saved; `canceled` when none was by `expires_at`"
+    )
+    cancellation_reason: Literal["abandoned"] | None = Field(
+        description="Why it was canceled: `abandoned`, not confirmed before `expires_at`; else null"
     )
     usage: Literal["off_session"] = Field(description="The saved card may be charged without the customer")
     payment_method: str | None = Field(description="The `pm_` id saved, once `succeeded`")
     client_secret: str | None = Field(description="Shown once, in the answer that creates it; else null")
-    expires_at: int = Field(description="When it can no longer be confirmed, in Unix seconds")
+    expires_at: int = Field(
+        description="When it can no longer be confirmed, in Unix seconds (the sandbox clock in the sandbox)"
+    )
     metadata: dict[str, str]
 
 

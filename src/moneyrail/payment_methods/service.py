@@ -2,6 +2,16 @@
 
 A card number goes to the processor and nowhere else: a saved method keeps the processor's token (never
 shown), brand, last4, expiry and a fingerprint. Client secrets are stored as SHA-256 hashes only.
+
+A setup intent's state machine is data (SETUP_INTENT_TRANSITIONS):
+
+    requires_payment_method -> succeeded   confirmed with a card before `expires_at`
+    requires_payment_method -> canceled    not confirmed within its hour: `cancellation_reason` abandoned,
+                                           set by the sweep, a sandbox clock advance, or the first read
+                                           that finds it past `expires_at` on the environment's clock
+
+The spec leaves the setup intent's shape open ("not shown"); `canceled` with `abandoned` is Stripe's
+own status and reason for a setup intent that will not be used.
 """
 
 from __future__ import annotations
@@ -12,9 +22,11 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
+import structlog
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from moneyrail.customers import service as customers
+from moneyrail.engine.schedule import register_periodic
 from moneyrail.errors import (
     CardDeclined,
     ClientSecretInvalid,
@@ -24,17 +36,27 @@ from moneyrail.errors import (
     ResourceMissing,
 )
 from moneyrail.installations.service import get_account, hash_secret, require_installation
+from moneyrail.kit import states
 from moneyrail.kit.clock import utcnow
 from moneyrail.kit.ids import new_id, random_base62
 from moneyrail.kit.pagination import Position
 from moneyrail.kit.tenant import Tenant
 from moneyrail.models import CustomerSession, PaymentMethod, SetupIntent
 from moneyrail.processor.interface import CardDetails, CardNotAccepted, Processor, ProcessorUnavailable
-from moneyrail.sandbox.service import tenant_now
+from moneyrail.sandbox.service import register_due_work, tenant_now
 
 from . import repository
 
+logger = structlog.get_logger("moneyrail.payment_methods")
+
 SETUP_INTENT_LIFETIME = timedelta(hours=1)
+SETUP_INTENT_TRANSITIONS: dict[str, frozenset[str]] = {
+    "requires_payment_method": frozenset({"succeeded", "canceled"}),
+    "succeeded": frozenset(),
+    "canceled": frozenset(),
+}
+SWEEP_BATCH = 500
+SWEEP_SANDBOXES = 500
 CUSTOMER_SESSION_LIFETIME = timedelta(minutes=30)
 CLIENT_SECRET_RANDOM_LENGTH = 32
 
@@ -264,10 +286,40 @@ async def create_setup_intent(
     return IssuedSetupIntent(setup_intent, client_secret)
 
 
+def _move_setup_intent(setup_intent: SetupIntent, status: str) -> None:
+    states.move(setup_intent, status, SETUP_INTENT_TRANSITIONS, "A setup intent")
+
+
+def _abandon(setup_intent: SetupIntent) -> None:
+    _move_setup_intent(setup_intent, "canceled")
+    setup_intent.cancellation_reason = "abandoned"
+
+
+async def _expired(session: AsyncSession, tenant: Tenant, setup_intent: SetupIntent) -> bool:
+    """Past its expiry unconfirmed: already abandoned, or waiting still with `expires_at` passed."""
+    if setup_intent.status == "canceled":
+        return setup_intent.cancellation_reason == "abandoned"
+    return setup_intent.status == "requires_payment_method" and (
+        await tenant_now(session, tenant) >= setup_intent.expires_at
+    )
+
+
 async def get_setup_intent(session: AsyncSession, tenant: Tenant, setup_intent_id: str) -> SetupIntent:
+    """The setup intent as it stands: one found past its expiry before the sweep came by is abandoned
+    now, so a read never shows as confirmable what a confirmation would refuse."""
     setup_intent = await repository.get_setup_intent(session, tenant, setup_intent_id)
     if setup_intent is None:
         raise ResourceMissing(f"No such setup intent: {setup_intent_id!r}", param="setup_intent")
+    if setup_intent.status == "requires_payment_method" and await _expired(session, tenant, setup_intent):
+        # under the row lock: a confirmation in flight (it checked the expiry before it) finishes first,
+        # and the card it saved is shown, not hidden behind a cancellation
+        locked = await repository.get_setup_intent(session, tenant, setup_intent_id, for_update=True)
+        assert locked is not None  # rows are never deleted
+        if locked.status == "requires_payment_method":
+            _abandon(locked)
+            await session.flush()
+            logger.info("setup_intent_abandoned", setup_intent=locked.id, on="read")
+        return locked
     return setup_intent
 
 
@@ -288,19 +340,54 @@ async def confirm_setup_intent(
         raise ClientSecretInvalid(
             "The client_secret does not belong to this setup intent.", param="client_secret"
         )
+    if await _expired(session, tenant, setup_intent):
+        raise Conflict(
+            "This setup intent expired unconfirmed (canceled, cancellation_reason abandoned); create a "
+            "new one."
+        )
     if setup_intent.status != "requires_payment_method":
         raise Conflict(
             f"This setup intent is {setup_intent.status}; only one that requires a payment method "
             "can be confirmed."
         )
-    if await tenant_now(session, tenant) >= setup_intent.expires_at:
-        raise Conflict("This setup intent has expired; create a new one.")
     method = await save_card(session, tenant, processor, card, customer_id=setup_intent.customer_id)
-    setup_intent.status = "succeeded"
+    _move_setup_intent(setup_intent, "succeeded")
     setup_intent.payment_method_id = method.id
-    setup_intent.updated_at = utcnow()
     await session.flush()
     return setup_intent
+
+
+async def _abandon_due(
+    session: AsyncSession, *, tenant: Tenant | None, livemode: bool | None, now: datetime
+) -> int:
+    due = await repository.due_setup_intents(
+        session, tenant=tenant, livemode=livemode, now=now, limit=SWEEP_BATCH
+    )
+    for setup_intent in due:
+        _abandon(setup_intent)
+        logger.info("setup_intent_abandoned", setup_intent=setup_intent.id, on="sweep")
+    await session.flush()
+    return len(due)
+
+
+async def abandon_due_setup_intents(session: AsyncSession, tenant: Tenant, now: datetime) -> int:
+    """Due work of a sandbox clock advance: the tenant's setup intents past expiry at `now`."""
+    return await _abandon_due(session, tenant=tenant, livemode=None, now=now)
+
+
+async def sweep_setup_intents(session: AsyncSession) -> int:
+    """The scheduler's sweep: live setup intents on real time, each sandbox on its own clock."""
+    abandoned = await _abandon_due(session, tenant=None, livemode=True, now=utcnow())
+    for installation_id in await repository.installations_with_waiting_sandbox_setup_intents(
+        session, SWEEP_SANDBOXES
+    ):
+        sandbox = Tenant(installation_id, False)
+        abandoned += await abandon_due_setup_intents(session, sandbox, await tenant_now(session, sandbox))
+    return abandoned
+
+
+register_periodic("payment_methods.setup_intent_expiry", timedelta(seconds=60), sweep_setup_intents)
+register_due_work("payment_methods.setup_intent_expiry", abandon_due_setup_intents)
 
 
 # Customer sessions -----------------------------------------------------------------------------

@@ -121,7 +121,8 @@ async def update_payment_intent(
     """Update a payment intent.
 
     Changes the amount, the card, the description, the receipt e-mail or the metadata of a payment
-    not yet confirmed.
+    not yet confirmed. The amount of a payment bound to a commerce order is the order's total: changing
+    it is 409 `resource_state_invalid`.
     """
     session = request_session(request)
     payment = await service.update_payment_intent(session, principal.tenant, payment_intent, body)
@@ -168,7 +169,8 @@ async def capture_payment_intent(
     """Capture a payment.
 
     Captures an authorized payment (`requires_capture`): all of it, or `amount_to_capture`; the rest
-    of the hold is released.
+    of the hold is released. A payment bound to a commerce order is captured by starting the order's
+    preparation: here it is 409 `resource_state_invalid`.
     """
     session = request_session(request)
     amount = body.amount_to_capture if body is not None else None
@@ -189,7 +191,8 @@ async def cancel_payment_intent(
 ) -> PaymentIntentOut:
     """Cancel a payment.
 
-    Cancels a payment not yet captured; an authorization is released at the network.
+    Cancels a payment not yet captured; an authorization is released at the network. A payment bound
+    to a commerce order is cancelled with the order: here it is 409 `resource_state_invalid`.
     """
     session = request_session(request)
     reason = body.cancellation_reason if body is not None else None
@@ -212,7 +215,8 @@ async def increment_authorization(
 ) -> PaymentIntentOut:
     """Increase an authorization.
 
-    Raises the amount held on an authorized card (`requires_capture`) to `amount`.
+    Raises the amount held on an authorized card (`requires_capture`) to `amount`. A payment bound to
+    a commerce order keeps the order's total: 409 `resource_state_invalid`.
     """
     session = request_session(request)
     payment = await service.increment_authorization(

@@ -305,6 +305,7 @@ async def update_payment_intent(
             f"{payment.status}. Cancel it and create a new one, or increment an authorization."
         )
     if command.amount is not None and command.amount != payment.amount:
+        await _refuse_if_owned(session, tenant, payment, "update")
         if payment.fee_reserve is not None:
             raise FeeAmountImmutable(
                 "This payment carries a fee reserve, so its amount is fixed: cancel it and create a new "
@@ -711,8 +712,9 @@ def _with_query(url: str, extra: dict[str, str]) -> str:
 
 # --- capturing, cancelling, incrementing ---------------------------------------------------------------
 # A domain that owns a payment's lifecycle (a commerce order, spec 4.B rule 3) answers with why a caller
-# may not capture or cancel it through /v1 directly (None: it does not own it). The owner's own steps
-# pass `by_owner=True`.
+# may not capture, cancel, increment or re-price it through /v1 directly (None: it does not own it). The
+# owner's own steps pass `by_owner=True`. Actions asked about: capture, cancel, increment, update (an
+# update that changes the amount; other fields leave the payment in step with its owner).
 OwnerRefusal = Callable[[AsyncSession, Tenant, PaymentIntent, str], Awaitable[str | None]]
 _owner_refusals: list[OwnerRefusal] = []
 
@@ -839,6 +841,7 @@ async def increment_authorization(
         raise Conflict(
             f"Increment applies to an uncaptured manual authorization; this payment is {payment.status}."
         )
+    await _refuse_if_owned(session, tenant, payment, "increment")
     if payment.fee_reserve is not None:
         raise FeeAmountImmutable(
             "This payment carries a fee reserve, so its amount is fixed: cancel it and create a new payment "
