@@ -369,6 +369,17 @@ class SandboxProcessor:
         answered = await self._call(tenant, "payout", idempotency_key, request, answer)
         return PayoutResult(answered["id"], answered["amount"], answered["currency"], answered["status"])
 
+    async def reverse_payout(
+        self, tenant: Tenant, *, idempotency_key: str, payout_id: str, amount: int, currency: str
+    ) -> PayoutResult:
+        request = {"payout_id": payout_id, "amount": amount, "currency": currency}
+
+        async def answer(_books: _Books) -> dict[str, Any]:
+            return {"id": _sandbox_id("sbx_po"), "status": "in_transit", **request}
+
+        answered = await self._call(tenant, "payout_reversal", idempotency_key, request, answer)
+        return PayoutResult(answered["id"], answered["amount"], answered["currency"], answered["status"])
+
     async def list_transfers(self, tenant: Tenant) -> list[ProcessorTransferRecord]:
         async with UnitOfWork(self._sessionmaker) as uow:
             books = await _open_books(uow, tenant)
