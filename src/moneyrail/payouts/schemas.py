@@ -53,9 +53,7 @@ class PayoutOut(ResourceOut):
     original_payout: str | None = Field(
         description="On a reversal: the paid payout whose money it brings back to the balance; else null"
     )
-    reversed_by: str | None = Field(
-        description="This payout's reversal (`po_`), once reversed; else null"
-    )
+    reversed_by: str | None = Field(description="This payout's reversal (`po_`), once reversed; else null")
     metadata: dict[str, str]
 
 

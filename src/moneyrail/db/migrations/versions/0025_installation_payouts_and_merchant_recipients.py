@@ -8,7 +8,8 @@ Create Date: 2026-11-25 12:00:00.000000
   reverses (`original_payout_id`; one live reversal per payout) and the original names it back.
 - The bank account an environment's own payouts go to (`payout_bank_account`, set by the operator).
 - A merchant connected over OAuth is paid through a connected account of kind `merchant` that names it
-  (`merchant_id`, unique: one per merchant); its bank account may still be due.
+  (`merchant_id`, unique: one per merchant); its bank account may still be due. Merchants already
+  active get theirs here, as their code exchange would have made it (ids of kit/ids.py's shape).
 """
 
 from collections.abc import Sequence
@@ -50,6 +51,30 @@ def upgrade() -> None:
     op.create_unique_constraint(
         op.f("uq_connected_accounts_merchant_id"), "connected_accounts", ["merchant_id"]
     )
+    op.execute(BACKFILL_MERCHANT_ACCOUNTS)
+
+
+# One connected account per active merchant: `acct_` + 24 random base62 characters (the correlated
+# subquery draws them per row); a sandbox business whose bank account is not due has the sandbox's test
+# account (connect/merchants.py).
+BACKFILL_MERCHANT_ACCOUNTS = """
+INSERT INTO connected_accounts (id, installation_id, livemode, kind, country, email, display_name,
+                                bank_account_number, bank_last4, onboarding_status, merchant_id, updated_at)
+SELECT 'acct_' || (
+           SELECT string_agg(
+               substr('0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz',
+                      1 + floor(random() * 62)::int, 1), '')
+           FROM generate_series(1, 24) WHERE m.id IS NOT NULL),
+       m.installation_id, m.livemode, 'merchant', 'DE', m.support_email, m.business_name,
+       bank.number, right(bank.number, 4), CASE WHEN bank.number IS NULL THEN 'pending' ELSE 'complete' END,
+       m.id, now()
+FROM merchants m
+CROSS JOIN LATERAL (
+    SELECT CASE WHEN NOT m.livemode AND NOT 'external_account' = ANY(m.requirements_due)
+                THEN '000123456789' END AS number
+) bank
+WHERE m.connection_status = 'active'
+"""
 
 
 def downgrade() -> None:
