@@ -19,14 +19,13 @@ from moneyrail.kit.clock import utcnow
 from moneyrail.kit.ids import new_id
 from moneyrail.kit.tenant import Tenant
 from moneyrail.models import ConnectedAccount
+from moneyrail.processor.sandbox import TEST_BANK_ACCOUNT
 
 from . import repository
 from .service import announce
 
 logger = structlog.get_logger("moneyrail.connect")
 
-# The bank account a sandbox business has when the consent form leaves nothing due (payouts succeed).
-SANDBOX_MERCHANT_BANK_ACCOUNT = "000123456789"
 DEFAULT_COUNTRY = "DE"
 
 
@@ -47,7 +46,7 @@ async def ensure_account_for_merchant(
         existing.updated_at = utcnow()
         await session.flush()
         return existing
-    number = None if bank_account_due or tenant.livemode else SANDBOX_MERCHANT_BANK_ACCOUNT
+    number = None if bank_account_due or tenant.livemode else TEST_BANK_ACCOUNT
     account = ConnectedAccount(
         id=new_id("acct"),
         installation_id=tenant.installation_id,

@@ -58,6 +58,7 @@ from moneyrail.ledger import service as ledger
 from moneyrail.models import Operation, Payout
 from moneyrail.payments.fees import BALANCE_AVAILABLE
 from moneyrail.processor.interface import Processor, ProcessorRefused, operation_key
+from moneyrail.processor.sandbox import TEST_BANK_ACCOUNT
 from moneyrail.sandbox.service import register_due_work, tenant_now
 
 from . import repository
@@ -92,9 +93,6 @@ INSTANT_FEE_MINIMUM = 50
 INSTANT_ARRIVAL = timedelta(minutes=30)
 STANDARD_BUSINESS_DAYS = 2
 ARRIVAL_BATCH = 200
-# Where a sandbox environment's own payouts go while the operator has registered no bank account (it
-# succeeds; registering 000111111116 makes them fail with account_closed).
-SANDBOX_BANK_ACCOUNT = "000123456789"
 
 
 # refusals that are the payout's own outcome (the bank said no): the payout fails, the money returns
@@ -177,7 +175,7 @@ async def installation_bank_account(session: AsyncSession, tenant: Tenant) -> st
     if registered:
         return registered
     if not tenant.livemode:
-        return SANDBOX_BANK_ACCOUNT
+        return TEST_BANK_ACCOUNT  # until the operator registers one (000111111116 fails)
     raise Conflict(
         "No bank account is registered for this environment's payouts: the operator registers one "
         "(moneyrail settings set --payout-bank-account)."

@@ -44,8 +44,10 @@ from moneyrail.processor.interface import (
 )
 from moneyrail.sandbox.service import tenant_now
 
-# Sandbox bank accounts with a scripted outcome (CONVENTIONS.md §13).
+# Sandbox bank accounts with a scripted outcome (CONVENTIONS.md §13), and the one a sandbox party has
+# when it gave none (an installation's own payouts, a merchant whose consent form left nothing due).
 CLOSED_BANK_ACCOUNT = "000111111116"
+TEST_BANK_ACCOUNT = "000123456789"
 
 # Disputes (README "Disputes"): the dispute card's dispute opens this many sandbox hours after capture;
 # evidence is due this many days after a dispute opens; the network decides a submitted dispute this many
