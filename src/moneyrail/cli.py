@@ -97,6 +97,8 @@ def settings_view(settings: EnvironmentSettings) -> dict[str, Any]:
         "commission_basis_points": settings.commission_basis_points,
         "commission_fixed_amount": settings.commission_fixed_amount,
         "rate_limit_per_second": settings.rate_limit_per_second,  # null: MONEYRAIL_RATE_LIMIT_PER_SECOND
+        # the environment's own payouts go there; shown as its last four digits only
+        "payout_bank_account_last4": (settings.payout_bank_account or "")[-4:] or None,
     }
 
 
@@ -294,6 +296,10 @@ def settings_set(
         int | None,
         typer.Option(help="Requests per second per API key; 0: no limit; -1: the service-wide default."),
     ] = None,
+    payout_bank_account: Annotated[
+        str | None,
+        typer.Option(help="Where a direct installation's own payouts go (6 to 34 digits or letters)."),
+    ] = None,
     as_json: JsonOption = False,
 ) -> None:
     tenant = Tenant(installation, _livemode(environment))
@@ -308,6 +314,7 @@ def settings_set(
             commission_basis_points=commission_bps,
             commission_fixed_amount=commission_fixed,
             rate_limit_per_second=rate_limit,
+            payout_bank_account=payout_bank_account,
         )
     )
     view = settings_view(updated)

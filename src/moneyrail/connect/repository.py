@@ -61,3 +61,27 @@ async def get_link_by_token_hash(session: AsyncSession, token_hash: str) -> Onbo
     return await session.scalar(
         select(OnboardingLink).where(OnboardingLink.token_hash == token_hash).with_for_update()
     )
+
+
+async def get_account_of_merchant(
+    session: AsyncSession, tenant: Tenant, merchant_id: str, *, for_update: bool = False
+) -> ConnectedAccount | None:
+    statement = select(ConnectedAccount).where(
+        _account_of(tenant), ConnectedAccount.merchant_id == merchant_id
+    )
+    if for_update:
+        statement = statement.with_for_update()
+    return await session.scalar(statement)
+
+
+async def account_ids_of_merchants(
+    session: AsyncSession, tenant: Tenant, merchant_ids: Sequence[str]
+) -> dict[str, str]:
+    if not merchant_ids:
+        return {}
+    rows = await session.execute(
+        select(ConnectedAccount.merchant_id, ConnectedAccount.id).where(
+            _account_of(tenant), ConnectedAccount.merchant_id.in_(list(merchant_ids))
+        )
+    )
+    return {merchant_id: account_id for merchant_id, account_id in rows if merchant_id is not None}

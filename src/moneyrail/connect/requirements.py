@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from moneyrail.models import ConnectedAccount
 
 ONBOARDING_FIELDS = ("individual.first_name", "individual.last_name", "individual.dob", "tos_acceptance")
+# a merchant's account: the business was verified on its consent; only the bank account can be due
+MERCHANT_FIELDS = ("external_account",)
 FUTURE_FIELDS = ("individual.verification.document",)
 
 
@@ -33,6 +35,9 @@ class Requirements:
 
     @classmethod
     def of(cls, account: ConnectedAccount) -> Requirements:
+        if account.merchant_id is not None:
+            due = () if account.bank_account_number else MERCHANT_FIELDS
+            return cls(due, due, ())
         provided = set()
         for field in ("first_name", "last_name", "dob"):
             if account.individual.get(field):

@@ -84,7 +84,13 @@ class ConnectedAccountOut(ResourceOut):
     requirements: RequirementsOut = Field(description="What must still be provided")
     details_submitted: bool = Field(description="Whether onboarding was completed")
     payouts_enabled: bool = Field(description="Whether the account can be paid out")
-    external_account: ExternalAccountOut = Field(description="The bank account payouts go to")
+    external_account: ExternalAccountOut | None = Field(
+        description="The bank account payouts go to; null while a merchant's is still due"
+    )
+    merchant: str | None = Field(
+        description="The `mer_` merchant this account pays (kind `merchant`, created on its connection); "
+        "null for accounts created by the API"
+    )
     metadata: dict[str, str]
 
 
@@ -140,6 +146,7 @@ def render_connected_account(account: ConnectedAccount) -> ConnectedAccountOut:
         requirements=render_requirements(requirements),
         details_submitted=account.onboarding_status == "complete",
         payouts_enabled=requirements.payouts_enabled,
-        external_account=ExternalAccountOut(bank_last4=account.bank_last4),
+        external_account=ExternalAccountOut(bank_last4=account.bank_last4) if account.bank_last4 else None,
+        merchant=account.merchant_id,
         metadata=account.metadata_,
     )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -176,6 +177,7 @@ async def update_environment_settings(
     commission_basis_points: int | None = None,
     commission_fixed_amount: int | None = None,
     rate_limit_per_second: int | None = None,
+    payout_bank_account: str | None = None,
 ) -> EnvironmentSettings:
     """None leaves a field as it is. rate_limit_per_second: -1 returns to the service-wide default."""
     settings = await get_environment_settings(session, tenant)
@@ -196,6 +198,14 @@ async def update_environment_settings(
                 f"OAuth redirect URI {uri!r} is not an http(s) URL without a fragment",
                 param="oauth_redirect_uris",
             )
+    if payout_bank_account is not None:
+        payout_bank_account = re.sub(r"[\s-]", "", payout_bank_account)
+        if not re.fullmatch(r"[A-Za-z0-9]{6,34}", payout_bank_account):
+            raise ParameterInvalid(
+                "the payout bank account is 6 to 34 digits or letters (an account number or IBAN)",
+                param="payout_bank_account",
+            )
+        settings.payout_bank_account = payout_bank_account
     if checkout_enabled is not None:
         settings.checkout_enabled = checkout_enabled
     if recurring_enabled is not None:

@@ -9,7 +9,7 @@ from moneyrail.api.pagination import ListEnvelope, PageRequest, list_envelope, p
 from moneyrail.api.routing import MoneyrailRoute, scoped
 from moneyrail.web import public_base_url
 
-from . import service
+from . import activation, service
 from .schemas import (
     MerchantCapabilitiesOut,
     MerchantConnectionCreate,
@@ -53,10 +53,10 @@ async def list_merchants(
 
     The merchants connected to this application in this environment, newest first.
     """
-    rows = await service.list_merchants(
-        request_session(request), principal.tenant, limit=page.limit, after=page.after
-    )
-    return list_envelope(rows, page, render_merchant)
+    session = request_session(request)
+    rows = await service.list_merchants(session, principal.tenant, limit=page.limit, after=page.after)
+    accounts = await service.connected_accounts_of(session, principal.tenant, rows)
+    return list_envelope(rows, page, lambda merchant: render_merchant(merchant, accounts.get(merchant.id)))
 
 
 @router.get("/merchants/{merchant}", response_model=MerchantOut)
@@ -67,7 +67,9 @@ async def get_merchant(
 
     One merchant by its `mer_` id: its business, connection, consent, capabilities and requirements.
     """
-    return render_merchant(await service.get_merchant(request_session(request), principal.tenant, merchant))
+    session = request_session(request)
+    found = await service.get_merchant(session, principal.tenant, merchant)
+    return render_merchant(found, await service.connected_account_of(session, principal.tenant, found.id))
 
 
 @router.delete("/merchants/{merchant}", response_model=MerchantOut)
@@ -78,7 +80,9 @@ async def revoke_merchant(
 
     Revoke this application's access to the merchant (and only this application's).
     """
-    return render_merchant(await service.revoke(request_session(request), principal.tenant, merchant))
+    session = request_session(request)
+    revoked = await service.revoke(session, principal.tenant, merchant)
+    return render_merchant(revoked, await service.connected_account_of(session, principal.tenant, revoked.id))
 
 
 @router.get("/merchants/{merchant}/capabilities", response_model=MerchantCapabilitiesOut)
@@ -131,9 +135,9 @@ async def create_onboarding_session(
 
     A hosted activation page while the merchant still has requirements; its link works once.
     """
-    created = await service.create_onboarding_session(
+    created = await activation.create_onboarding_session(
         request_session(request), principal.tenant, merchant, body
     )
     return render_onboarding_session(
-        created.onboarding, url=service.onboarding_url(public_base_url(request), created.token)
+        created.onboarding, url=activation.onboarding_url(public_base_url(request), created.token)
     )

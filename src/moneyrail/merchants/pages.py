@@ -19,7 +19,7 @@ from moneyrail.api.context import request_session
 from moneyrail.api.routing import MoneyrailRoute
 from moneyrail.web import origin_of, public_base_url, render_page
 
-from . import service
+from . import activation, service
 
 router = APIRouter(route_class=MoneyrailRoute, include_in_schema=False)
 
@@ -132,7 +132,7 @@ async def token(request: Request) -> Response:
     return JSONResponse(answer.body, status_code=answer.status, headers=headers)
 
 
-def _onboarding_answer(request: Request, token: str, step: service.OnboardingStep) -> Response:
+def _onboarding_answer(request: Request, token: str, step: activation.OnboardingStep) -> Response:
     if isinstance(step, service.Redirect):
         return RedirectResponse(step.url, status_code=303)
     if isinstance(step, service.Notice):
@@ -156,12 +156,14 @@ def _onboarding_answer(request: Request, token: str, step: service.OnboardingSte
 
 @router.get("/onboarding/merchants/{token}")
 async def onboarding_page(request: Request, token: str) -> Response:
-    return _onboarding_answer(request, token, await service.show_onboarding(request_session(request), token))
+    return _onboarding_answer(
+        request, token, await activation.show_onboarding(request_session(request), token)
+    )
 
 
 @router.post("/onboarding/merchants/{token}")
 async def complete_onboarding(
     request: Request, token: str, bank_account: Annotated[str | None, Form()] = None
 ) -> Response:
-    step = await service.complete_onboarding(request_session(request), token, bank_account)
+    step = await activation.complete_onboarding(request_session(request), token, bank_account)
     return _onboarding_answer(request, token, step)

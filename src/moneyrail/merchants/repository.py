@@ -89,3 +89,16 @@ async def onboarding_by_token_hash(
         .with_for_update()
         .execution_options(populate_existing=True)
     )
+
+
+async def connection_statuses(
+    session: AsyncSession, tenant: Tenant, merchant_ids: Sequence[str]
+) -> dict[str, str]:
+    if not merchant_ids:
+        return {}
+    rows = await session.execute(
+        select(Merchant.id, Merchant.connection_status).where(
+            _owned_by(Merchant, tenant), Merchant.id.in_(list(merchant_ids))
+        )
+    )
+    return {merchant_id: status for merchant_id, status in rows}

@@ -94,6 +94,10 @@ class MerchantOut(ResourceOut):
     consent: Consent = Field(description="What the merchant agreed to")
     capabilities: Capabilities = Field(description="What the merchant can do now")
     requirements: Requirements = Field(description="What the merchant must still provide")
+    connected_account: str | None = Field(
+        description="The `acct_` connected account the merchant is paid through: the recipient to name in "
+        "distributions and transfers (created when its code is exchanged; null before)"
+    )
 
 
 class MerchantCapabilitiesOut(Capabilities):
@@ -140,7 +144,7 @@ def requirements_of(merchant: Merchant) -> Requirements:
     return Requirements(currently_due=list(merchant.requirements_due), past_due=[], disabled_reason=reason)
 
 
-def render_merchant(merchant: Merchant) -> MerchantOut:
+def render_merchant(merchant: Merchant, connected_account: str | None) -> MerchantOut:
     return MerchantOut(
         id=merchant.id,
         livemode=merchant.livemode,
@@ -156,6 +160,7 @@ def render_merchant(merchant: Merchant) -> MerchantOut:
         ),
         capabilities=capabilities_of(merchant),
         requirements=requirements_of(merchant),
+        connected_account=connected_account,
     )
 
 

@@ -29,6 +29,7 @@ from authlib.oauth2 import OAuth2Error
 from authlib.oauth2.rfc7636.challenge import CODE_CHALLENGE_PATTERN
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from moneyrail.connect import merchants as merchant_accounts
 from moneyrail.errors import (
     Conflict,
     ParameterInvalid,
@@ -49,7 +50,6 @@ from moneyrail.models import (
     Merchant,
     MerchantAuthorizationCode,
     MerchantConnection,
-    MerchantOnboardingSession,
 )
 from moneyrail.sandbox.service import tenant_now
 
@@ -65,7 +65,6 @@ from .oauth import (
 )
 from .schemas import (
     MerchantConnectionCreate,
-    OnboardingSessionCreate,
     capabilities_of,
     render_merchant,
 )
@@ -96,8 +95,20 @@ def _move(merchant: Merchant, status: str) -> None:
     merchant.updated_at = utcnow()
 
 
-async def _announce(session: AsyncSession, tenant: Tenant, merchant: Merchant, event_type: str) -> None:
-    await record_event(session, tenant, event_type, render_merchant(merchant).model_dump(mode="json"))
+async def announce(session: AsyncSession, tenant: Tenant, merchant: Merchant, event_type: str) -> None:
+    shown = render_merchant(merchant, await connected_account_of(session, tenant, merchant.id))
+    await record_event(session, tenant, event_type, shown.model_dump(mode="json"))
+
+
+async def connected_account_of(session: AsyncSession, tenant: Tenant, merchant_id: str) -> str | None:
+    """The `acct_` the merchant is paid through (spec 2: recipients are `acct_`), once it has one."""
+    return (await merchant_accounts.accounts_of_merchants(session, tenant, [merchant_id])).get(merchant_id)
+
+
+async def connected_accounts_of(
+    session: AsyncSession, tenant: Tenant, merchants: Sequence[Merchant]
+) -> dict[str, str]:
+    return await merchant_accounts.accounts_of_merchants(session, tenant, [item.id for item in merchants])
 
 
 # --- connecting -----------------------------------------------------------------------------------
@@ -174,7 +185,7 @@ async def create_connection(
     )
     await repository.add(session, merchant)
     created = await _open_connection(session, tenant, merchant, command)
-    await _announce(session, tenant, merchant, "merchant.created")
+    await announce(session, tenant, merchant, "merchant.created")
     logger.info("merchant_connection_created", merchant=merchant.id, connection=created.connection.id)
     return created
 
@@ -184,7 +195,7 @@ async def restart_consent(
 ) -> CreatedConnection:
     """A new consent link for a pending, denied or revoked merchant; earlier open links stop working."""
     _check_pkce(command)
-    merchant = await _locked(session, tenant, merchant_id)
+    merchant = await locked_merchant(session, tenant, merchant_id)
     if merchant.connection_status not in RESTARTABLE:
         raise Conflict(
             f"This merchant is {merchant.connection_status}: consent restarts only for a pending, denied "
@@ -197,7 +208,7 @@ async def restart_consent(
     merchant.consent_status = "pending"
     await session.flush()
     created = await _open_connection(session, tenant, merchant, command)
-    await _announce(session, tenant, merchant, "merchant.updated")
+    await announce(session, tenant, merchant, "merchant.updated")
     return created
 
 
@@ -345,7 +356,7 @@ async def decide_consent(
     if not isinstance(loaded, _Consent):
         return loaded
     connection, tenant, server = loaded.connection, loaded.tenant, loaded.server
-    merchant = await _locked(session, tenant, connection.merchant_id)
+    merchant = await locked_merchant(session, tenant, connection.merchant_id)
     now = await tenant_now(session, tenant)
     if form.decision == "deny":
         answer: Answer = server.create_authorization_response(loaded.request, None, loaded.grant)
@@ -353,7 +364,7 @@ async def decide_consent(
         _move(merchant, "denied")
         merchant.consent_status = "denied"
         await session.flush()
-        await _announce(session, tenant, merchant, "merchant.denied")
+        await announce(session, tenant, merchant, "merchant.denied")
         logger.info("merchant_consent_denied", merchant=merchant.id)
         return Redirect(answer.location or connection.redirect_uri)
     if form.decision != "approve":
@@ -395,7 +406,7 @@ async def decide_consent(
     merchant.revoked_at = None
     merchant.updated_at = utcnow()
     await session.flush()
-    await _announce(session, tenant, merchant, "merchant.updated")
+    await announce(session, tenant, merchant, "merchant.updated")
     logger.info("merchant_consent_granted", merchant=merchant.id)
     assert answer.location is not None
     return Redirect(answer.location)
@@ -435,7 +446,7 @@ async def exchange_code(
             and stored.used_at is None
             and await tenant_now(session, tenant) < stored.expires_at
         ):
-            merchant = await _locked(session, tenant, stored.merchant_id)
+            merchant = await locked_merchant(session, tenant, stored.merchant_id)
             if merchant.consent_status == "granted":  # not revoked since it approved
                 presented = PresentedCode(
                     id=stored.id,
@@ -458,13 +469,21 @@ async def exchange_code(
         stored.used_at = utcnow()
         _move(merchant, "active")
         await session.flush()
-        await _announce(session, application.tenant, merchant, "merchant.connected")
+        await merchant_accounts.ensure_account_for_merchant(
+            session,
+            application.tenant,
+            merchant_id=merchant.id,
+            business_name=merchant.business_name,
+            email=merchant.support_email,
+            bank_account_due=SANDBOX_REQUIREMENT in merchant.requirements_due,
+        )
+        await announce(session, application.tenant, merchant, "merchant.connected")
         logger.info("merchant_connected", merchant=merchant.id)
     return answer
 
 
 # --- reading and revoking ---------------------------------------------------------------------------
-async def _locked(session: AsyncSession, tenant: Tenant, merchant_id: str) -> Merchant:
+async def locked_merchant(session: AsyncSession, tenant: Tenant, merchant_id: str) -> Merchant:
     merchant = await repository.get_merchant(session, tenant, merchant_id, for_update=True)
     if merchant is None:
         raise ResourceMissing(f"No such merchant: {merchant_id!r}", param="merchant")
@@ -486,7 +505,7 @@ async def list_merchants(
 
 async def revoke(session: AsyncSession, tenant: Tenant, merchant_id: str) -> Merchant:
     """This application's access ends; the merchant's other applications keep theirs (their own rows)."""
-    merchant = await _locked(session, tenant, merchant_id)
+    merchant = await locked_merchant(session, tenant, merchant_id)
     if merchant.connection_status not in {"active", "pending"}:
         raise Conflict(f"This merchant is {merchant.connection_status}: there is no access to revoke.")
     for open_link in await repository.open_connections_of(session, merchant.id):
@@ -495,7 +514,7 @@ async def revoke(session: AsyncSession, tenant: Tenant, merchant_id: str) -> Mer
     merchant.consent_status = "revoked"
     merchant.revoked_at = utcnow()
     await session.flush()
-    await _announce(session, tenant, merchant, "merchant.revoked")
+    await announce(session, tenant, merchant, "merchant.revoked")
     logger.info("merchant_revoked", merchant=merchant.id)
     return merchant
 
@@ -520,116 +539,10 @@ async def merchant_for_payment(session: AsyncSession, tenant: Tenant, merchant_i
     return merchant
 
 
-# --- onboarding sessions ----------------------------------------------------------------------------
-@dataclass(frozen=True)
-class CreatedOnboarding:
-    onboarding: MerchantOnboardingSession
-    token: str
-
-
-async def create_onboarding_session(
-    session: AsyncSession, tenant: Tenant, merchant_id: str, command: OnboardingSessionCreate
-) -> CreatedOnboarding:
-    merchant = await _locked(session, tenant, merchant_id)
-    if merchant.connection_status != "active":
-        raise Conflict(f"This merchant is {merchant.connection_status}: activation follows a connection.")
-    if not merchant.requirements_due:
-        raise Conflict("This merchant has no requirements left: there is nothing to activate.")
-    settings = await installations.environment_settings_of(session, tenant)
-    if command.return_url not in settings.return_urls:
-        raise UrlNotRegistered(
-            f"return_url {command.return_url!r} is not a return URL registered for this environment; the "
-            "operator registers each one exactly (moneyrail settings set --return-url).",
-            param="return_url",
-        )
-    token = random_base62(TOKEN_LENGTH)
-    onboarding = MerchantOnboardingSession(
-        id=new_id("mos"),
-        installation_id=tenant.installation_id,
-        livemode=tenant.livemode,
-        merchant_id=merchant.id,
-        token_hash=hash_secret(token),
-        return_url=command.return_url,
-        status="open",
-        expires_at=await tenant_now(session, tenant) + ONBOARDING_LIFETIME,
-    )
-    await repository.add(session, onboarding)
-    return CreatedOnboarding(onboarding, token)
-
-
-def onboarding_url(base_url: str, token: str) -> str:
-    return f"{base_url}/onboarding/merchants/{token}"
-
-
-@dataclass(frozen=True)
-class OnboardingView:
-    business_name: str
-    requirements: list[str]
-    livemode: bool
-    return_url: str
-
-
-@dataclass(frozen=True)
-class OnboardingForm:
-    view: OnboardingView
-    error: str | None = None
-
-
-OnboardingStep = OnboardingForm | Redirect | Notice
-
-
-async def _onboarding(
-    session: AsyncSession, token: str
-) -> tuple[MerchantOnboardingSession, Merchant, Tenant] | Notice:
-    onboarding = await repository.onboarding_by_token_hash(session, hash_secret(token))
-    if onboarding is None:
-        return Notice("missing")
-    tenant = Tenant(onboarding.installation_id, onboarding.livemode)
-    if onboarding.status != "open":
-        return Notice("used")
-    if await tenant_now(session, tenant) >= onboarding.expires_at:
-        return Notice("expired")
-    merchant = await _locked(session, tenant, onboarding.merchant_id)
-    if merchant.connection_status != "active":
-        return Notice("refused", "This business is no longer connected to the application.")
-    return onboarding, merchant, tenant
-
-
-def _onboarding_view(onboarding: MerchantOnboardingSession, merchant: Merchant) -> OnboardingView:
-    return OnboardingView(
-        business_name=merchant.business_name or "",
-        requirements=list(merchant.requirements_due),
-        livemode=onboarding.livemode,
-        return_url=onboarding.return_url,
-    )
-
-
-async def show_onboarding(session: AsyncSession, token: str) -> OnboardingStep:
-    loaded = await _onboarding(session, token)
-    if isinstance(loaded, Notice):
-        return loaded
-    onboarding, merchant, _ = loaded
-    if not merchant.requirements_due:
-        return Redirect(onboarding.return_url)
-    return OnboardingForm(_onboarding_view(onboarding, merchant))
-
-
-async def complete_onboarding(session: AsyncSession, token: str, bank_account: str | None) -> OnboardingStep:
-    """The business gives what was due; the link then stops working (single use)."""
-    loaded = await _onboarding(session, token)
-    if isinstance(loaded, Notice):
-        return loaded
-    onboarding, merchant, tenant = loaded
-    number = re.sub(r"[\s-]", "", bank_account or "")
-    if SANDBOX_REQUIREMENT in merchant.requirements_due and not re.fullmatch(r"[0-9]{6,34}", number):
-        return OnboardingForm(
-            _onboarding_view(onboarding, merchant), error="Enter the bank account number (6 to 34 digits)."
-        )
-    merchant.requirements_due = []
-    merchant.updated_at = utcnow()
-    onboarding.status = "complete"
-    onboarding.completed_at = await tenant_now(session, tenant)
-    await session.flush()
-    await _announce(session, tenant, merchant, "merchant.updated")
-    logger.info("merchant_onboarding_completed", merchant=merchant.id)
-    return Redirect(onboarding.return_url)
+async def unpayable_merchants(
+    session: AsyncSession, tenant: Tenant, merchant_ids: Sequence[str]
+) -> dict[str, str]:
+    """Of these merchants, those whose connection is not active (merchant id -> status): their connected
+    accounts receive no new distribution or transfer until they connect again."""
+    statuses = await repository.connection_statuses(session, tenant, merchant_ids)
+    return {merchant_id: status for merchant_id, status in statuses.items() if status != "active"}

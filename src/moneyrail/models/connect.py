@@ -29,9 +29,11 @@ class ConnectedAccount(TenantOwned, Base):
     country: Mapped[str]
     email: Mapped[str | None]
     display_name: Mapped[str | None]
-    # the payout destination; shown only as its last four digits
-    bank_account_number: Mapped[str]
-    bank_last4: Mapped[str]
+    # the payout destination; shown only as its last four digits (a merchant's may still be due)
+    bank_account_number: Mapped[str | None]
+    bank_last4: Mapped[str | None]
+    # the merchant (connected over OAuth) this account pays, one account per merchant
+    merchant_id: Mapped[str | None] = mapped_column(ForeignKey("merchants.id"), unique=True)
     onboarding_status: Mapped[str] = mapped_column(server_default="pending")
     # what the hosted onboarding page collected (never identity documents: names, date of birth)
     individual: Mapped[dict[str, Any]] = mapped_column(server_default=text("'{}'::jsonb"))

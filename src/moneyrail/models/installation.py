@@ -44,6 +44,8 @@ class EnvironmentSettings(Base):
     commission_fixed_amount: Mapped[int] = mapped_column(server_default=text("0"))
     # requests per second per API key; null: the service-wide MONEYRAIL_RATE_LIMIT_PER_SECOND; 0: no limit
     rate_limit_per_second: Mapped[int | None]
+    # where the environment's own payouts go; null: none registered (the sandbox then uses its test account)
+    payout_bank_account: Mapped[str | None]
     updated_at: Mapped[datetime] = mapped_column(server_default=func.now())
 
 

@@ -1,4 +1,5 @@
-"""Payouts: money leaving a connected account's available balance for its bank account."""
+"""Payouts: money leaving an available balance (a connected account's, or the installation's own) for a
+bank account, and the reversals that bring a paid one back."""
 
 from __future__ import annotations
 
@@ -24,10 +25,18 @@ class Payout(TenantOwned, Base):
         Index("ix_payouts_account", "connected_account_id", "created_at"),
         # the arrival sweep's question: payouts on their way, soonest arrival first
         Index("ix_payouts_in_transit", "arrival_date", postgresql_where=text("status = 'in_transit'")),
+        # a payout is reversed once: one reversal that has not failed or been canceled
+        Index(
+            "ix_payouts_one_reversal",
+            "original_payout_id",
+            unique=True,
+            postgresql_where=text("status NOT IN ('failed', 'canceled')"),
+        ),
     )
 
     id: Mapped[str] = mapped_column(primary_key=True)
-    connected_account_id: Mapped[str] = mapped_column(ForeignKey("connected_accounts.id"))
+    # null: a payout of the installation's own balance
+    connected_account_id: Mapped[str | None] = mapped_column(ForeignKey("connected_accounts.id"))
     amount: Mapped[int]
     fee_amount: Mapped[int] = mapped_column(server_default=text("0"))
     currency: Mapped[str]
@@ -40,5 +49,8 @@ class Payout(TenantOwned, Base):
     processor_payout: Mapped[str | None]
     # a processor refusal ends one generation of keys; an operator's retry asks again under the next
     key_generation: Mapped[int] = mapped_column(server_default=text("0"))
+    # a reversal names the paid payout whose money it brings back, and that payout names it back
+    original_payout_id: Mapped[str | None] = mapped_column(ForeignKey("payouts.id"))
+    reversed_by_id: Mapped[str | None]
     metadata_: Mapped[dict[str, Any]] = mapped_column("metadata", server_default=text("'{}'::jsonb"))
     updated_at: Mapped[datetime] = mapped_column(server_default=text("now()"))

@@ -8,8 +8,8 @@ from moneyrail.api.context import Principal, request_session
 from moneyrail.api.pagination import ListEnvelope, PageRequest, list_envelope, page_request
 from moneyrail.api.routing import MoneyrailRoute, scoped
 
-from . import service
-from .schemas import PayoutCreate, PayoutOut, render_payout
+from . import reversals, service
+from .schemas import PayoutCreate, PayoutOut, PayoutReverse, render_payout
 
 router = APIRouter(route_class=MoneyrailRoute, tags=["payouts"])
 
@@ -47,6 +47,20 @@ async def list_payouts(
     return list_envelope(rows, page, render_payout)
 
 
+@router.post("/payouts", response_model=PayoutOut)
+async def create_installation_payout(
+    request: Request, body: PayoutCreate, principal: Annotated[Principal, scoped("payouts:write")]
+) -> PayoutOut:
+    """Pay out the installation's balance.
+
+    A direct installation's manual payout from its own available balance (`GET /v1/balance`) to the bank
+    account the operator registered for the environment: `pending`, `in_transit`, then `paid` (or
+    `failed`, the money back). A platform pays out through its connected accounts (409).
+    """
+    payout = await service.create_installation_payout(request_session(request), principal.tenant, body)
+    return render_payout(payout)
+
+
 @router.get("/payouts", response_model=ListEnvelope[PayoutOut])
 async def list_all_payouts(
     request: Request,
@@ -55,7 +69,8 @@ async def list_all_payouts(
 ) -> ListEnvelope[PayoutOut]:
     """List payouts.
 
-    Every payout of the installation's environment (today: its connected accounts' payouts), newest first.
+    Every payout of the installation's environment (its own and its connected accounts', reversals
+    included), newest first.
     """
     rows = await service.list_all_payouts(
         request_session(request), principal.tenant, limit=page.limit, after=page.after
@@ -83,3 +98,22 @@ async def cancel_payout(
     Cancel a payout still `pending` (not yet handed to the bank): its money returns to the balance.
     """
     return render_payout(await service.cancel_payout(request_session(request), principal.tenant, payout))
+
+
+@router.post("/payouts/{payout}/reverse", response_model=PayoutOut)
+async def reverse_payout(
+    request: Request,
+    payout: str,
+    principal: Annotated[Principal, scoped("payouts:write")],
+    body: PayoutReverse | None = None,
+) -> PayoutOut:
+    """Reverse a paid payout.
+
+    Only a `paid` payout, once: answers the reversal, a new payout (`original_payout` names the reversed
+    one) that takes the money back from the bank account to the balance it left, `pending` until its
+    operation, then `in_transit` and `paid` on the environment's clock. The instant fee is not returned.
+    """
+    reversal = await reversals.reverse_payout(
+        request_session(request), principal.tenant, payout, body or PayoutReverse()
+    )
+    return render_payout(reversal)

@@ -28,9 +28,17 @@ class PayoutCreate(RequestBody):
     metadata: Metadata = Field(default_factory=dict)
 
 
+class PayoutReverse(RequestBody):
+    model_config = ConfigDict(json_schema_extra={"examples": [{"metadata": {"reason": "wrong account"}}]})
+
+    metadata: Metadata = Field(default_factory=dict)
+
+
 class PayoutOut(ResourceOut):
     object: Literal["payout"] = "payout"
-    connected_account: str = Field(description="The `acct_` connected account paid out")
+    connected_account: str | None = Field(
+        description="The `acct_` connected account paid out; null for the installation's own balance"
+    )
     amount: int = Field(description="Paid to the bank account, in minor units")
     fee_amount: int = Field(description="Taken from the balance on top of `amount` (instant payouts)")
     currency: str
@@ -42,6 +50,10 @@ class PayoutOut(ResourceOut):
     )
     failure_message: str | None = Field(description="A human-readable failure reason; null otherwise")
     operation: str | None = Field(description="The `op_` payout operation that hands it to the bank")
+    original_payout: str | None = Field(
+        description="On a reversal: the paid payout whose money it brings back to the balance; else null"
+    )
+    reversed_by: str | None = Field(description="This payout's reversal (`po_`), once reversed; else null")
     metadata: dict[str, str]
 
 
@@ -60,5 +72,7 @@ def render_payout(payout: Payout) -> PayoutOut:
         failure_code=payout.failure_code,
         failure_message=payout.failure_message,
         operation=payout.operation_id,
+        original_payout=payout.original_payout_id,
+        reversed_by=payout.reversed_by_id,
         metadata=payout.metadata_,
     )

@@ -1,21 +1,30 @@
-"""Payouts of connected accounts: money from an account's available balance to its bank account.
+"""Payouts: money from an available balance to a bank account. The balance is a connected account's
+(`connect:<acct>:available`, to the account's bank account) or, for a direct installation, its own
+(`balance:available`, to the bank account the operator registered for the environment).
 
     pending -> in_transit   the processor took it (the `payout` operation); it arrives at arrival_date
     in_transit -> paid      the arrival date passed on the environment's clock (a scheduler sweep, or a
                             sandbox clock advance)
     pending -> failed       the processor refused it (sandbox bank account 000111111116: account_closed):
                             the money goes back to the available balance
-    pending -> canceled     an operator discarded its dead-lettered operation: the money goes back
+    pending -> canceled     canceled while pending, or an operator discarded its dead-lettered operation:
+                            the money goes back
 
 A transient processor fault is retried under the same key (one processor effect). Any other refusal
 dead-letters the operation with the payout still `pending` and its money held; an operator's retry asks
 the processor again under the payout's next key, a discard cancels it and returns the money.
 
-Money (the installation's ledger accounts, per currency):
+A paid payout can be reversed once (reversals.py): the reversal is a payout of its own, in the other
+direction, through the same states and the same operation handler.
 
-    created     connect:<acct>:available -(amount + fee), payouts:in_transit +amount, service:payout_fees +fee
+Money (the installation's ledger accounts, per currency; <balance> is the payout's available balance):
+
+    created     <balance> -(amount + fee), payouts:in_transit +amount, service:payout_fees +fee
     paid        payouts:in_transit -amount, world:bank_payouts +amount
-    returned    payouts:in_transit -amount, service:payout_fees -fee, connect:<acct>:available +(amount + fee)
+    returned    payouts:in_transit -amount, service:payout_fees -fee, <balance> +(amount + fee)
+  a reversal:
+    in transit  world:bank_payouts -amount, payouts:in_transit +amount   (the bank gave it up)
+    paid        payouts:in_transit -amount, <balance> +amount             (the instant fee stays spent)
 
 The money leaves the available balance when the payout is accepted, under a lock on that balance's
 account: two payouts requested at once are checked one after the other, and never exceed it.
@@ -39,6 +48,7 @@ from moneyrail.engine.schedule import register_periodic
 from moneyrail.engine.service import create_operation, register_outcome_listener
 from moneyrail.errors import AmountInvalid, Conflict, ResourceMissing
 from moneyrail.events.service import record_event
+from moneyrail.installations import service as installations
 from moneyrail.kit import states
 from moneyrail.kit.clock import utcnow
 from moneyrail.kit.ids import new_id
@@ -46,7 +56,9 @@ from moneyrail.kit.pagination import Position
 from moneyrail.kit.tenant import Tenant
 from moneyrail.ledger import service as ledger
 from moneyrail.models import Operation, Payout
+from moneyrail.payments.fees import BALANCE_AVAILABLE
 from moneyrail.processor.interface import Processor, ProcessorRefused, operation_key
+from moneyrail.processor.sandbox import TEST_BANK_ACCOUNT
 from moneyrail.sandbox.service import register_due_work, tenant_now
 
 from . import repository
@@ -117,36 +129,70 @@ def _legs(currency: str, *legs: tuple[str, int]) -> list[ledger.Posting]:
     return [ledger.Posting(account, amount, currency) for account, amount in legs if amount != 0]
 
 
-async def _announce(session: AsyncSession, tenant: Tenant, payout: Payout, event_type: str) -> None:
+def balance_account(payout: Payout) -> str:
+    """The available balance this payout's money comes from (and returns to)."""
+    if payout.connected_account_id is None:
+        return BALANCE_AVAILABLE
+    return connect.available_account(payout.connected_account_id)
+
+
+async def announce(session: AsyncSession, tenant: Tenant, payout: Payout, verb: str) -> None:
+    """`payout.<verb>`, or `payout.reversal.<verb>` for a reversal, so receivers never mistake money coming
+    back for money going out."""
+    event_type = f"payout.reversal.{verb}" if payout.original_payout_id else f"payout.{verb}"
     await record_event(session, tenant, event_type, render_payout(payout).model_dump(mode="json"))
 
 
 async def create_payout(
     session: AsyncSession, tenant: Tenant, account_id: str, command: PayoutCreate
 ) -> Payout:
+    """A connected account's payout, from its available balance to its bank account."""
     account = await connect.get_connected_account(session, tenant, account_id)
     if not Requirements.of(account).payouts_enabled:
         raise Conflict(
             "Payouts are not enabled for this account yet: its onboarding still has requirements "
             "currently due (POST /v1/connected-accounts/{id}/onboarding-links)."
         )
-    fee = instant_fee(command.amount) if command.method == "instant" else 0
-    available_code = connect.available_account(account.id)
-    balance_account = await ledger.ensure_account(session, tenant, available_code, command.currency)
-    await ledger.lock_accounts(session, [balance_account.id])  # concurrent payouts take turns
-    available = await ledger.balance(session, tenant, available_code, command.currency)
-    if command.amount + fee > available:
-        raise AmountInvalid(
-            f"The payout ({command.amount}"
-            + (f" plus the instant fee of {fee}" if fee else "")
-            + f") is more than the available balance ({available} {command.currency}).",
-            param="amount",
+    return await _hold_and_send(session, tenant, command, account.id)
+
+
+async def create_installation_payout(session: AsyncSession, tenant: Tenant, command: PayoutCreate) -> Payout:
+    """A direct installation's payout, from its own available balance to the environment's bank account.
+    A platform's balance funds the distributions it still owes, so it pays out through its connected
+    accounts instead."""
+    installation = await installations.require_installation(session, tenant.installation_id)
+    if installation.kind != "direct":
+        raise Conflict(
+            "A platform installation's balance funds its distributions: pay recipients out from their "
+            "connected accounts (POST /v1/connected-accounts/{id}/payouts)."
         )
+    await installation_bank_account(session, tenant)  # refused now, not later in the worker
+    return await _hold_and_send(session, tenant, command, None)
+
+
+async def installation_bank_account(session: AsyncSession, tenant: Tenant) -> str:
+    registered = (await installations.environment_settings_of(session, tenant)).payout_bank_account
+    if registered:
+        return registered
+    if not tenant.livemode:
+        return TEST_BANK_ACCOUNT  # until the operator registers one (000111111116 fails)
+    raise Conflict(
+        "No bank account is registered for this environment's payouts: the operator registers one "
+        "(moneyrail settings set --payout-bank-account)."
+    )
+
+
+async def _hold_and_send(
+    session: AsyncSession, tenant: Tenant, command: PayoutCreate, account_id: str | None
+) -> Payout:
+    """Takes the money (and the instant fee) out of the available balance under that balance's lock,
+    then hands the payout to its operation."""
+    fee = instant_fee(command.amount) if command.method == "instant" else 0
     payout = Payout(
         id=new_id("po"),
         installation_id=tenant.installation_id,
         livemode=tenant.livemode,
-        connected_account_id=account.id,
+        connected_account_id=account_id,
         amount=command.amount,
         fee_amount=fee,
         currency=command.currency,
@@ -155,6 +201,17 @@ async def create_payout(
         metadata_=command.metadata,
         updated_at=utcnow(),
     )
+    source = balance_account(payout)
+    locked = await ledger.ensure_account(session, tenant, source, command.currency)
+    await ledger.lock_accounts(session, [locked.id])  # concurrent payouts take turns
+    available = await ledger.balance(session, tenant, source, command.currency)
+    if command.amount + fee > available:
+        raise AmountInvalid(
+            f"The payout ({command.amount}"
+            + (f" plus the instant fee of {fee}" if fee else "")
+            + f") is more than the available balance ({available} {command.currency}).",
+            param="amount",
+        )
     await repository.add(session, payout)
     await ledger.post(
         session,
@@ -163,12 +220,23 @@ async def create_payout(
         reference=payout.id,
         idempotency_key=f"{payout.id}:payout",
         postings=_legs(
-            payout.currency,
-            (available_code, -(payout.amount + fee)),
-            (IN_TRANSIT, payout.amount),
-            (PAYOUT_FEES, fee),
+            payout.currency, (source, -(payout.amount + fee)), (IN_TRANSIT, payout.amount), (PAYOUT_FEES, fee)
         ),
     )
+    await start_operation(session, tenant, payout)
+    await announce(session, tenant, payout, "created")
+    logger.info(
+        "payout_created",
+        payout=payout.id,
+        connected_account=account_id,
+        amount=payout.amount,
+        currency=payout.currency,
+        method=payout.method,
+    )
+    return payout
+
+
+async def start_operation(session: AsyncSession, tenant: Tenant, payout: Payout) -> None:
     operation = await create_operation(
         session,
         tenant,
@@ -179,15 +247,6 @@ async def create_payout(
     )
     payout.operation_id = operation.id
     await session.flush()
-    await _announce(session, tenant, payout, "payout.created")
-    logger.info(
-        "payout_created",
-        payout=payout.id,
-        amount=payout.amount,
-        currency=payout.currency,
-        method=payout.method,
-    )
-    return payout
 
 
 async def list_payouts(
@@ -216,9 +275,9 @@ async def cancel_payout(session: AsyncSession, tenant: Tenant, payout_id: str) -
     _move(payout, "canceled")
     payout.failure_code = None
     payout.failure_message = None
-    await _return(session, tenant, payout)
+    await _give_back(session, tenant, payout)
     await session.flush()
-    await _announce(session, tenant, payout, "payout.canceled")
+    await announce(session, tenant, payout, "canceled")
     logger.info("payout_canceled", payout=payout.id)
     return payout
 
@@ -235,16 +294,25 @@ async def process_payout(session: AsyncSession, operation: Operation, processor:
     if payout is None or payout.status != "pending":
         return
     tenant = Tenant(payout.installation_id, payout.livemode)
-    account = await connect.get_connected_account(session, tenant, payout.connected_account_id)
     step = "payout" if payout.key_generation == 0 else f"payout:{payout.key_generation}"
     try:
-        result = await processor.create_payout(
-            tenant,
-            idempotency_key=operation_key(operation.id, step),
-            amount=payout.amount,
-            currency=payout.currency,
-            bank_account=account.bank_account_number,
-        )
+        if payout.original_payout_id is not None:
+            original = await get_payout(session, tenant, payout.original_payout_id)
+            result = await processor.reverse_payout(
+                tenant,
+                idempotency_key=operation_key(operation.id, step),
+                payout_id=original.processor_payout or original.id,
+                amount=payout.amount,
+                currency=payout.currency,
+            )
+        else:
+            result = await processor.create_payout(
+                tenant,
+                idempotency_key=operation_key(operation.id, step),
+                amount=payout.amount,
+                currency=payout.currency,
+                bank_account=await _destination(session, tenant, payout),
+            )
     except ProcessorRefused as refused:
         if refused.code in FINAL_REFUSALS:
             raise PermanentFailure(refused.code, refused.message) from refused
@@ -255,11 +323,39 @@ async def process_payout(session: AsyncSession, operation: Operation, processor:
     _move(payout, "in_transit")
     payout.processor_payout = result.processor_id
     payout.arrival_date = now + INSTANT_ARRIVAL if payout.method == "instant" else standard_arrival(now)
+    if payout.original_payout_id is not None:  # the bank gave the money up: it is on its way back
+        await ledger.post(
+            session,
+            tenant,
+            kind="payout_reversal",
+            reference=payout.id,
+            idempotency_key=f"{payout.id}:reversal",
+            postings=_legs(payout.currency, (BANK_PAYOUTS, -payout.amount), (IN_TRANSIT, payout.amount)),
+        )
     await session.flush()
-    await _announce(session, tenant, payout, "payout.updated")
+    await announce(session, tenant, payout, "updated")
 
 
-async def _return(session: AsyncSession, tenant: Tenant, payout: Payout) -> None:
+async def _destination(session: AsyncSession, tenant: Tenant, payout: Payout) -> str:
+    if payout.connected_account_id is None:
+        return await installation_bank_account(session, tenant)
+    account = await connect.get_connected_account(session, tenant, payout.connected_account_id)
+    if account.bank_account_number is None:  # payouts_enabled needs one; it cannot have gone since
+        raise PermanentFailure("external_account_missing", "The connected account has no bank account.")
+    return account.bank_account_number
+
+
+async def _give_back(session: AsyncSession, tenant: Tenant, payout: Payout) -> None:
+    """A payout that ends without reaching the bank: its held money (and fee) returns to the balance. A
+    reversal that ends so moved nothing yet; its original can be reversed again."""
+    if payout.original_payout_id is not None:
+        original = await repository.get(session, tenant, payout.original_payout_id, for_update=True)
+        if original is not None and original.reversed_by_id == payout.id:
+            original.reversed_by_id = None
+            original.updated_at = utcnow()
+            await session.flush()
+            await announce(session, tenant, original, "updated")
+        return
     await ledger.post(
         session,
         tenant,
@@ -270,7 +366,7 @@ async def _return(session: AsyncSession, tenant: Tenant, payout: Payout) -> None
             payout.currency,
             (IN_TRANSIT, -payout.amount),
             (PAYOUT_FEES, -payout.fee_amount),
-            (connect.available_account(payout.connected_account_id), payout.amount + payout.fee_amount),
+            (balance_account(payout), payout.amount + payout.fee_amount),
         ),
     )
 
@@ -295,7 +391,7 @@ async def _on_payout_outcome(session: AsyncSession, operation: Operation) -> Non
             payout.key_generation += 1
             payout.updated_at = utcnow()
             await session.flush()
-            await _announce(session, tenant, payout, "payout.updated")
+            await announce(session, tenant, payout, "updated")
         return
     status = {"failed": "failed", "canceled": "canceled"}.get(operation.status)
     if status is None:
@@ -304,29 +400,31 @@ async def _on_payout_outcome(session: AsyncSession, operation: Operation) -> Non
     error = operation.last_error or ""
     payout.failure_code, _, message = error.partition(": ") if status == "failed" else ("canceled", "", "")
     payout.failure_message = message or operation.discard_reason
-    await _return(session, tenant, payout)
+    await _give_back(session, tenant, payout)
     await session.flush()
-    await _announce(session, tenant, payout, "payout.updated")
+    await announce(session, tenant, payout, "updated")
 
 
 register_outcome_listener(_on_payout_outcome)
 
 
 async def settle_arrivals(session: AsyncSession, tenant: Tenant, now: datetime) -> int:
-    """Payouts whose arrival date has come on this tenant's clock are paid."""
+    """Payouts (and reversals) whose arrival date has come on this tenant's clock are paid."""
     done = 0
     for payout in await repository.arrived(session, tenant, now, ARRIVAL_BATCH):
+        # a payout's money reaches the bank; a reversal's reaches the balance it had left
+        destination = BANK_PAYOUTS if payout.original_payout_id is None else balance_account(payout)
         await ledger.post(
             session,
             tenant,
-            kind="payout_paid",
+            kind="payout_paid" if payout.original_payout_id is None else "payout_reversal_paid",
             reference=payout.id,
             idempotency_key=f"{payout.id}:paid",
-            postings=_legs(payout.currency, (IN_TRANSIT, -payout.amount), (BANK_PAYOUTS, payout.amount)),
+            postings=_legs(payout.currency, (IN_TRANSIT, -payout.amount), (destination, payout.amount)),
         )
         _move(payout, "paid")
         await session.flush()
-        await _announce(session, tenant, payout, "payout.paid")
+        await announce(session, tenant, payout, "paid")
         done += 1
     return done
 

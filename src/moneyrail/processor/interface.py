@@ -22,6 +22,7 @@ PROCESSOR_OPERATION_TYPES = (
     "transfer",
     "transfer_reversal",
     "payout",
+    "payout_reversal",
     "cost_report",
 )
 
@@ -234,6 +235,12 @@ class Processor(Protocol):
     async def create_payout(
         self, tenant: Tenant, *, idempotency_key: str, amount: int, currency: str, bank_account: str
     ) -> PayoutResult: ...
+
+    async def reverse_payout(
+        self, tenant: Tenant, *, idempotency_key: str, payout_id: str, amount: int, currency: str
+    ) -> PayoutResult:
+        """Take a paid payout's money back from the bank account it went to (a new processor payout)."""
+        ...
 
     async def list_transfers(self, tenant: Tenant) -> list[ProcessorTransferRecord]:
         """Every transfer the processor made for this tenant, as its own records say."""

@@ -44,8 +44,10 @@ from moneyrail.processor.interface import (
 )
 from moneyrail.sandbox.service import tenant_now
 
-# Sandbox bank accounts with a scripted outcome (CONVENTIONS.md §13).
+# Sandbox bank accounts with a scripted outcome (CONVENTIONS.md §13), and the one a sandbox party has
+# when it gave none (an installation's own payouts, a merchant whose consent form left nothing due).
 CLOSED_BANK_ACCOUNT = "000111111116"
+TEST_BANK_ACCOUNT = "000123456789"
 
 # Disputes (README "Disputes"): the dispute card's dispute opens this many sandbox hours after capture;
 # evidence is due this many days after a dispute opens; the network decides a submitted dispute this many
@@ -367,6 +369,17 @@ class SandboxProcessor:
             return {"id": _sandbox_id("sbx_po"), "status": "in_transit", **request}
 
         answered = await self._call(tenant, "payout", idempotency_key, request, answer)
+        return PayoutResult(answered["id"], answered["amount"], answered["currency"], answered["status"])
+
+    async def reverse_payout(
+        self, tenant: Tenant, *, idempotency_key: str, payout_id: str, amount: int, currency: str
+    ) -> PayoutResult:
+        request = {"payout_id": payout_id, "amount": amount, "currency": currency}
+
+        async def answer(_books: _Books) -> dict[str, Any]:
+            return {"id": _sandbox_id("sbx_po"), "status": "in_transit", **request}
+
+        answered = await self._call(tenant, "payout_reversal", idempotency_key, request, answer)
         return PayoutResult(answered["id"], answered["amount"], answered["currency"], answered["status"])
 
     async def list_transfers(self, tenant: Tenant) -> list[ProcessorTransferRecord]:

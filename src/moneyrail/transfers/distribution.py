@@ -1,7 +1,8 @@
 """A payment intent's `distribution`, checked at creation (CONVENTIONS.md §8, §12, §13).
 
 Rules: only a platform installation distributes; every recipient is a connected account (`acct_`) of
-this installation and environment (processor identifiers and `mer_` merchants are refused); the
+this installation and environment (processor identifiers are refused, and a `mer_` merchant with the
+`acct_` it is paid through named; a merchant's account while its connection is not active too); the
 allocations' amounts sum exactly to the payment's amount; `merchant_of_record`, when given, is the
 recipient of a `merchant` allocation; the commission is taken from the `merchant` allocations in
 proportion (largest remainder, kit/money.py), so they must be able to carry it.
@@ -11,19 +12,21 @@ This module imports nothing of payments: payments calls it (no import cycle).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from moneyrail.connect import merchants as merchant_accounts
 from moneyrail.connect import service as connect
 from moneyrail.errors import DistributionInvalid
 from moneyrail.kit.ids import looks_like_id
 from moneyrail.kit.money import split_largest_remainder
 from moneyrail.kit.tenant import Tenant
-from moneyrail.models import PaymentDistribution, PaymentIntent
+from moneyrail.merchants import service as merchant_connections
+from moneyrail.models import ConnectedAccount, PaymentDistribution, PaymentIntent
 
 ROLES = ("merchant", "developer", "courier", "driver", "other")
 
@@ -69,6 +72,23 @@ def commission_shares(commission: int, allocations: list[tuple[str, int]]) -> li
     return split_largest_remainder(commission, weights)
 
 
+async def merchant_refusals(
+    session: AsyncSession, tenant: Tenant, accounts: Iterable[ConnectedAccount]
+) -> dict[str, str]:
+    """acct id -> why it receives no money now: the merchant it pays is not connected (revoked, denied)."""
+    paying = {account.id: account.merchant_id for account in accounts if account.merchant_id}
+    unpayable = await merchant_connections.unpayable_merchants(session, tenant, list(paying.values()))
+    return {
+        account_id: (
+            f"{account_id} pays merchant {merchant_id}, whose connection is {unpayable[merchant_id]}: it "
+            "receives money again once the merchant connects again "
+            "(POST /v1/merchants/{id}/consent-sessions)."
+        )
+        for account_id, merchant_id in paying.items()
+        if merchant_id in unpayable
+    }
+
+
 def _refuse(message: str, param: str) -> DistributionInvalid:
     return DistributionInvalid(message, param=param)
 
@@ -104,11 +124,8 @@ async def plan_distribution(
         if item.role not in ROLES:
             raise _refuse(f"role must be one of {', '.join(ROLES)}.", f"{param}[role]")
         if looks_like_id(item.recipient, "mer"):
-            raise _refuse(
-                "A merchant (mer_) is not a distribution recipient yet: distribute to connected accounts "
-                "(acct_).",
-                f"{param}[recipient]",
-            )
+            reason = await merchant_accounts.merchant_is_not_a_recipient(session, tenant, item.recipient)
+            raise _refuse(reason, f"{param}[recipient]")
         if not looks_like_id(item.recipient, "acct"):
             raise _refuse(
                 "A recipient is a connected account id (acct_) of this installation; processor "
@@ -116,12 +133,15 @@ async def plan_distribution(
                 f"{param}[recipient]",
             )
     found = await connect.find_recipients(session, tenant, [item.recipient for item in items])
+    refusals = await merchant_refusals(session, tenant, found.values())
     for index, item in enumerate(items):
         if item.recipient not in found:
             raise _refuse(
                 f"No such recipient in this installation's {tenant.environment}: {item.recipient!r}.",
                 f"distribution[allocations][{index}][recipient]",
             )
+        if item.recipient in refusals:
+            raise _refuse(refusals[item.recipient], f"distribution[allocations][{index}][recipient]")
     total = sum(item.amount for item in items)
     if total != amount:
         raise _refuse(

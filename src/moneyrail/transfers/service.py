@@ -39,6 +39,7 @@ from datetime import timedelta
 import structlog
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from moneyrail.connect import merchants as merchant_accounts
 from moneyrail.connect import service as connect
 from moneyrail.engine.outcomes import TransientFailure
 from moneyrail.engine.policy import RetryPolicy, register_policy
@@ -305,14 +306,21 @@ async def create_group(
 
 
 async def _recipient(session: AsyncSession, tenant: Tenant, recipient: str, param: str) -> str:
+    if looks_like_id(recipient, "mer"):
+        reason = await merchant_accounts.merchant_is_not_a_recipient(session, tenant, recipient)
+        raise ParameterInvalid(reason, param=param)
     if not looks_like_id(recipient, "acct"):
         raise ParameterInvalid(
             "A recipient is a connected account id (acct_) of this installation; processor identifiers "
             "and other ids are not accepted.",
             param=param,
         )
-    if recipient not in await connect.find_recipients(session, tenant, [recipient]):
+    account = (await connect.find_recipients(session, tenant, [recipient])).get(recipient)
+    if account is None:
         raise ReferencedResourceMissing(f"No such connected_account: {recipient!r}", param=param)
+    refused = (await distribution.merchant_refusals(session, tenant, [account])).get(recipient)
+    if refused is not None:
+        raise ParameterInvalid(refused, param=param)
     return recipient
 
 

@@ -1,0 +1,152 @@
+"""Activation of a connected merchant that still has requirements (spec 4.D onboarding sessions): a
+hosted page, single use, 30 minutes on the environment's clock, that collects what is due (in the
+sandbox: the bank account its payouts go to, which its connected account then pays out to).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import structlog
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from moneyrail.connect import merchants as merchant_accounts
+from moneyrail.errors import Conflict, UrlNotRegistered
+from moneyrail.installations import service as installations
+from moneyrail.installations.service import hash_secret
+from moneyrail.kit.clock import utcnow
+from moneyrail.kit.ids import new_id, random_base62
+from moneyrail.kit.tenant import Tenant
+from moneyrail.models import Merchant, MerchantOnboardingSession
+from moneyrail.sandbox.service import tenant_now
+
+from . import repository
+from .schemas import OnboardingSessionCreate
+from .service import (
+    ONBOARDING_LIFETIME,
+    SANDBOX_REQUIREMENT,
+    TOKEN_LENGTH,
+    Notice,
+    Redirect,
+    announce,
+    locked_merchant,
+)
+
+logger = structlog.get_logger("moneyrail.merchants")
+
+
+@dataclass(frozen=True)
+class CreatedOnboarding:
+    onboarding: MerchantOnboardingSession
+    token: str
+
+
+async def create_onboarding_session(
+    session: AsyncSession, tenant: Tenant, merchant_id: str, command: OnboardingSessionCreate
+) -> CreatedOnboarding:
+    merchant = await locked_merchant(session, tenant, merchant_id)
+    if merchant.connection_status != "active":
+        raise Conflict(f"This merchant is {merchant.connection_status}: activation follows a connection.")
+    if not merchant.requirements_due:
+        raise Conflict("This merchant has no requirements left: there is nothing to activate.")
+    settings = await installations.environment_settings_of(session, tenant)
+    if command.return_url not in settings.return_urls:
+        raise UrlNotRegistered(
+            f"return_url {command.return_url!r} is not a return URL registered for this environment; the "
+            "operator registers each one exactly (moneyrail settings set --return-url).",
+            param="return_url",
+        )
+    token = random_base62(TOKEN_LENGTH)
+    onboarding = MerchantOnboardingSession(
+        id=new_id("mos"),
+        installation_id=tenant.installation_id,
+        livemode=tenant.livemode,
+        merchant_id=merchant.id,
+        token_hash=hash_secret(token),
+        return_url=command.return_url,
+        status="open",
+        expires_at=await tenant_now(session, tenant) + ONBOARDING_LIFETIME,
+    )
+    await repository.add(session, onboarding)
+    return CreatedOnboarding(onboarding, token)
+
+
+def onboarding_url(base_url: str, token: str) -> str:
+    return f"{base_url}/onboarding/merchants/{token}"
+
+
+@dataclass(frozen=True)
+class OnboardingView:
+    business_name: str
+    requirements: list[str]
+    livemode: bool
+    return_url: str
+
+
+@dataclass(frozen=True)
+class OnboardingForm:
+    view: OnboardingView
+    error: str | None = None
+
+
+OnboardingStep = OnboardingForm | Redirect | Notice
+
+
+async def _onboarding(
+    session: AsyncSession, token: str
+) -> tuple[MerchantOnboardingSession, Merchant, Tenant] | Notice:
+    onboarding = await repository.onboarding_by_token_hash(session, hash_secret(token))
+    if onboarding is None:
+        return Notice("missing")
+    tenant = Tenant(onboarding.installation_id, onboarding.livemode)
+    if onboarding.status != "open":
+        return Notice("used")
+    if await tenant_now(session, tenant) >= onboarding.expires_at:
+        return Notice("expired")
+    merchant = await locked_merchant(session, tenant, onboarding.merchant_id)
+    if merchant.connection_status != "active":
+        return Notice("refused", "This business is no longer connected to the application.")
+    return onboarding, merchant, tenant
+
+
+def _onboarding_view(onboarding: MerchantOnboardingSession, merchant: Merchant) -> OnboardingView:
+    return OnboardingView(
+        business_name=merchant.business_name or "",
+        requirements=list(merchant.requirements_due),
+        livemode=onboarding.livemode,
+        return_url=onboarding.return_url,
+    )
+
+
+async def show_onboarding(session: AsyncSession, token: str) -> OnboardingStep:
+    loaded = await _onboarding(session, token)
+    if isinstance(loaded, Notice):
+        return loaded
+    onboarding, merchant, _ = loaded
+    if not merchant.requirements_due:
+        return Redirect(onboarding.return_url)
+    return OnboardingForm(_onboarding_view(onboarding, merchant))
+
+
+async def complete_onboarding(session: AsyncSession, token: str, bank_account: str | None) -> OnboardingStep:
+    """The business gives what was due; the link then stops working (single use)."""
+    loaded = await _onboarding(session, token)
+    if isinstance(loaded, Notice):
+        return loaded
+    onboarding, merchant, tenant = loaded
+    number = re.sub(r"[\s-]", "", bank_account or "")
+    if SANDBOX_REQUIREMENT in merchant.requirements_due and not re.fullmatch(r"[0-9]{6,34}", number):
+        return OnboardingForm(
+            _onboarding_view(onboarding, merchant), error="Enter the bank account number (6 to 34 digits)."
+        )
+    if SANDBOX_REQUIREMENT in merchant.requirements_due:
+        await merchant_accounts.record_merchant_bank_account(session, tenant, merchant.id, number)
+    merchant.requirements_due = []
+    merchant.updated_at = utcnow()
+    onboarding.status = "complete"
+    onboarding.completed_at = await tenant_now(session, tenant)
+    await session.flush()
+    await announce(session, tenant, merchant, "merchant.updated")
+    logger.info("merchant_onboarding_completed", merchant=merchant.id)
+    return Redirect(onboarding.return_url)
