@@ -249,6 +249,15 @@ def cycle_distribution(snapshot: dict[str, Any], amount: int) -> DistributionIn:
     )
 
 
+def cycle_boundary(subscription: Subscription, price: Price, cycle: int) -> datetime:
+    """The start of a cycle on the subscription's calendar: counted from its anchor, which a
+    monthly/yearly switch moved to the renewal it took effect at (`anchor_cycle`)."""
+    interval = cast(calendar.Interval, price.interval)
+    return calendar.boundary(
+        subscription.anchor_at, interval, price.interval_count, cycle - subscription.anchor_cycle
+    )
+
+
 async def _open_invoice(
     session: AsyncSession,
     tenant: Tenant,
@@ -260,7 +269,6 @@ async def _open_invoice(
     prepared, not charged."""
     amount = await catalog.checked_total(session, tenant, price, subscription.quantity)
     snapshot = subscription.distribution
-    interval = cast(calendar.Interval, price.interval)
     created = await payments.create_payment_intent(
         session,
         tenant,
@@ -284,8 +292,8 @@ async def _open_invoice(
         status="open",
         amount=amount,
         currency=subscription.currency,
-        period_start=calendar.boundary(subscription.anchor_at, interval, price.interval_count, cycle),
-        period_end=calendar.boundary(subscription.anchor_at, interval, price.interval_count, cycle + 1),
+        period_start=cycle_boundary(subscription, price, cycle),
+        period_end=cycle_boundary(subscription, price, cycle + 1),
         payment_intent_id=created.payment.id,
         terms_version=subscription.terms_version,
         distribution_version=subscription.distribution_version if snapshot is not None else None,
@@ -357,6 +365,7 @@ async def create_subscription(
         currency=price.currency,
         status="incomplete",
         anchor_at=now,
+        anchor_cycle=0,
         cycle=0,
         current_period_start=now,
         current_period_end=calendar.boundary(now, interval, price.interval_count, 1),
@@ -607,7 +616,8 @@ async def _renew(session: AsyncSession, tenant: Tenant, subscription: Subscripti
     price = await catalog.get_price(session, tenant, subscription.price_id)
     cycle = max(
         subscription.cycle + 1,
-        calendar.cycle_at(
+        subscription.anchor_cycle
+        + calendar.cycle_at(
             subscription.anchor_at, cast(calendar.Interval, price.interval), price.interval_count, now
         ),
     )
