@@ -52,13 +52,15 @@ from moneyrail.kit.ids import new_id
 from moneyrail.kit.money import split_largest_remainder
 from moneyrail.kit.pagination import Position
 from moneyrail.kit.tenant import Tenant
-from moneyrail.models import Operation, PaymentIntent, Price, Subscription, SubscriptionInvoice
+from moneyrail.models import Operation, PaymentIntent, Price, Refund, Subscription, SubscriptionInvoice
 from moneyrail.payment_methods import service as methods
+from moneyrail.payments import refunds as payment_refunds
 from moneyrail.payments import service as payments
 from moneyrail.payments.schemas import AllocationIn, DistributionIn, PaymentIntentCreate
 from moneyrail.processor import provider
 from moneyrail.processor.interface import Processor
 from moneyrail.sandbox.service import register_due_work, tenant_now
+from moneyrail.transfers import reversals
 from moneyrail.transfers import service as transfers
 
 from . import calendar, catalog, repository
@@ -547,12 +549,33 @@ async def _on_distribution_outcome(session: AsyncSession, operation: Operation) 
     if invoice is None or invoice.distribution is None:
         return
     invoice.allocation_group_id = group.id
-    invoice.settlement_status = "settled" if operation.status == "succeeded" else "failed"
+    if group.status == "canceled":  # a refund stopped it before it went out: its commit sent nothing
+        invoice.settlement_status = "canceled"
+    else:
+        invoice.settlement_status = "settled" if operation.status == "succeeded" else "failed"
     invoice.updated_at = utcnow()
     await session.flush()
 
 
 register_outcome_listener(_on_distribution_outcome)
+
+
+async def _stop_distribution_on_refund(
+    session: AsyncSession, tenant: Tenant, payment: PaymentIntent, refund: Refund
+) -> None:
+    """A refund of a subscription payment (spec 4.C) stops the distribution not executed yet, in the
+    transaction that accepts it; the refund's operation then reverses what was sent and refunds."""
+    invoice = await repository.invoice_for_payment(session, payment.id)
+    if invoice is None or invoice.distribution is None:
+        return
+    if await reversals.stop_unsent_distribution(session, tenant, payment):
+        invoice.settlement_status = "canceled"
+        invoice.updated_at = utcnow()
+        await session.flush()
+        logger.info("subscription_distribution_stopped", subscription_invoice=invoice.id, refund=refund.id)
+
+
+payment_refunds.register_refund_acceptor(_stop_distribution_on_refund)
 
 
 async def _fail(

@@ -106,23 +106,27 @@ for _type in (COMMIT_TYPE, TRANSFER_TYPE):
         ),
     )
 
+# `canceled`: a refund of a subscription payment stopped what of its distribution was not sent yet
+# (reversals.stop_unsent_distribution)
 GROUP_TRANSITIONS: dict[str, frozenset[str]] = {
-    "open": frozenset({"committing"}),
-    "committing": frozenset({"committed", "failed"}),
-    "failed": frozenset({"committing"}),
+    "open": frozenset({"committing", "canceled"}),
+    "committing": frozenset({"committed", "failed", "canceled"}),
+    "failed": frozenset({"committing", "canceled"}),
     "committed": frozenset(),
+    "canceled": frozenset(),
 }
 TRANSFER_TRANSITIONS: dict[str, frozenset[str]] = {
-    "pending": frozenset({"paid", "failed"}),
-    "failed": frozenset({"pending"}),
+    "pending": frozenset({"paid", "failed", "canceled"}),
+    "failed": frozenset({"pending", "canceled"}),
     "paid": frozenset({"reversed"}),
     "reversed": frozenset(),
+    "canceled": frozenset(),
 }
 PLATFORM_PENDING = fees.BALANCE_PENDING
 PLATFORM_AVAILABLE = fees.BALANCE_AVAILABLE
 
 
-def _move_group(group: AllocationGroup, status: str) -> None:
+def move_group(group: AllocationGroup, status: str) -> None:
     states.move(group, status, GROUP_TRANSITIONS, "An allocation group")
 
 
@@ -144,7 +148,7 @@ REFUSED_TRANSFER = re.compile(r"\b(tr_[0-9A-Za-z]{24}) refused: ([a-z_]+): (.*)$
 
 
 # --- events -------------------------------------------------------------------------------------------
-async def _announce_group(
+async def announce_group(
     session: AsyncSession, tenant: Tenant, group: AllocationGroup, event_type: str
 ) -> None:
     await record_event(
@@ -297,7 +301,7 @@ async def create_group(
 ) -> AllocationGroup:
     payment = await _captured_payment(session, tenant, command.payment_intent, "payment_intent")
     group = await _reserve(session, tenant, payment, command.amount, "api", command.metadata)
-    await _announce_group(session, tenant, group, "allocation_group.created")
+    await announce_group(session, tenant, group, "allocation_group.created")
     logger.info(
         "allocation_group_created", allocation_group=group.id, payment_intent=payment.id, amount=group.amount
     )
@@ -383,7 +387,7 @@ async def _commit(
     allocations = await repository.allocations_of(session, group.id)
     if not allocations:
         raise Conflict("This allocation group has no allocations to commit.")
-    _move_group(group, "committing")
+    move_group(group, "committing")
     now = utcnow()
     transfers = [
         Transfer(
@@ -417,17 +421,19 @@ async def _commit(
     for transfer in transfers:
         await session.refresh(transfer, ["created_at"])
         await announce_transfer(session, tenant, transfer, "transfer.created")
-    await _announce_group(session, tenant, group, "allocation_group.updated")
+    await announce_group(session, tenant, group, "allocation_group.updated")
     logger.info("allocation_group_committing", allocation_group=group.id, operation_id=operation.id)
     return operation
 
 
 async def commit_group(session: AsyncSession, tenant: Tenant, group_id: str) -> Operation:
+    # the payment's lock first, then the group's: the order a refund stopping the group takes
+    found = await get_group(session, tenant, group_id)
+    payment = await payments.lock_payment_intent(session, tenant, found.payment_intent_id)
     group = await get_group(session, tenant, group_id, for_update=True)
     if group.status != "open":
         raise Conflict(f"Only an open group can be committed; this one is {group.status}.")
     # a refund accepted since the reservation may have taken money the group counted on
-    payment = await payments.lock_payment_intent(session, tenant, group.payment_intent_id)
     still_there = await _unreserved(session, payment) + group.amount
     if group.amount_allocated > still_there:
         raise Conflict(
@@ -518,7 +524,7 @@ async def distribute_captured_payment(session: AsyncSession, tenant: Tenant, pay
                 metadata=row.get("metadata") or {},
             )
     declared.allocation_group_id = group.id
-    await _announce_group(session, tenant, group, "allocation_group.created")
+    await announce_group(session, tenant, group, "allocation_group.created")
     await _commit(session, tenant, group, COMMIT_TYPE)
 
 
@@ -575,15 +581,17 @@ async def _book_transfer(
 async def process_commit(session: AsyncSession, operation: Operation, processor: Processor) -> None:
     """The allocation_commit (and transfer) handler: every unfinished transfer of the group, once."""
     tenant = Tenant(operation.installation_id, operation.livemode)
-    group = await repository.get_group(
-        session, tenant, operation.payload["allocation_group"], for_update=True
-    )
-    if group is None or group.status == "committed":
+    found = await repository.get_group(session, tenant, operation.payload["allocation_group"])
+    if found is None:
         return
+    # the payment's lock first, then the group's: a refund accepted meanwhile has stopped it, or waits
+    payment = await payments.lock_payment_intent(session, tenant, found.payment_intent_id)
+    group = await repository.get_group(session, tenant, found.id, for_update=True)
+    if group is None or group.status in ("committed", "canceled"):
+        return  # done already, or stopped by a refund before it went out
     if group.status == "failed":  # an operator retried the dead letter
-        _move_group(group, "committing")
+        move_group(group, "committing")
         group.failure_reason = None
-    payment = await payments.lock_payment_intent(session, tenant, group.payment_intent_id)
     for transfer in await repository.transfers_of_group(session, group.id, for_update=True):
         if transfer.status in {"paid", "reversed"}:
             continue
@@ -602,10 +610,10 @@ async def process_commit(session: AsyncSession, operation: Operation, processor:
         await _book_transfer(session, tenant, payment, transfer, result)
         await session.flush()
         await announce_transfer(session, tenant, transfer, "transfer.paid")
-    _move_group(group, "committed")
+    move_group(group, "committed")
     group.committed_at = await tenant_now(session, tenant)
     await session.flush()
-    await _announce_group(session, tenant, group, "allocation_group.updated")
+    await announce_group(session, tenant, group, "allocation_group.updated")
     logger.info("allocation_group_committed", allocation_group=group.id, operation_id=operation.id)
 
 
@@ -623,7 +631,7 @@ async def _on_commit_outcome(session: AsyncSession, operation: Operation) -> Non
     )
     if group is None or group.status != "committing":
         return
-    _move_group(group, "failed")
+    move_group(group, "failed")
     group.failure_reason = operation.last_error
     refused = REFUSED_TRANSFER.search(operation.last_error or "")
     if refused is not None:
@@ -636,7 +644,7 @@ async def _on_commit_outcome(session: AsyncSession, operation: Operation) -> Non
             await session.flush()
             await announce_transfer(session, tenant, transfer, "transfer.failed")
     await session.flush()
-    await _announce_group(session, tenant, group, "allocation_group.updated")
+    await announce_group(session, tenant, group, "allocation_group.updated")
 
 
 register_outcome_listener(_on_commit_outcome)
