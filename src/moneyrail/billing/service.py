@@ -52,6 +52,8 @@ from moneyrail.kit.ids import new_id
 from moneyrail.kit.money import split_largest_remainder
 from moneyrail.kit.pagination import Position
 from moneyrail.kit.tenant import Tenant
+from moneyrail.merchants import service as merchants
+from moneyrail.merchants.schemas import capabilities_of
 from moneyrail.models import Operation, PaymentIntent, Price, Refund, Subscription, SubscriptionInvoice
 from moneyrail.payment_methods import service as methods
 from moneyrail.payments import refunds as payment_refunds
@@ -137,6 +139,7 @@ def render_subscription(subscription: Subscription, price: Price, now: datetime)
         livemode=subscription.livemode,
         created=to_unix(subscription.created_at),
         customer=subscription.customer_id,
+        merchant=subscription.merchant_id,
         price=subscription.price_id,
         quantity=subscription.quantity,
         currency=subscription.currency,
@@ -350,6 +353,12 @@ async def create_subscription(
             param="distribution",
         )
     snapshot = checked_distribution(command.distribution) if command.distribution is not None else None
+    # the merchant it sells for: active and able to take payments now; each renewal checks it again
+    merchant = (
+        await merchants.merchant_for_payment(session, tenant, command.merchant)
+        if command.merchant is not None
+        else None
+    )
     price = await _price_for(session, tenant, command)
     try:
         customer = await customers.get_customer(session, tenant, command.customer)
@@ -362,6 +371,7 @@ async def create_subscription(
         installation_id=tenant.installation_id,
         livemode=tenant.livemode,
         customer_id=customer.id,
+        merchant_id=merchant.id if merchant is not None else None,
         price_id=price.id,
         quantity=command.quantity,
         currency=price.currency,
@@ -598,6 +608,21 @@ async def _fail(
 
 
 # --- safety checks --------------------------------------------------------------------------------
+async def _merchant_problem(session: AsyncSession, tenant: Tenant, subscription: Subscription) -> str | None:
+    """The merchant a subscription sells for must keep its grant (spec 4.M rule 3): revoked, or no
+    longer able to take payments, automation stops before anything is charged."""
+    if subscription.merchant_id is None:
+        return None
+    merchant = await merchants.get_merchant(session, tenant, subscription.merchant_id)
+    if merchant.connection_status == "revoked":
+        return "merchant_grant_revoked"
+    if merchant.connection_status != "active":
+        return "merchant_not_active"
+    if capabilities_of(merchant).payments != "active":
+        return "merchant_cannot_take_payments"
+    return None
+
+
 async def _renewal_method_or_problem(
     session: AsyncSession, tenant: Tenant, subscription: Subscription, invoice: SubscriptionInvoice
 ) -> tuple[Any, str | None]:
@@ -608,6 +633,9 @@ async def _renewal_method_or_problem(
     price = await catalog.get_price(session, tenant, subscription.price_id)
     if price.currency != subscription.currency or invoice.currency != subscription.currency:
         return None, "currency_mismatch"
+    merchant_problem = await _merchant_problem(session, tenant, subscription)
+    if merchant_problem is not None:
+        return None, merchant_problem
     method_id = await methods.preferred_method_id(session, tenant, subscription.customer_id)
     method = await methods.get_method(session, tenant, method_id) if method_id is not None else None
     if method is None or method.detached_at is not None:
@@ -634,6 +662,10 @@ async def _renew(session: AsyncSession, tenant: Tenant, subscription: Subscripti
     """The next cycle's invoice and its renewal operation. Only the cycle that contains `now` is
     collected: periods that passed during an outage are not charged retroactively. A change accepted
     for the next cycle takes effect first, so this cycle is billed at its terms."""
+    merchant_problem = await _merchant_problem(session, tenant, subscription)
+    if merchant_problem is not None:  # no invoice, no payment: a sync after the repair renews it
+        await _stop_for_review(session, tenant, subscription, merchant_problem)
+        return
     for hook in _before_renewal:
         await hook(session, tenant, subscription)
     price = await catalog.get_price(session, tenant, subscription.price_id)
