@@ -22,6 +22,7 @@ from tests.billing.support import (
     wait_until,
 )
 from tests.checkout.support import SUCCESS_URL, card_form
+from tests.disputes.support import disputed
 from tests.helpers import assert_error, count_rows
 from tests.payment_methods.support import SUCCEEDS
 from tests.payments.support import event_types, set_commission
@@ -125,7 +126,7 @@ def test_bad_proposals_are_refused_with_their_codes_and_write_nothing(biller, db
         "expected_version",
     )
     assert_error(propose(biller, subscription, price=usd["id"]), 400, "currency_invalid", "price")
-    assert_error(propose(biller, subscription, price=yearly["id"]), 400, "parameter_invalid", "price")
+    assert_error(propose(biller, subscription, price=yearly["id"]), 400, "parameter_invalid", "effective")
     assert_error(propose(biller, subscription, price="price_nope"), 400, "resource_missing", "price")
     assert_error(propose(biller, subscription, quantity=0), 400, "parameter_invalid", "quantity")
     assert_error(propose(biller, subscription, quantity=1), 400, "parameter_invalid")  # changes nothing
@@ -281,15 +282,43 @@ def test_cancelling_the_subscription_cancels_its_unapplied_change(biller):
     assert event_types(biller, change["id"]) == ["subscription.change.canceled"]
 
 
-def test_proration_counts_nothing_of_a_refunded_period(biller, db):
-    """Spec 4.M rule 4: the difference is not computed over refunded (or disputed) periods."""
+def refused_over_an_excluded_period(api, db, subscription: dict, why: str) -> None:
+    """Spec 4.M rule 4: the difference is not computed over a refunded or disputed period. No difference
+    exists there, so the immediate change is refused (never charged as if the period cost nothing, nor
+    applied for free); scheduled for the renewal, it is taken, with nothing due now."""
+    dearer = price(api, 4000)
+    changes = count_rows(db, "subscription_changes", api.keys.installation_id)
+    calls = count_rows(db, "sandbox_processor_calls", api.keys.installation_id)
+    refused = propose(api, subscription, price=dearer["id"])
+    assert_error(refused, 400, "parameter_invalid", "effective")
+    message = refused.json()["error"]["message"]
+    assert f"was {why}" in message and "next_cycle" in message
+    assert count_rows(db, "subscription_changes", api.keys.installation_id) == changes
+    assert count_rows(db, "sandbox_processor_calls", api.keys.installation_id) == calls
+    scheduled = ok(propose(api, subscription, price=dearer["id"], effective="next_cycle"))
+    assert (scheduled["amount"], scheduled["amount_due"]) == (4000, 0)
+
+
+def test_proration_is_not_computed_over_a_refunded_period(biller, db, money_stack):
     subscription = active_subscription(biller, 1500)
-    dearer = price(biller, 4000)
+    # before the refund the same upgrade is quoted with its prorated difference
+    quoted = ok(propose(biller, subscription, quantity=2))
+    assert quoted["amount_due"] > 0
+    ok(post(biller, f"/v1/subscriptions/{subscription['id']}/changes/{quoted['id']}/cancel"))
     first = invoices(biller, subscription["id"])[0]
-    ok(biller.post("/v1/refunds", json={"payment_intent": first["payment_intent"], "amount": 500}))
-    assert_error(propose(biller, subscription, price=dearer["id"]), 400, "amount_too_small", "effective")
-    assert count_rows(db, "subscription_changes", biller.keys.installation_id) == 0
-    assert ok(propose(biller, subscription, price=dearer["id"], effective="next_cycle"))["amount_due"] == 0
+    refund = ok(biller.post("/v1/refunds", json={"payment_intent": first["payment_intent"], "amount": 500}))
+    wait_until(lambda: ok(biller.get(f"/v1/refunds/{refund['id']}"))["status"] == "succeeded")
+    refused_over_an_excluded_period(biller, db, subscription, "refunded")
+
+
+def test_proration_is_not_computed_over_a_disputed_period(biller, db, money_stack):
+    subscription = active_subscription(biller, 1500)
+    quoted = ok(propose(biller, subscription, quantity=2))
+    assert quoted["amount_due"] > 0
+    ok(post(biller, f"/v1/subscriptions/{subscription['id']}/changes/{quoted['id']}/cancel"))
+    first = invoices(biller, subscription["id"])[0]
+    disputed(biller, first["payment_intent"])  # the sandbox network opens it; the worker withdraws its money
+    refused_over_an_excluded_period(biller, db, subscription, "disputed")
 
 
 def test_an_unpaid_immediate_difference_is_withdrawn_when_its_period_ends(biller, money_stack):

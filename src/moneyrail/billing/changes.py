@@ -81,18 +81,10 @@ def _move(change: SubscriptionChange, status: str, now: datetime) -> None:
 
 
 # --- the arithmetic ------------------------------------------------------------------------------------
-def prorated_difference(
-    difference: int,
-    period_start: datetime,
-    period_end: datetime,
-    now: datetime,
-    *,
-    period_excluded: bool = False,
-) -> int:
+def prorated_difference(difference: int, period_start: datetime, period_end: datetime, now: datetime) -> int:
     """The difference payable now for the rest of the period: ceil(difference x remaining seconds /
-    period seconds) (spec 4.M rule 4). A period refunded or disputed is not prorated at all: nothing of
-    it counts as remaining, so an immediate change there has nothing to charge."""
-    if difference <= 0 or period_excluded:
+    period seconds) (spec 4.M rule 4)."""
+    if difference <= 0:
         return 0
     period_seconds = int((period_end - period_start).total_seconds())
     remaining_seconds = min(period_seconds, max(0, int((period_end - now).total_seconds())))
@@ -101,17 +93,25 @@ def prorated_difference(
     return -(-difference * remaining_seconds // period_seconds)  # rounded up to the minor unit
 
 
-async def _period_excluded(session: AsyncSession, tenant: Tenant, subscription: Subscription) -> bool:
-    """Whether the current period's collection was refunded (in part or whole, a refund pending
-    included) or disputed."""
-    if subscription.latest_invoice_id is None:
-        return False
-    invoice = await repository.get_invoice(session, tenant, subscription.latest_invoice_id)
+async def _why_period_excluded(
+    session: AsyncSession, tenant: Tenant, subscription: Subscription
+) -> str | None:
+    """Spec 4.M rule 4: the difference "is not computed over refunded or disputed periods". Whether the
+    current period's collection was refunded (in part or whole, a refund pending included) or
+    disputed (a dispute opened, whatever its outcome), and which.
+
+    Read literally, no difference exists for such a period: an immediate change there is refused (not
+    charged as if the period's current total were zero, nor applied for free), and the payer schedules
+    it for the renewal instead (next_cycle), as with a difference too small for the commission."""
+    invoice = await repository.cycle_invoice(session, subscription.id, subscription.cycle)
     if invoice is None or invoice.status != "paid":
-        return False
+        return None
     payment = await payments.get_payment_intent(session, tenant, invoice.payment_intent_id)
-    refunded = payment.amount_refunded > 0 or await payment_refunds.promised_back(session, payment.id) > 0
-    return refunded or await disputes.is_disputed(session, payment.id)
+    if await disputes.is_disputed(session, payment.id):
+        return "disputed"
+    if payment.amount_refunded > 0 or await payment_refunds.promised_back(session, payment.id) > 0:
+        return "refunded"
+    return None
 
 
 # --- rendering ---------------------------------------------------------------------------------------
@@ -179,13 +179,12 @@ async def _new_price(
             "currency needs a new subscription and new consent).",
             param="price",
         )
-    if price.interval != current.interval or price.interval_count != current.interval_count:
-        raise ParameterInvalid(
-            "A change keeps the billing frequency of the subscription; a new frequency needs a new "
-            "subscription.",
-            param="price",
-        )
     return price
+
+
+def switches_frequency(current: Price, new: Price) -> bool:
+    """A monthly/yearly switch (or another interval_count): it can only start a new period."""
+    return (new.interval, new.interval_count) != (current.interval, current.interval_count)
 
 
 async def create_change(
@@ -225,6 +224,13 @@ async def create_change(
     amount = await catalog.checked_total(session, tenant, price, quantity)
     current_amount = catalog.cycle_amount(current_price, subscription.quantity)
     amount_due = 0
+    if command.effective == "immediate" and switches_frequency(current_price, price):
+        raise ParameterInvalid(
+            f"This price renews {service.frequency_of(price)}, the subscription "
+            f"{service.frequency_of(current_price)}: a change of billing frequency takes effect at the "
+            "renewal, where the new period starts; schedule it with effective next_cycle.",
+            param="effective",
+        )
     if command.effective == "immediate":
         if amount <= current_amount:
             raise ParameterInvalid(
@@ -232,12 +238,16 @@ async def create_change(
                 "takes effect at renewal (effective next_cycle), no credit is created.",
                 param="effective",
             )
+        excluded = await _why_period_excluded(session, tenant, subscription)
+        if excluded is not None:
+            raise ParameterInvalid(
+                f"The payment of the current period was {excluded}: no prorated difference is computed "
+                "over a refunded or disputed period (spec 4.M rule 4), so nothing can be charged now for "
+                "an immediate change. Schedule it for the renewal instead (effective next_cycle).",
+                param="effective",
+            )
         amount_due = prorated_difference(
-            amount - current_amount,
-            subscription.current_period_start,
-            subscription.current_period_end,
-            now,
-            period_excluded=await _period_excluded(session, tenant, subscription),
+            amount - current_amount, subscription.current_period_start, subscription.current_period_end, now
         )
         reserve = (await payments.commission_policy(session, tenant)).reserve(amount_due)
         if amount_due == 0 or (reserve is not None and amount_due <= reserve):
@@ -430,6 +440,12 @@ async def _apply_scheduled(session: AsyncSession, tenant: Tenant, subscription: 
         _move(change, "canceled", await tenant_now(session, tenant))
         await _announce(session, tenant, change, "subscription.change.canceled")
         return
+    current = await catalog.get_price(session, tenant, subscription.price_id)
+    if switches_frequency(current, await catalog.get_price(session, tenant, change.price_id)):
+        # a monthly/yearly switch (spec 4.M rule 5): the new frequency's calendar starts at this
+        # renewal, the period the renewal opens is its first
+        subscription.anchor_at = subscription.current_period_end
+        subscription.anchor_cycle = subscription.cycle + 1
     await _apply(session, tenant, subscription, change)
 
 

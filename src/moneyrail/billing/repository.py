@@ -64,6 +64,17 @@ async def invoice_for_payment(session: AsyncSession, payment_id: str) -> Subscri
     return await session.scalar(statement.with_for_update())
 
 
+async def cycle_invoice(
+    session: AsyncSession, subscription_id: str, cycle: int
+) -> SubscriptionInvoice | None:
+    statement = select(SubscriptionInvoice).where(
+        SubscriptionInvoice.subscription_id == subscription_id,
+        SubscriptionInvoice.billing_kind == "cycle",
+        SubscriptionInvoice.cycle == cycle,
+    )
+    return await session.scalar(statement)
+
+
 async def unsettled_invoices(session: AsyncSession, subscription_id: str) -> Sequence[SubscriptionInvoice]:
     statement = select(SubscriptionInvoice).where(
         SubscriptionInvoice.subscription_id == subscription_id,

@@ -188,6 +188,11 @@ class SubscriptionCreate(RequestBody):
         default=None, description="A new price created for this subscription; exclusive with `price`"
     )
     customer: ObjectId = Field(description="The `cus_` id who pays")
+    merchant: ObjectId | None = Field(
+        default=None,
+        description="The connected merchant (`mer_`) this subscription sells for: active and able to take "
+        "payments; a renewal after its grant was revoked stops for review (`merchant_grant_revoked`)",
+    )
     quantity: int = Field(default=1, description="1 to 10000")
     distribution: DistributionIn | None = Field(
         default=None,
@@ -210,6 +215,9 @@ class SubscriptionCancel(RequestBody):
 class SubscriptionOut(ResourceOut):
     object: Literal["subscription"] = Field(default="subscription", description="Always `subscription`")
     customer: str = Field(description="The `cus_` id who pays")
+    merchant: str | None = Field(
+        default=None, description="The connected merchant (`mer_`) it sells for, if one was named"
+    )
     price: str = Field(description="The `price_` id of the current terms")
     quantity: int = Field(description="The quantity of the current terms: 1 to 10000")
     currency: str = Field(description="The subscription's one currency")

@@ -30,6 +30,7 @@ EVENT_TYPES: dict[str, str] = {
     "transfer.created": "A transfer to a recipient was created.",
     "transfer.paid": "A transfer reached its recipient.",
     "transfer.failed": "A transfer failed.",
+    "transfer.canceled": "A transfer not sent yet was canceled (a refund of its payment stopped it).",
     "transfer.reversed": "A transfer was reversed, in part or in full.",
     "transfer.reversal.created": "A transfer reversal was created.",
     "payout.created": "A payout to a bank account was requested.",

@@ -73,13 +73,17 @@ class Subscription(TenantOwned, Base):
 
     id: Mapped[str] = mapped_column(primary_key=True)
     customer_id: Mapped[str] = mapped_column(ForeignKey("customers.id"))
+    # the connected merchant it sells for: each renewal checks its grant is still active
+    merchant_id: Mapped[str | None] = mapped_column(ForeignKey("merchants.id"))
     price_id: Mapped[str] = mapped_column(ForeignKey("prices.id"))
     quantity: Mapped[int]
     currency: Mapped[str]
     status: Mapped[str]
     review_reason: Mapped[str | None]
-    # the calendar: period n runs from boundary(anchor, n) to boundary(anchor, n + 1)
+    # the calendar: cycle n runs from boundary(anchor, n - anchor_cycle) to boundary(anchor,
+    # n - anchor_cycle + 1); a monthly/yearly switch moves the anchor to its renewal and counts on
     anchor_at: Mapped[datetime]
+    anchor_cycle: Mapped[int] = mapped_column(server_default=text("0"))
     cycle: Mapped[int] = mapped_column(server_default=text("0"))
     current_period_start: Mapped[datetime]
     current_period_end: Mapped[datetime]
@@ -104,7 +108,8 @@ class SubscriptionInvoice(TenantOwned, Base):
         CheckConstraint("status IN ('open', 'paid', 'failed', 'void')", name="status"),
         CheckConstraint("billing_kind IN ('cycle', 'upgrade')", name="billing_kind"),
         CheckConstraint(
-            "settlement_status IN ('not_applicable', 'pending', 'distributing', 'settled', 'failed')",
+            "settlement_status IN "
+            "('not_applicable', 'pending', 'distributing', 'settled', 'failed', 'canceled')",
             name="settlement_status",
         ),
         CheckConstraint("amount > 0", name="amount"),

@@ -16,7 +16,7 @@ from sqlalchemy.orm import Mapped, mapped_column
 
 from moneyrail.models.base import Base, TenantOwned
 
-ALLOCATION_GROUP_STATUSES = ("open", "committing", "committed", "failed")
+ALLOCATION_GROUP_STATUSES = ("open", "committing", "committed", "failed", "canceled")
 TRANSFER_STATUSES = ("pending", "paid", "failed", "reversed")
 
 
@@ -35,7 +35,7 @@ class PaymentDistribution(TenantOwned, Base):
 class AllocationGroup(TenantOwned, Base):
     __tablename__ = "allocation_groups"
     __table_args__ = (
-        CheckConstraint("status IN ('open', 'committing', 'committed', 'failed')", name="status"),
+        CheckConstraint("status IN ('open', 'committing', 'committed', 'failed', 'canceled')", name="status"),
         CheckConstraint("source IN ('api', 'distribution', 'transfer')", name="source"),
         CheckConstraint("amount > 0", name="amount"),
         CheckConstraint("amount_allocated >= 0 AND amount_allocated <= amount", name="amount_allocated"),
@@ -79,7 +79,7 @@ class Allocation(TenantOwned, Base):
 class Transfer(TenantOwned, Base):
     __tablename__ = "transfers"
     __table_args__ = (
-        CheckConstraint("status IN ('pending', 'paid', 'failed', 'reversed')", name="status"),
+        CheckConstraint("status IN ('pending', 'paid', 'failed', 'reversed', 'canceled')", name="status"),
         CheckConstraint("amount > 0", name="amount"),
         CheckConstraint("amount_reversed >= 0 AND amount_reversed <= amount", name="amount_reversed"),
         CheckConstraint(

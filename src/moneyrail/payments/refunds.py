@@ -72,6 +72,17 @@ def register_refund_holder(holder: RefundHolder) -> None:
         _refund_holders.append(holder)
 
 
+# Called in the transaction that accepts a refund, the payment locked: another domain stops what must not
+# happen after it (billing: the unsent distribution of a subscription payment).
+RefundAcceptor = Callable[[AsyncSession, Tenant, PaymentIntent, Refund], Awaitable[None]]
+_refund_acceptors: list[RefundAcceptor] = []
+
+
+def register_refund_acceptor(acceptor: RefundAcceptor) -> None:
+    if acceptor not in _refund_acceptors:
+        _refund_acceptors.append(acceptor)
+
+
 async def promised_back(session: AsyncSession, payment_id: str) -> int:
     """What of a payment is refunded or being refunded (pending and succeeded refunds)."""
     return await repository.refunds_in_flight_or_done(session, payment_id)
@@ -136,6 +147,8 @@ async def create_refund(session: AsyncSession, tenant: Tenant, command: RefundCr
     )
     session.add(refund)
     await session.flush()
+    for accept in _refund_acceptors:
+        await accept(session, tenant, payment, refund)
     operation = await create_operation(
         session,
         tenant,

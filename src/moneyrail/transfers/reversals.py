@@ -35,9 +35,11 @@ from .schemas import ReversalCreate, render_reversal
 from .service import (
     PLATFORM_AVAILABLE,
     PLATFORM_PENDING,
+    announce_group,
     announce_transfer,
     get_transfer,
     ledger_legs,
+    move_group,
     move_transfer,
 )
 
@@ -200,6 +202,41 @@ async def reverse_in_operation(
 
 
 # --- refunds of distributed payments ---------------------------------------------------------------------
+UNSENT_GROUP_STATUSES = ("open", "committing", "failed")
+
+
+async def stop_unsent_distribution(session: AsyncSession, tenant: Tenant, payment: PaymentIntent) -> bool:
+    """A refund of a subscription payment was accepted (spec 4.C): what of the payment's distribution
+    has not gone out yet never will. Its groups not committed are `canceled` with their unsent transfers
+    (a commit operation still queued, or a dead letter an operator retries, then finds nothing to send),
+    and their reservation shrinks to what was sent, so the rest is the platform's to refund or to
+    distribute anew. What was sent already is taken back by the refund's own operation
+    (reverse_for_refund). The caller holds the payment's lock: a commit takes it before the group's, so
+    one that is running finishes first and this stops nothing of what it sent. True if it stopped any."""
+    stopped = False
+    for found in await repository.groups_of_payment(session, payment.id):
+        if found.status not in UNSENT_GROUP_STATUSES:
+            continue
+        group = await repository.get_group(session, tenant, found.id, for_update=True)
+        assert group is not None
+        for transfer in await repository.transfers_of_group(session, group.id, for_update=True):
+            if transfer.status in ("pending", "failed"):
+                move_transfer(transfer, "canceled")
+                group.amount_allocated -= transfer.amount
+                await session.flush()
+                await announce_transfer(session, tenant, transfer, "transfer.canceled")
+        move_group(group, "canceled")
+        group.failure_reason = "stopped by a refund of its payment before it was sent"
+        group.updated_at = utcnow()
+        await session.flush()
+        await announce_group(session, tenant, group, "allocation_group.updated")
+        logger.info(
+            "allocation_group_stopped_by_refund", allocation_group=group.id, payment_intent=payment.id
+        )
+        stopped = True
+    return stopped
+
+
 async def reverse_for_refund(
     session: AsyncSession, processor: Processor, operation: Operation, payment: PaymentIntent, refund: Refund
 ) -> None:

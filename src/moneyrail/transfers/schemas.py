@@ -10,8 +10,8 @@ from moneyrail.models import Allocation, AllocationGroup, Transfer, TransferReve
 
 ObjectId = Annotated[str, StringConstraints(min_length=1, max_length=255)]
 Role = Literal["merchant", "developer", "courier", "driver", "other"]
-GroupStatus = Literal["open", "committing", "committed", "failed"]
-TransferStatus = Literal["pending", "paid", "failed", "reversed"]
+GroupStatus = Literal["open", "committing", "committed", "failed", "canceled"]
+TransferStatus = Literal["pending", "paid", "failed", "reversed", "canceled"]
 
 
 class AllocationGroupCreate(RequestBody):
@@ -87,7 +87,10 @@ class TransferOut(ResourceOut):
     source_transaction: str = Field(description="The `pi_` payment the money came from")
     allocation_group: str = Field(description="The allocation group it carries out")
     allocation: str = Field(description="The allocation it carries out")
-    status: TransferStatus = Field(description="`pending`, `paid`, `failed` or `reversed`")
+    status: TransferStatus = Field(
+        description="`pending`, `paid`, `failed`, `reversed` or `canceled` (never sent: a refund of its "
+        "subscription payment stopped it)"
+    )
     amount_reversed: int = Field(description="What was reversed so far, in minor units")
     reversals: list[ReversalOut] = Field(description="Its reversals, newest first")
     failure_code: str | None = Field(description="Why it failed, when `failed`")
@@ -113,7 +116,10 @@ class AllocationGroupOut(ResourceOut):
     amount: int = Field(description="Reserved from the payment, in minor units")
     amount_allocated: int = Field(description="Allocated so far, in minor units")
     currency: str
-    status: GroupStatus = Field(description="`open`, `committing`, `committed` or `failed`")
+    status: GroupStatus = Field(
+        description="`open`, `committing`, `committed`, `failed` or `canceled` (a refund of a "
+        "subscription payment stopped it before it was sent)"
+    )
     source: Literal["api", "distribution", "transfer"] = Field(
         description="What created it: the API, a payment's distribution or a direct transfer"
     )

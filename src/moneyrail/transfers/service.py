@@ -107,23 +107,27 @@ for _type in (COMMIT_TYPE, TRANSFER_TYPE):
         ),
     )
 
+# `canceled`: a refund of a subscription payment stopped what of its distribution was not sent yet
+# (reversals.stop_unsent_distribution)
 GROUP_TRANSITIONS: dict[str, frozenset[str]] = {
-    "open": frozenset({"committing"}),
-    "committing": frozenset({"committed", "failed"}),
-    "failed": frozenset({"committing"}),
+    "open": frozenset({"committing", "canceled"}),
+    "committing": frozenset({"committed", "failed", "canceled"}),
+    "failed": frozenset({"committing", "canceled"}),
     "committed": frozenset(),
+    "canceled": frozenset(),
 }
 TRANSFER_TRANSITIONS: dict[str, frozenset[str]] = {
-    "pending": frozenset({"paid", "failed"}),
-    "failed": frozenset({"pending"}),
+    "pending": frozenset({"paid", "failed", "canceled"}),
+    "failed": frozenset({"pending", "canceled"}),
     "paid": frozenset({"reversed"}),
     "reversed": frozenset(),
+    "canceled": frozenset(),
 }
 PLATFORM_PENDING = fees.BALANCE_PENDING
 PLATFORM_AVAILABLE = fees.BALANCE_AVAILABLE
 
 
-def _move_group(group: AllocationGroup, status: str) -> None:
+def move_group(group: AllocationGroup, status: str) -> None:
     states.move(group, status, GROUP_TRANSITIONS, "An allocation group")
 
 
@@ -145,7 +149,7 @@ REFUSED_TRANSFER = re.compile(r"\b(tr_[0-9A-Za-z]{24}) refused: ([a-z_]+): (.*)$
 
 
 # --- events -------------------------------------------------------------------------------------------
-async def _announce_group(
+async def announce_group(
     session: AsyncSession, tenant: Tenant, group: AllocationGroup, event_type: str
 ) -> None:
     await record_event(
@@ -298,7 +302,7 @@ async def create_group(
 ) -> AllocationGroup:
     payment = await _captured_payment(session, tenant, command.payment_intent, "payment_intent")
     group = await _reserve(session, tenant, payment, command.amount, "api", command.metadata)
-    await _announce_group(session, tenant, group, "allocation_group.created")
+    await announce_group(session, tenant, group, "allocation_group.created")
     logger.info(
         "allocation_group_created", allocation_group=group.id, payment_intent=payment.id, amount=group.amount
     )
@@ -391,7 +395,7 @@ async def _commit(
     allocations = await repository.allocations_of(session, group.id)
     if not allocations:
         raise Conflict("This allocation group has no allocations to commit.")
-    _move_group(group, "committing")
+    move_group(group, "committing")
     now = utcnow()
     transfers = [
         Transfer(
@@ -425,17 +429,19 @@ async def _commit(
     for transfer in transfers:
         await session.refresh(transfer, ["created_at"])
         await announce_transfer(session, tenant, transfer, "transfer.created")
-    await _announce_group(session, tenant, group, "allocation_group.updated")
+    await announce_group(session, tenant, group, "allocation_group.updated")
     logger.info("allocation_group_committing", allocation_group=group.id, operation_id=operation.id)
     return operation
 
 
 async def commit_group(session: AsyncSession, tenant: Tenant, group_id: str) -> Operation:
+    # the payment's lock first, then the group's: the order a refund stopping the group takes
+    found = await get_group(session, tenant, group_id)
+    payment = await payments.lock_payment_intent(session, tenant, found.payment_intent_id)
     group = await get_group(session, tenant, group_id, for_update=True)
     if group.status != "open":
         raise Conflict(f"Only an open group can be committed; this one is {group.status}.")
     # a refund accepted since the reservation may have taken money the group counted on
-    payment = await payments.lock_payment_intent(session, tenant, group.payment_intent_id)
     still_there = await _unreserved(session, payment) + group.amount
     if group.amount_allocated > still_there:
         raise Conflict(
@@ -526,7 +532,7 @@ async def distribute_captured_payment(session: AsyncSession, tenant: Tenant, pay
                 metadata=row.get("metadata") or {},
             )
     declared.allocation_group_id = group.id
-    await _announce_group(session, tenant, group, "allocation_group.created")
+    await announce_group(session, tenant, group, "allocation_group.created")
     await _commit(session, tenant, group, COMMIT_TYPE)
 
 
@@ -596,15 +602,17 @@ async def process_commit(session: AsyncSession, operation: Operation, processor:
     transfers' and the group's rows in one flush, their events from the rows in hand.
     """
     tenant = Tenant(operation.installation_id, operation.livemode)
-    group = await repository.get_group(
-        session, tenant, operation.payload["allocation_group"], for_update=True
-    )
-    if group is None or group.status == "committed":
+    found = await repository.get_group(session, tenant, operation.payload["allocation_group"])
+    if found is None:
         return
+    # the payment's lock first, then the group's: a refund accepted meanwhile has stopped it, or waits
+    payment = await payments.lock_payment_intent(session, tenant, found.payment_intent_id)
+    group = await repository.get_group(session, tenant, found.id, for_update=True)
+    if group is None or group.status in ("committed", "canceled"):
+        return  # done already, or stopped by a refund before it went out
     if group.status == "failed":  # an operator retried the dead letter
-        _move_group(group, "committing")
+        move_group(group, "committing")
         group.failure_reason = None
-    payment = await payments.lock_payment_intent(session, tenant, group.payment_intent_id)
     transfers = await repository.transfers_of_group(session, group.id, for_update=True)
     unfinished = [transfer for transfer in transfers if transfer.status not in {"paid", "reversed"}]
     answers = [await _ask_processor(processor, tenant, operation, transfer) for transfer in unfinished]
@@ -618,7 +626,7 @@ async def process_commit(session: AsyncSession, operation: Operation, processor:
         transfer.failure_code = None
         transfer.failure_message = None
         transfer.paid_at = now
-    _move_group(group, "committed")
+    move_group(group, "committed")
     group.committed_at = now
     await session.flush()
     # the transfers' reversals (none, unless an operator's retry finishes a group partly paid and reversed)
@@ -657,7 +665,7 @@ async def _on_commit_outcome(session: AsyncSession, operation: Operation) -> Non
     )
     if group is None or group.status != "committing":
         return
-    _move_group(group, "failed")
+    move_group(group, "failed")
     group.failure_reason = operation.last_error
     refused = REFUSED_TRANSFER.search(operation.last_error or "")
     if refused is not None:
@@ -670,7 +678,7 @@ async def _on_commit_outcome(session: AsyncSession, operation: Operation) -> Non
             await session.flush()
             await announce_transfer(session, tenant, transfer, "transfer.failed")
     await session.flush()
-    await _announce_group(session, tenant, group, "allocation_group.updated")
+    await announce_group(session, tenant, group, "allocation_group.updated")
 
 
 register_outcome_listener(_on_commit_outcome)

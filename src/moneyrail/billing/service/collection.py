@@ -1,0 +1,149 @@
+"""Collection of subscription invoices: a payment captured (paid: the period and access follow), a
+renewal declined (failed, past_due), a paid cycle's distribution settled, and a refund of a subscription
+payment stopping what of its distribution was not sent yet."""
+
+from __future__ import annotations
+
+import structlog
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from moneyrail.billing import repository
+from moneyrail.engine.service import register_outcome_listener
+from moneyrail.kit.clock import utcnow
+from moneyrail.kit.tenant import Tenant
+from moneyrail.models import Operation, PaymentIntent, Refund, Subscription, SubscriptionInvoice
+from moneyrail.payment_methods import service as methods
+from moneyrail.payments import refunds as payment_refunds
+from moneyrail.payments import service as payments
+from moneyrail.sandbox.service import tenant_now
+from moneyrail.transfers import reversals
+from moneyrail.transfers import service as transfers
+
+from .subscriptions import (
+    _announce,
+    _announce_invoice,
+    _move,
+    _move_invoice,
+    get_subscription,
+)
+
+logger = structlog.get_logger("moneyrail.billing")
+
+
+# --- collection: paid, failed --------------------------------------------------------------------------
+async def _on_payment_captured(session: AsyncSession, tenant: Tenant, payment: PaymentIntent) -> None:
+    """A subscription invoice's payment was captured (a checkout, a renewal, a recovery): the invoice
+    is paid and the subscription's period and access follow it, in the capture's transaction."""
+    invoice = await repository.invoice_for_payment(session, payment.id)
+    if invoice is None or invoice.status not in ("open", "failed"):
+        return
+    subscription = await get_subscription(session, tenant, invoice.subscription_id, lock=True)
+    now = await tenant_now(session, tenant)
+    _move_invoice(invoice, "paid")
+    invoice.paid_at = now
+    invoice.failure_code = None
+    if invoice.distribution is not None:
+        # paid is not distributed (spec 4.M rule 6): `pending` until the payment's allocation group
+        # exists, `distributing` while its commit runs (transfers' capture listener ran first), then the
+        # commit's outcome settles it
+        group_id = await transfers.distribution_group_id(session, payment.id)
+        invoice.allocation_group_id = group_id
+        invoice.settlement_status = "distributing" if group_id is not None else "pending"
+    # an upgrade difference pays for the rest of the current period: the calendar stays (its change
+    # applies the new terms, billing/changes.py)
+    if invoice.billing_kind == "cycle" and invoice.cycle >= subscription.cycle:
+        subscription.cycle = invoice.cycle
+        subscription.current_period_start = invoice.period_start
+        subscription.current_period_end = invoice.period_end
+    if subscription.access_until is None or invoice.period_end > subscription.access_until:
+        subscription.access_until = invoice.period_end
+    if subscription.status in ("incomplete", "past_due"):
+        _move(subscription, "active")
+    subscription.updated_at = utcnow()
+    if payment.payment_method_id is not None:
+        method = await methods.get_method(session, tenant, payment.payment_method_id)
+        usable = method is not None and method.detached_at is None
+        # the card the payer just consented to renew with (the saved row, if the same card was saved
+        # before) is the one renewals charge
+        if (
+            method is not None
+            and usable
+            and (
+                method.customer_id == subscription.customer_id
+                or (method.customer_id is None and payment.save_payment_method)
+            )
+        ):
+            kept = await methods.attach_to_customer(session, tenant, method, subscription.customer_id)
+            if not kept.preferred:  # a renewal charged the preferred card already: no customer lock
+                await methods.set_preferred(session, tenant, subscription.customer_id, kept.id)
+    await session.flush()
+    await _announce_invoice(session, tenant, invoice, "subscription.invoice.paid")
+    await _announce(session, tenant, subscription, "subscription.updated")
+    logger.info("subscription_invoice_paid", subscription_invoice=invoice.id, amount=invoice.amount)
+
+
+payments.register_capture_listener(_on_payment_captured)
+
+
+async def _on_distribution_outcome(session: AsyncSession, operation: Operation) -> None:
+    """A paid cycle's distribution: its allocation commit's outcome is the invoice's settlement
+    (`pending` until then; a collected payment is not a finished distribution, spec 4.M rule 6). An
+    operator's retry of a failed commit that then succeeds settles it."""
+    if operation.type != transfers.COMMIT_TYPE or operation.status not in (
+        "succeeded",
+        "failed",
+        "dead_letter",
+    ):
+        return
+    tenant = Tenant(operation.installation_id, operation.livemode)
+    group = await transfers.get_group(session, tenant, str(operation.payload["allocation_group"]))
+    invoice = await repository.invoice_for_payment(session, group.payment_intent_id)
+    if invoice is None or invoice.distribution is None:
+        return
+    invoice.allocation_group_id = group.id
+    if group.status == "canceled":  # a refund stopped it before it went out: its commit sent nothing
+        invoice.settlement_status = "canceled"
+    else:
+        invoice.settlement_status = "settled" if operation.status == "succeeded" else "failed"
+    invoice.updated_at = utcnow()
+    await session.flush()
+
+
+register_outcome_listener(_on_distribution_outcome)
+
+
+async def _stop_distribution_on_refund(
+    session: AsyncSession, tenant: Tenant, payment: PaymentIntent, refund: Refund
+) -> None:
+    """A refund of a subscription payment (spec 4.C) stops the distribution not executed yet, in the
+    transaction that accepts it; the refund's operation then reverses what was sent and refunds."""
+    invoice = await repository.invoice_for_payment(session, payment.id)
+    if invoice is None or invoice.distribution is None:
+        return
+    if await reversals.stop_unsent_distribution(session, tenant, payment):
+        invoice.settlement_status = "canceled"
+        invoice.updated_at = utcnow()
+        await session.flush()
+        logger.info("subscription_distribution_stopped", subscription_invoice=invoice.id, refund=refund.id)
+
+
+payment_refunds.register_refund_acceptor(_stop_distribution_on_refund)
+
+
+async def _fail(
+    session: AsyncSession,
+    tenant: Tenant,
+    subscription: Subscription,
+    invoice: SubscriptionInvoice,
+    decline_code: str,
+) -> None:
+    """Declined: the invoice is failed, the subscription past_due; no background retry. The payer
+    pays the same payment through a recovery checkout ({subscription, invoice})."""
+    _move_invoice(invoice, "failed")
+    invoice.failure_code = decline_code
+    invoice.failed_at = await tenant_now(session, tenant)
+    _move(subscription, "past_due")
+    await session.flush()
+    await _announce_invoice(session, tenant, invoice, "subscription.invoice.failed")
+    await _announce(session, tenant, subscription, "subscription.updated")
+    logger.info("subscription_renewal_declined", subscription_invoice=invoice.id, decline_code=decline_code)

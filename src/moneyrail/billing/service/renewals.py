@@ -1,0 +1,281 @@
+"""Renewals by the engine and the safety checks that stop them: the leading scheduler's billing
+calendar opens each due cycle's invoice and its `renewal` operation, which charges the saved method
+off-session once; `sync` resumes a subscription stopped for review after the repair."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from typing import Any, cast
+
+import structlog
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from moneyrail.billing import calendar, catalog, repository
+from moneyrail.engine.schedule import register_periodic
+from moneyrail.engine.service import create_operation
+from moneyrail.errors import (
+    MoneyrailError,
+)
+from moneyrail.kit.clock import utcnow
+from moneyrail.kit.tenant import Tenant
+from moneyrail.merchants import service as merchants
+from moneyrail.merchants.schemas import capabilities_of
+from moneyrail.models import Operation, Subscription, SubscriptionInvoice
+from moneyrail.payment_methods import service as methods
+from moneyrail.payments import service as payments
+from moneyrail.processor import provider
+from moneyrail.processor.interface import Processor
+from moneyrail.sandbox.service import register_due_work, tenant_now
+
+from .collection import _fail, _on_payment_captured
+from .subscriptions import (
+    RENEWAL_ACTOR,
+    RENEWAL_TYPE,
+    SWEEP_BATCH,
+    SWEEP_ROUNDS,
+    SWEEP_SANDBOXES,
+    SYNC_ACTOR,
+    SYNC_TYPE,
+    UNPAID_LIFETIME,
+    _announce,
+    _before_renewal,
+    _end,
+    _move,
+    _open_invoice,
+    get_subscription,
+)
+
+logger = structlog.get_logger("moneyrail.billing")
+
+
+# --- safety checks --------------------------------------------------------------------------------
+async def _merchant_problem(session: AsyncSession, tenant: Tenant, subscription: Subscription) -> str | None:
+    """The merchant a subscription sells for must keep its grant (spec 4.M rule 3): revoked, or no
+    longer able to take payments, automation stops before anything is charged."""
+    if subscription.merchant_id is None:
+        return None
+    merchant = await merchants.get_merchant(session, tenant, subscription.merchant_id)
+    if merchant.connection_status == "revoked":
+        return "merchant_grant_revoked"
+    if merchant.connection_status != "active":
+        return "merchant_not_active"
+    if capabilities_of(merchant).payments != "active":
+        return "merchant_cannot_take_payments"
+    return None
+
+
+async def _renewal_method_or_problem(
+    session: AsyncSession, tenant: Tenant, subscription: Subscription, invoice: SubscriptionInvoice
+) -> tuple[Any, str | None]:
+    """The saved method renewals charge (the customer's preferred card, consented at the subscription
+    checkout), or why automation must stop."""
+    if subscription.renewal_consented_at is None:
+        return None, "renewal_consent_missing"
+    price = await catalog.get_price(session, tenant, subscription.price_id)
+    if price.currency != subscription.currency or invoice.currency != subscription.currency:
+        return None, "currency_mismatch"
+    merchant_problem = await _merchant_problem(session, tenant, subscription)
+    if merchant_problem is not None:
+        return None, merchant_problem
+    method_id = await methods.preferred_method_id(session, tenant, subscription.customer_id)
+    method = await methods.get_method(session, tenant, method_id) if method_id is not None else None
+    if method is None or method.detached_at is not None:
+        return None, "payment_method_missing"
+    return method, None
+
+
+async def _stop_for_review(
+    session: AsyncSession, tenant: Tenant, subscription: Subscription, reason: str
+) -> None:
+    _move(subscription, "review_required")
+    subscription.review_reason = reason
+    await session.flush()
+    await _announce(session, tenant, subscription, "subscription.updated")
+    logger.warning("subscription_review_required", subscription=subscription.id, reason=reason)
+
+
+# --- renewals ---------------------------------------------------------------------------------------
+def _charge_key(invoice: SubscriptionInvoice) -> str:
+    return f"{invoice.id}:charge"
+
+
+async def _renew(session: AsyncSession, tenant: Tenant, subscription: Subscription, now: datetime) -> None:
+    """The next cycle's invoice and its renewal operation. Only the cycle that contains `now` is
+    collected: periods that passed during an outage are not charged retroactively. A change accepted
+    for the next cycle takes effect first, so this cycle is billed at its terms."""
+    merchant_problem = await _merchant_problem(session, tenant, subscription)
+    if merchant_problem is not None:  # no invoice, no payment: a sync after the repair renews it
+        await _stop_for_review(session, tenant, subscription, merchant_problem)
+        return
+    for hook in _before_renewal:
+        await hook(session, tenant, subscription)
+    price = await catalog.get_price(session, tenant, subscription.price_id)
+    cycle = max(
+        subscription.cycle + 1,
+        subscription.anchor_cycle
+        + calendar.cycle_at(
+            subscription.anchor_at, cast(calendar.Interval, price.interval), price.interval_count, now
+        ),
+    )
+    invoice = await _open_invoice(session, tenant, subscription, price, cycle)
+    operation = await create_operation(
+        session,
+        tenant,
+        operation_type=RENEWAL_TYPE,
+        actor_name=RENEWAL_ACTOR,
+        resource=invoice.id,
+        payload={"subscription_invoice": invoice.id},
+    )
+    invoice.operation_id = operation.id
+    await session.flush()
+    logger.info("subscription_renewal_opened", subscription=subscription.id, cycle=cycle)
+
+
+async def _settle_due(
+    session: AsyncSession, tenant: Tenant, processor: Processor, subscription: Subscription, now: datetime
+) -> None:
+    if subscription.status == "incomplete":
+        await _end(session, tenant, processor, subscription, now)  # unpaid for 23 hours
+    elif subscription.cancel_at_period_end:
+        await _end(session, tenant, processor, subscription, subscription.current_period_end)
+    else:
+        await _renew(session, tenant, subscription, now)
+
+
+async def _settle_due_subscriptions(
+    session: AsyncSession, *, tenant: Tenant | None, livemode: bool | None, now: datetime, rounds: int
+) -> int:
+    """Up to `rounds` batches of due subscriptions; what is left waits for the next run."""
+    done = 0
+    for _ in range(rounds):
+        due = await repository.due_subscriptions(
+            session,
+            tenant=tenant,
+            livemode=livemode,
+            now=now,
+            unpaid_after=UNPAID_LIFETIME,
+            limit=SWEEP_BATCH,
+        )
+        if not due:
+            break
+        network = provider.processor()
+        for subscription in due:
+            owner = Tenant(subscription.installation_id, subscription.livemode)
+            try:
+                async with session.begin_nested():  # one subscription's refusal leaves the others renewed
+                    await _settle_due(session, owner, network, subscription, now)
+            except MoneyrailError as refused:
+                # the next cycle cannot be opened as agreed (a recipient no longer valid, a total the
+                # commission now exceeds): automation stops until the configuration is repaired and synced
+                await session.refresh(subscription)
+                if subscription.status != "active":
+                    raise
+                await _stop_for_review(session, owner, subscription, refused.code)
+        done += len(due)
+        if len(due) < SWEEP_BATCH:
+            break
+    return done
+
+
+async def renew_due(session: AsyncSession, tenant: Tenant, now: datetime) -> int:
+    """Due work of a sandbox clock advance: this tenant's subscriptions due at `now`."""
+    return await _settle_due_subscriptions(
+        session, tenant=tenant, livemode=None, now=now, rounds=SWEEP_ROUNDS
+    )
+
+
+async def sweep(session: AsyncSession) -> int:
+    """The leading scheduler's billing calendar: found by query, live on real time, each sandbox on
+    its own clock. A sweep is safe to run late, twice, or on two schedulers at once (SKIP LOCKED,
+    and the unique cycle index)."""
+    done = await _settle_due_subscriptions(
+        session, tenant=None, livemode=True, now=utcnow(), rounds=SWEEP_ROUNDS
+    )
+    for installation_id in await repository.sandboxes_with_subscriptions(session, SWEEP_SANDBOXES):
+        sandbox = Tenant(installation_id, False)
+        done += await renew_due(session, sandbox, await tenant_now(session, sandbox))
+    return done
+
+
+register_periodic("billing.renewals", timedelta(seconds=20), sweep)
+register_due_work("billing.renewals", renew_due)
+
+
+async def process_renewal(session: AsyncSession, operation: Operation, processor: Processor) -> None:
+    """The `renewal` operation's handler: charge the cycle's payment off-session, once."""
+    invoice_id = str(operation.payload["subscription_invoice"])
+    tenant = Tenant(operation.installation_id, operation.livemode)
+    found = await repository.get_invoice(session, tenant, invoice_id)
+    if found is None:
+        return
+    subscription = await get_subscription(session, tenant, found.subscription_id, lock=True)
+    invoice = await repository.get_invoice(session, tenant, invoice_id, for_update=True)
+    assert invoice is not None
+    if invoice.status != "open" or subscription.status != "active":
+        return  # collected already, cancelled, or stopped for review (a sync resumes it)
+    method, problem = await _renewal_method_or_problem(session, tenant, subscription, invoice)
+    if problem is not None:
+        await _stop_for_review(session, tenant, subscription, problem)
+        return
+    payment = await payments.lock_payment_intent(session, tenant, invoice.payment_intent_id)
+    if payment.status not in payments.CONFIRMABLE:
+        return  # paid meanwhile: the capture listener recorded it
+    await payments.charge_off_session(
+        session, tenant, processor, payment, method, idempotency_key=_charge_key(invoice)
+    )
+    if payment.status == "requires_payment_method":
+        decline = (payment.last_payment_error or {}).get("decline_code") or "generic_decline"
+        await _fail(session, tenant, subscription, invoice, str(decline))
+
+
+# --- sync ---------------------------------------------------------------------------------------------
+async def request_sync(session: AsyncSession, tenant: Tenant, subscription_id: str) -> Operation:
+    subscription = await get_subscription(session, tenant, subscription_id)
+    return await create_operation(
+        session,
+        tenant,
+        operation_type=SYNC_TYPE,
+        actor_name=SYNC_ACTOR,
+        resource=subscription.id,
+        payload={"subscription": subscription.id},
+    )
+
+
+async def process_sync(session: AsyncSession, operation: Operation, processor: Processor) -> None:
+    """A durable status check. A payment that succeeded is recorded; a subscription stopped for review
+    resumes once its safety checks pass, its open invoice charged under the same invoice-derived key
+    (never a duplicate payment). It bypasses no check: a problem still there keeps it in review."""
+    tenant = Tenant(operation.installation_id, operation.livemode)
+    subscription = await get_subscription(session, tenant, str(operation.payload["subscription"]), lock=True)
+    if subscription.latest_invoice_id is None:
+        return
+    invoice = await repository.get_invoice(session, tenant, subscription.latest_invoice_id, for_update=True)
+    assert invoice is not None
+    payment = await payments.lock_payment_intent(session, tenant, invoice.payment_intent_id)
+    if invoice.status in ("open", "failed") and payment.status == "succeeded":
+        await _on_payment_captured(session, tenant, payment)
+        return
+    if subscription.status != "review_required":
+        return
+    _, problem = await _renewal_method_or_problem(session, tenant, subscription, invoice)
+    if problem is not None:
+        if problem != subscription.review_reason:
+            subscription.review_reason = problem
+            await session.flush()
+            await _announce(session, tenant, subscription, "subscription.updated")
+        return
+    _move(subscription, "active")
+    subscription.review_reason = None
+    await session.flush()
+    await _announce(session, tenant, subscription, "subscription.updated")
+    if invoice.status == "open" and payment.status in payments.CONFIRMABLE:
+        renewal = await create_operation(
+            session,
+            tenant,
+            operation_type=RENEWAL_TYPE,
+            actor_name=RENEWAL_ACTOR,
+            resource=invoice.id,
+            payload={"subscription_invoice": invoice.id},
+        )
+        invoice.operation_id = renewal.id
+        await session.flush()
