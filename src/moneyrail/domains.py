@@ -18,6 +18,7 @@ import moneyrail.disputes.service
 import moneyrail.events.service
 import moneyrail.invoices.service
 import moneyrail.ledger.service
+import moneyrail.payments.orphans
 import moneyrail.payments.refunds
 import moneyrail.payments.reports
 import moneyrail.payouts.service
