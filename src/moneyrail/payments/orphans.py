@@ -95,7 +95,7 @@ async def _release_if_orphan(
     assert candidate.reference is not None
     tenant = Tenant(candidate.installation_id, candidate.livemode)
     # under the payment's lock: a confirmation still running holds it until it commits
-    payment = await repository.get_payment(session, tenant, candidate.reference, for_update=True)
+    payment = await repository.lock_payment_as_committed(session, tenant, candidate.reference)
     if payment is not None and payment.processor_authorization == candidate.id:
         await _commit(session)
         return 0

@@ -142,6 +142,18 @@ async def authorizations_of_payments_across_tenants(
     return {(row[0], row[1], row[2]): row[3] for row in rows}
 
 
+async def lock_payment_as_committed(
+    session: AsyncSession, tenant: Tenant, payment_id: str
+) -> PaymentIntent | None:
+    """The payment locked, its columns as last committed even if this session has read it before."""
+    return await session.scalar(
+        select(PaymentIntent)
+        .where(_payment_of(tenant), PaymentIntent.id == payment_id)
+        .with_for_update()
+        .execution_options(populate_existing=True)
+    )
+
+
 async def locked_orphan_watermark(session: AsyncSession, default: datetime) -> datetime:
     """How far the sweep has looked, locked so that two sweeps take turns."""
     await session.execute(
