@@ -33,11 +33,10 @@ DOMAIN_CODES: dict[str, type[InvalidRequest]] = {
 }
 
 
-# What a request meets when PostgreSQL is down or restarting: a refused or broken connection (raised raw by
-# the driver on connect), the server shutting down (57P01..57P03) or a connection exception (class 08),
-# a pooled connection found closed, or no connection free in the pool's wait.
+# What a request meets when PostgreSQL is down or restarting: the server shutting down (57P01..57P03) or
+# a connection exception (class 08), a pooled connection found closed, no connection free in the pool's
+# wait; and an OS error inside the driver (refused, reset, no such socket), which SQLAlchemy re-raises raw.
 _DATABASE_GONE = (
-    ConnectionError,
     asyncpg.exceptions.PostgresConnectionError,
     asyncpg.exceptions.CannotConnectNowError,
     asyncpg.exceptions.AdminShutdownError,
@@ -57,11 +56,22 @@ def database_unreachable(failure: BaseException) -> bool:
         seen.add(id(current))
         if isinstance(current, _DATABASE_GONE):
             return True
+        if isinstance(current, OSError) and _raised_in_driver(current):
+            return True
         if isinstance(current, DBAPIError) and current.connection_invalidated:
             return True
         if isinstance(current, asyncpg.exceptions.InterfaceError) and "connection is closed" in str(current):
             return True
         current = current.__cause__ or current.__context__
+    return False
+
+
+def _raised_in_driver(error: BaseException) -> bool:
+    traceback = error.__traceback__
+    while traceback is not None:
+        if str(traceback.tb_frame.f_globals.get("__name__", "")).startswith("asyncpg"):
+            return True
+        traceback = traceback.tb_next
     return False
 
 
