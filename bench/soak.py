@@ -160,7 +160,9 @@ async def step(
     body: dict[str, Any] | None = None,
     key: str | None = None,
 ) -> dict[str, Any] | None:
-    """One client step, retried with the same Idempotency-Key until answered below 500 (None: given up)."""
+    """One client step, retried with the same Idempotency-Key until answered below 500 (None: given up).
+    A 409 `idempotency_key_in_use` is retried too: the first attempt (one the client stopped waiting for)
+    is still running, and its stored answer comes back once it is done."""
     headers = {"Authorization": f"Bearer {key or soak.secret}"}
     if method == "POST":
         headers["Idempotency-Key"] = f"soak-{secrets.token_hex(8)}"
@@ -173,7 +175,7 @@ async def step(
         except httpx.HTTPError as error:
             response, status = None, type(error).__name__
         soak.requests.append((sent, soak.now(), flow, name, status))
-        if response is not None and response.status_code < 500 and response.status_code != 429:
+        if response is not None and response.status_code < 500 and not _retryable(response):
             if response.status_code >= 400:
                 if len(soak.unexpected) < 50:
                     soak.unexpected.append(f"{flow}/{name} {response.status_code}: {response.text[:300]}")
@@ -183,6 +185,12 @@ async def step(
         if time.monotonic() > deadline:
             return None
         await asyncio.sleep(1.0)
+
+
+def _retryable(response: httpx.Response) -> bool:
+    if response.status_code == 429:
+        return True
+    return response.status_code == 409 and "idempotency_key_in_use" in response.text
 
 
 async def paid(
