@@ -18,7 +18,9 @@ from typing import Any
 import httpx
 import pytest
 
+from moneyrail.payments import orphans
 from moneyrail.payments.orphans import sweep_orphans
+from moneyrail.processor.interface import CardDetails
 from moneyrail.processor.sandbox import SandboxProcessor
 from tests.engine.conftest import start_scheduler
 from tests.harness import verify_ledger_as_an_operator_does
@@ -87,6 +89,10 @@ def lost_confirmation(api: Any, lose: Any, db: Any, **fields: Any) -> dict[str, 
     assert failed.status_code == 500, failed.text
     assert api.get(f"/v1/payment-intents/{payment['id']}").json()["status"] == "requires_payment_method"
     return payment
+
+
+def card_details() -> CardDetails:
+    return CardDetails(number=SUCCEEDS, exp_month=12, exp_year=2034, cvc="123")
 
 
 def net_charged(db: Any, payment_id: str) -> int:
@@ -224,3 +230,54 @@ def test_the_sweep_waits_for_a_slow_commit_and_never_releases_a_charge_its_payme
         "SELECT count(*) FROM processor_orphans WHERE authorization_id = %s", (authorization,)
     ).fetchone() == (0,)
     verify_ledger_as_an_operator_does(servers)
+
+
+def test_sweeps_go_through_full_batches_and_a_processor_away_leaves_the_orphan_to_the_next_sweep(
+    api, db, bridge, monkeypatch
+):
+    """Charges made for payments that never recorded them, straight at the network as a lost
+    confirmation leaves them: found in batches of 2; a cancel the network does not answer is tried
+    again by the next sweep; each payment's attempt count moves on."""
+    network = SandboxProcessor(bridge.sessionmaker)
+    tenant = api.keys.tenant
+    payments = [create_payment(api, 1000 + n) for n in range(3)]
+    for payment in payments:
+        tokenized = bridge.run(network.tokenize_card(tenant, card_details()))
+        bridge.run(
+            network.authorize(
+                tenant,
+                idempotency_key=f"{payment['id']}:authorize:1:{tokenized.fingerprint}:{payment['amount']}",
+                card_token=tokenized.token,
+                card_fingerprint=tokenized.fingerprint,
+                amount=payment["amount"],
+                currency="eur",
+                off_session=False,
+                reference=payment["id"],
+            )
+        )
+    monkeypatch.setattr(orphans, "BATCH", 2)
+    faulted = api.post(
+        "/v1/test-helpers/processor-faults",
+        json={"operation_type": "cancel", "mode": "transient", "count": 1},
+    )
+    assert faulted.status_code == 200, faulted.text
+
+    def sweep() -> int:
+        return bridge.in_unit_of_work(
+            lambda session: sweep_orphans(session, processor=network, grace=timedelta(0))
+        )
+
+    sweep()  # the first cancel meets the fault: it stops there
+    assert [held(db, payment["id"]) for payment in payments].count(0) < 3
+    sweep()
+    for payment in payments:
+        assert held(db, payment["id"]) == 0
+        [(_, status, *_)] = charges(db, payment["id"])
+        assert status == "canceled"
+        assert db.execute(
+            "SELECT confirmations FROM payment_intents WHERE id = %s", (payment["id"],)
+        ).fetchone() == (1,)
+    assert db.execute(
+        "SELECT count(*) FROM processor_orphans WHERE payment_intent_id = ANY(%s) AND action = 'void'",
+        ([payment["id"] for payment in payments],),
+    ).fetchone() == (3,)

@@ -65,6 +65,7 @@ async def sweep_orphans(
         )
         # a full batch may end amid rows of one instant: the next one starts just before its last
         reached = horizon if len(candidates) < BATCH else candidates[-1].created_at - _TICK
+        stalled = False
         owners = await repository.authorizations_of_payments_across_tenants(
             session, [candidate.reference for candidate in candidates if candidate.reference is not None]
         )
@@ -79,13 +80,14 @@ async def sweep_orphans(
             except ProcessorUnavailable as fault:
                 logger.warning("processor_orphan_unavailable", authorization=candidate.id, error=str(fault))
                 reached = min(reached, candidate.created_at - _TICK)  # the next sweep tries it again
+                stalled = True
                 break
         # the watermark row was unlocked by the commits above: lock it again to move it
         await repository.locked_orphan_watermark(session, horizon - FIRST_LOOKBACK)
         await repository.set_orphan_watermark(session, reached)
         await _commit(session)
-        if reached < horizon - _TICK or len(candidates) < BATCH:
-            break
+        if stalled or len(candidates) < BATCH:
+            break  # caught up, or the processor is away: the next sweep goes on from here
     return released
 
 
@@ -102,10 +104,7 @@ async def _release_if_orphan(
     captured = candidate.status == "captured"
     amount = candidate.amount_captured - candidate.amount_refunded if captured else candidate.amount
     action = "refund" if captured else "void"
-    if payment is not None and payment.status in CONFIRMABLE:
-        payment.confirmations += 1  # a later retry asks under a new key, never replays this charge
-        payment.updated_at = utcnow()
-    await repository.record_orphan(
+    first_found = await repository.record_orphan(
         session,
         tenant,
         {
@@ -116,6 +115,9 @@ async def _release_if_orphan(
             "action": action,
         },
     )
+    if first_found and payment is not None and payment.status in CONFIRMABLE:
+        payment.confirmations += 1  # a later retry asks under a new key, never replays this charge
+        payment.updated_at = utcnow()
     await _commit(session)  # the attempt count has moved on before the charge is released
     try:
         if captured:

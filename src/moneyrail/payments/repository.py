@@ -178,10 +178,12 @@ async def set_orphan_watermark(session: AsyncSession, checked_through: datetime)
     )
 
 
-async def record_orphan(session: AsyncSession, tenant: Tenant, orphan: dict[str, Any]) -> None:
-    """Once per authorization: a sweep that releases it again after a failure records nothing new."""
-    await session.execute(
+async def record_orphan(session: AsyncSession, tenant: Tenant, orphan: dict[str, Any]) -> bool:
+    """Once per authorization (False when recorded before: a sweep releasing it again after a failure)."""
+    inserted = await session.scalar(
         insert(ProcessorOrphan)
         .values(installation_id=tenant.installation_id, livemode=tenant.livemode, **orphan)
         .on_conflict_do_nothing(index_elements=["authorization_id"])
+        .returning(ProcessorOrphan.authorization_id)
     )
+    return inserted is not None
