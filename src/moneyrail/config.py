@@ -80,6 +80,10 @@ class Settings(BaseSettings):
     # The simulated network reports a captured payment's real cost this many (sandbox) days later.
     sandbox_cost_report_days: int = 3
     cost_report_sweep_seconds: float = 30.0  # how often the scheduler asks for due cost reports
+    # Charges the processor made that no payment recorded (a lost transaction) are released once this
+    # old (real time), by a sweep this often (payments/orphans.py)
+    processor_orphan_grace_seconds: float = 300.0
+    processor_orphan_sweep_seconds: float = 60.0
     # Dispute evidence files live here, one file per upload, never in database rows (unset: data_dir/files)
     files_dir: Path | None = None
 

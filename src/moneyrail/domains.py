@@ -19,6 +19,7 @@ import moneyrail.events.service
 import moneyrail.invoices.service
 import moneyrail.ledger.service
 import moneyrail.payment_methods.service
+import moneyrail.payments.orphans
 import moneyrail.payments.refunds
 import moneyrail.payments.reports
 import moneyrail.payouts.service

@@ -118,6 +118,24 @@ class ClientSecretInvalid(AuthenticationRequired):
     code = "client_secret_invalid"
 
 
+class DatabaseUnavailable(MoneyrailError):
+    """PostgreSQL could not be reached (down, restarting, refusing connections): the request may have
+    done nothing or, when the connection broke at its commit, everything; a retry with the same
+    Idempotency-Key is safe either way. `Retry-After` says when to try again."""
+
+    status = 503
+    type = "api_error"
+    code = "service_unavailable"
+    RETRY_AFTER_SECONDS = 5
+
+    def __init__(self) -> None:
+        super().__init__(
+            "The service cannot reach its database right now. Retry after a few seconds with the same "
+            "Idempotency-Key."
+        )
+        self.headers = {"Retry-After": str(self.RETRY_AFTER_SECONDS)}
+
+
 class ProcessorUnavailableError(MoneyrailError):
     """The card network did not answer: nothing was decided, so the same request may be retried."""
 

@@ -217,7 +217,7 @@ def test_a_new_route_that_follows_the_patterns_is_documented_without_extra_work(
     spec = app.openapi()
 
     polish = spec["paths"]["/commerce/v1/widgets/{widget}/polish"]["post"]
-    assert set(polish["responses"]) == {"200", "400", "401", "403", "404", "409", "413", "422", "429"}
+    assert set(polish["responses"]) == {"200", "400", "401", "403", "404", "409", "413", "422", "429", "503"}
     headers = {p["name"]: p for p in polish["parameters"] if p["in"] == "header"}
     assert headers["Service-Version"]["schema"]["enum"] == ["2026-09-04"]  # the commerce API's
     assert headers["Idempotency-Key"]["required"] is False

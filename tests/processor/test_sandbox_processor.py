@@ -368,6 +368,75 @@ def test_a_repeated_key_with_the_same_request_replays_the_first_answer(network, 
     ).fetchone() == (1, 250)
 
 
+def test_the_same_card_tokenized_again_under_one_key_replays_the_first_authorization(network, db):
+    """A confirmation retried after its transaction was lost tokenizes the card anew: the network knows
+    the card by its fingerprint, so the retry gets the first answer and no second hold."""
+    first_card, again = network.tokenize(), network.tokenize()
+    assert first_card.token != again.token and first_card.fingerprint == again.fingerprint
+    request = {"amount": 1000, "currency": "eur", "off_session": False, "reference": "pi_lost"}
+    first = network.call(
+        "authorize",
+        key="pi_lost:authorize:1",
+        card_token=first_card.token,
+        card_fingerprint=first_card.fingerprint,
+        **request,
+    )
+    replayed = network.call(
+        "authorize",
+        key="pi_lost:authorize:1",
+        card_token=again.token,
+        card_fingerprint=again.fingerprint,
+        **request,
+    )
+    assert replayed == first
+    other_card = network.tokenize("4000000000000259")
+    refused = network.refused(
+        "authorize",
+        key="pi_lost:authorize:1",
+        card_token=other_card.token,
+        card_fingerprint=other_card.fingerprint,
+        **request,
+    )
+    assert refused.code == "idempotency_key_reused"
+    assert db.execute(
+        "SELECT count(*), min(reference) FROM sandbox_authorizations WHERE installation_id = %s",
+        (network.tenant.installation_id,),
+    ).fetchone() == (1, "pi_lost")
+
+
+def test_open_authorizations_lists_what_still_holds_or_took_money_in_its_window(network, db):
+    held = network.authorize(amount=700, reference="pi_held")
+    captured = network.captured(amount=800)
+    refunded = network.captured(amount=900)
+    network.call("refund", authorization_id=refunded.id, amount=900)
+    canceled = network.authorize(amount=600)
+    network.call("cancel", authorization_id=canceled.id)
+    declined = network.authorize("4000000000000002", amount=500)
+    (start, end) = db.execute(
+        "SELECT min(created_at), max(created_at) FROM sandbox_authorizations WHERE id = ANY(%s)",
+        ([held.id, captured.id, refunded.id, canceled.id, declined.id],),
+    ).fetchone()
+    listed = network.bridge.run(
+        network.processor.open_authorizations(
+            created_after=start - timedelta(microseconds=1), created_before=end, limit=1000
+        )
+    )
+    mine = {
+        record.id: record for record in listed if record.installation_id == network.tenant.installation_id
+    }
+    assert set(mine) == {held.id, captured.id}
+    assert (mine[held.id].status, mine[held.id].reference, mine[held.id].amount) == (
+        "authorized",
+        "pi_held",
+        700,
+    )
+    assert (mine[captured.id].status, mine[captured.id].amount_captured) == ("captured", 800)
+    after_all = network.bridge.run(
+        network.processor.open_authorizations(created_after=end, created_before=end, limit=1000)
+    )
+    assert after_all == []
+
+
 def test_a_stored_refusal_is_replayed_even_after_the_state_changed(network):
     pending = network.authorize(AUTHENTICATION, 500)
     early = network.refused("capture", key="op_2:capture", authorization_id=pending.id, amount=500)
@@ -451,9 +520,11 @@ def test_concurrent_calls_with_one_key_get_one_answer(network, db):
                     network.tenant,
                     idempotency_key="op_4:authorize",
                     card_token=token,
+                    card_fingerprint="fp_race",
                     amount=1000,
                     currency="eur",
                     off_session=False,
+                    reference="pi_race",
                 )
                 for _ in range(4)
             )

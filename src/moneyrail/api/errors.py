@@ -5,9 +5,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+import asyncpg
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from sqlalchemy.exc import DBAPIError
+from sqlalchemy.exc import TimeoutError as PoolTimeout
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from moneyrail.api.context import request_id
@@ -28,6 +31,48 @@ DOMAIN_CODES: dict[str, type[InvalidRequest]] = {
     "amount_invalid": AmountInvalid,
     "currency_invalid": CurrencyInvalid,
 }
+
+
+# What a request meets when PostgreSQL is down or restarting: the server shutting down (57P01..57P03) or
+# a connection exception (class 08), a pooled connection found closed, no connection free in the pool's
+# wait; and an OS error inside the driver (refused, reset, no such socket), which SQLAlchemy re-raises raw.
+_DATABASE_GONE = (
+    asyncpg.exceptions.PostgresConnectionError,
+    asyncpg.exceptions.CannotConnectNowError,
+    asyncpg.exceptions.AdminShutdownError,
+    asyncpg.exceptions.CrashShutdownError,
+    asyncpg.exceptions.ConnectionDoesNotExistError,
+    asyncpg.exceptions.TooManyConnectionsError,
+    PoolTimeout,
+)
+
+
+def database_unreachable(failure: BaseException) -> bool:
+    """Whether a request failed because PostgreSQL could not be reached, looking through the causes
+    SQLAlchemy wraps around the driver's error."""
+    seen: set[int] = set()
+    current: BaseException | None = failure
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if isinstance(current, _DATABASE_GONE):
+            return True
+        if isinstance(current, OSError) and _raised_in_driver(current):
+            return True
+        if isinstance(current, DBAPIError) and current.connection_invalidated:
+            return True
+        if isinstance(current, asyncpg.exceptions.InterfaceError) and "connection is closed" in str(current):
+            return True
+        current = current.__cause__ or current.__context__
+    return False
+
+
+def _raised_in_driver(error: BaseException) -> bool:
+    traceback = error.__traceback__
+    while traceback is not None:
+        if str(traceback.tb_frame.f_globals.get("__name__", "")).startswith("asyncpg"):
+            return True
+        traceback = traceback.tb_next
+    return False
 
 
 def error_body(error: MoneyrailError, request_id_value: str) -> dict[str, Any]:

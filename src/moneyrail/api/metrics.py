@@ -41,6 +41,8 @@ OLDEST_DUE = text(
     "WHERE status = 'pending' AND next_attempt_at <= now()"
 )
 # Due and not yet handed to the broker: what the relay still owes (the partial index on due rows serves it).
+# Charges the processor made that no payment recorded, released by the orphan sweep (payments/orphans.py)
+PROCESSOR_ORPHANS = text("SELECT action, count(*) FROM processor_orphans GROUP BY action")
 RELAY_LAG = text(
     "SELECT coalesce(extract(epoch FROM now() - min(next_attempt_at)), 0) FROM operations "
     "WHERE status = 'pending' AND next_attempt_at <= now() AND published_at IS NULL"
@@ -66,6 +68,7 @@ async def metrics(request: Request) -> Response:
         oldest_due = float(await connection.scalar(OLDEST_DUE) or 0)
         relay_lag = float(await connection.scalar(RELAY_LAG) or 0)
         leaders = int(await connection.scalar(LEADERS_HELD) or 0)
+        orphans = {str(r[0]): int(r[1]) for r in await connection.execute(PROCESSOR_ORPHANS)}
     broker_up = await broker_reachable(request)
     try:
         depths = await _queue_depths(request.app.state.redis) if broker_up else {}
@@ -80,6 +83,7 @@ async def metrics(request: Request) -> Response:
             relay_lag_seconds=relay_lag,
             scheduler_leaders=leaders,
             broker_up=broker_up,
+            processor_orphans=orphans,
         )
     )
     body = generate_latest(registry) + generate_latest()  # engine state, then this process's own metrics

@@ -12,10 +12,10 @@ import orjson
 import structlog
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from moneyrail.api.errors import error_body
+from moneyrail.api.errors import database_unreachable, error_body
 from moneyrail.api.metrics import http_latency
 from moneyrail.config import API_VERSIONS
-from moneyrail.errors import MoneyrailError, UnsupportedVersion
+from moneyrail.errors import DatabaseUnavailable, MoneyrailError, UnsupportedVersion
 from moneyrail.kit.ids import new_id
 
 logger = structlog.get_logger("moneyrail.http")
@@ -95,12 +95,19 @@ class RequestContextMiddleware:
                 )
                 return
             await self.app(scope, receive, send_with_headers)
-        except Exception:
-            logger.exception("request_failed")
-            if not status_holder["started"]:
-                await self._send_error(
-                    send_with_headers, MoneyrailError("An internal error occurred."), request_id
+        except Exception as failure:
+            error: MoneyrailError
+            if database_unreachable(failure):
+                # an outage, not a bug: no stack trace per request, and the client is told to come back
+                logger.warning(
+                    "request_database_unreachable", error=f"{type(failure).__name__}: {failure}"[:300]
                 )
+                error = DatabaseUnavailable()
+            else:
+                logger.exception("request_failed")
+                error = MoneyrailError("An internal error occurred.")
+            if not status_holder["started"]:
+                await self._send_error(send_with_headers, error, request_id)
         finally:
             self._log(scope, status_holder["status"], started)
             structlog.contextvars.unbind_contextvars("request_id")
@@ -108,16 +115,10 @@ class RequestContextMiddleware:
     @staticmethod
     async def _send_error(send: Send, error: MoneyrailError, request_id: str) -> None:
         body = orjson.dumps(error_body(error, request_id))
-        await send(
-            {
-                "type": "http.response.start",
-                "status": error.status,
-                "headers": [
-                    (b"content-type", b"application/json"),
-                    (b"content-length", str(len(body)).encode()),
-                ],
-            }
-        )
+        headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+        for name, value in getattr(error, "headers", {}).items():
+            headers.append((name.lower().encode(), value.encode()))
+        await send({"type": "http.response.start", "status": error.status, "headers": headers})
         await send({"type": "http.response.body", "body": body})
 
     @staticmethod

@@ -8,6 +8,7 @@ without extra work:
   400 everywhere (the input guard; parameters, `Service-Version`, `Idempotency-Key`), 401 and 429 behind the
   key gate, 403 behind a secret key's scope, 404 with a path id (and on sandbox-only helpers),
   409 and 422 on POST and DELETE (the idempotency store), 413 with a body (the input guard's cap),
+  503 behind the key gate (the database unreachable, with `Retry-After`),
   and whatever the route declares itself: `responses=CHARGES_CARD` (402, 503) or `CALLS_PROCESSOR`;
 - the `Service-Version` and `Idempotency-Key` request headers (the key required where §4 says);
 - the `Request-Id` and `Service-Version` response headers;
@@ -59,8 +60,9 @@ STATUS_MEANINGS: dict[int, str] = {
     422: "The `Idempotency-Key` was already used with another method, path or body "
     "(`idempotency_error`, `idempotency_key_reused`). Only idempotency answers 422.",
     429: "Too many requests for this key (`rate_limit_error`, `rate_limited`); retry after `Retry-After`.",
-    503: "The card network did not answer (`api_error`, `processor_unavailable`): nothing was decided; "
-    "retry with the same `Idempotency-Key`.",
+    503: "A dependency did not answer (`api_error`): the card network (`processor_unavailable`: nothing "
+    "was decided) or the database (`service_unavailable`, with `Retry-After`); retry with the same "
+    "`Idempotency-Key`.",
 }
 
 # Markers a route declares with `responses=`, for what the shared machinery cannot see.
@@ -92,6 +94,12 @@ RESPONSE_HEADERS = {
 RETRY_AFTER = {
     "description": "Seconds to wait before retrying (CONVENTIONS.md §3, `rate_limited`).",
     "required": True,
+    "schema": {"type": "integer", "minimum": 0},
+}
+RETRY_AFTER_UNAVAILABLE = {
+    "description": "Seconds to wait before retrying, when the database could not be reached "
+    "(`service_unavailable`); absent when the card network did not answer.",
+    "required": False,
     "schema": {"type": "integer", "minimum": 0},
 }
 GENERIC_FIELDS = {
@@ -155,6 +163,8 @@ def _error_response(status: int, declared: dict[str, Any] | None, *, with_versio
     headers = _response_headers(with_version)
     if status == 429:
         headers = {**headers, "Retry-After": RETRY_AFTER}
+    if status == 503:
+        headers = {**headers, "Retry-After": RETRY_AFTER_UNAVAILABLE}
     return {
         "description": description,
         "headers": headers,
@@ -173,7 +183,7 @@ def derived_statuses(method: str, path: str, operation: dict[str, Any]) -> set[i
     has_path_id = "{" in path
     statuses.add(400)  # the input guard refuses unstorable text anywhere in any request
     if gate is not None:
-        statuses |= {401, 429}
+        statuses |= {401, 429, 503}  # 503: the key and everything after it are read from PostgreSQL
         if gate[0] == "ApiKey":
             statuses.add(403)
         if method in IDEMPOTENT_METHODS:

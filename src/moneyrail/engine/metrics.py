@@ -12,7 +12,7 @@ from functools import cache
 from typing import Any
 
 from prometheus_client import Counter, Histogram
-from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 
 from moneyrail.engine.broker import QUEUES
@@ -55,6 +55,7 @@ class EngineSnapshot(Collector):
         relay_lag_seconds: float = 0.0,
         scheduler_leaders: int | None = None,
         broker_up: bool | None = None,
+        processor_orphans: dict[str, int] | None = None,
     ):
         self.by_type_and_status = by_type_and_status
         self.oldest_due_seconds = oldest_due_seconds
@@ -62,6 +63,7 @@ class EngineSnapshot(Collector):
         self.relay_lag_seconds = relay_lag_seconds
         self.scheduler_leaders = scheduler_leaders
         self.broker_up = broker_up
+        self.processor_orphans = processor_orphans
 
     def collect(self) -> Iterator[Any]:
         operations = GaugeMetricFamily(
@@ -103,6 +105,16 @@ class EngineSnapshot(Collector):
                 "Schedulers holding the leader lock: 1 when healthy, 0 means no relay and no periodic jobs.",
                 value=self.scheduler_leaders,
             )
+        if self.processor_orphans is not None:
+            orphans = CounterMetricFamily(
+                "moneyrail_processor_orphans",
+                "Charges the processor made that no payment recorded, released by the orphan sweep, "
+                "by action (void: an authorization, refund: a capture).",
+                labels=["action"],
+            )
+            for action in ("void", "refund"):
+                orphans.add_metric([action], self.processor_orphans.get(action, 0))
+            yield orphans
         if self.broker_up is not None:
             yield GaugeMetricFamily(
                 "moneyrail_broker_up",

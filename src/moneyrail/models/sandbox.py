@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import CheckConstraint, ForeignKey, PrimaryKeyConstraint, func, text
+from sqlalchemy import CheckConstraint, ForeignKey, Index, PrimaryKeyConstraint, func, text
 from sqlalchemy.orm import Mapped, mapped_column
 
 from moneyrail.models.base import Base
@@ -82,6 +82,8 @@ class SandboxAuthorization(Base):
             "status IN ('requires_action', 'authorized', 'declined', 'captured', 'canceled')", name="status"
         ),
         CheckConstraint("amount_captured >= 0 AND amount_refunded <= amount_captured", name="amounts"),
+        # the orphan sweep's question (payments/orphans.py): authorizations created after its watermark
+        Index("ix_sandbox_authorizations_created", "created_at"),
     )
 
     id: Mapped[str] = mapped_column(primary_key=True)
@@ -96,5 +98,6 @@ class SandboxAuthorization(Base):
     amount_refunded: Mapped[int] = mapped_column(server_default=text("0"))
     captured_at: Mapped[datetime | None]  # on the installation's sandbox clock
     cost_amount: Mapped[int | None]
+    reference: Mapped[str | None]  # what the charge was for (a payment's id), as a network's metadata
     created_at: Mapped[datetime] = mapped_column(server_default=func.now())
     updated_at: Mapped[datetime] = mapped_column(server_default=func.now())

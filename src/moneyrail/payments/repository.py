@@ -6,13 +6,14 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import and_, func, select
+from sqlalchemy import and_, func, select, update
+from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from moneyrail.db.pagination import newest_first_page
 from moneyrail.kit.pagination import Position
 from moneyrail.kit.tenant import Tenant
-from moneyrail.models import PaymentIntent, Refund
+from moneyrail.models import PaymentIntent, ProcessorOrphan, ProcessorOrphanSweep, Refund
 
 
 def _payment_of(tenant: Tenant) -> Any:
@@ -111,3 +112,78 @@ async def list_refunds(
     if payment_intent is not None:
         statement = statement.where(Refund.payment_intent_id == payment_intent)
     return (await session.scalars(newest_first_page(statement, Refund, limit=limit, after=after))).all()
+
+
+# --- orphan charges (orphans.py) ---------------------------------------------------------------------------
+ORPHAN_SWEEP = "processor_orphans"
+
+
+async def database_now(session: AsyncSession) -> datetime:
+    """The database's clock: the one the processor's books are stamped with."""
+    now = await session.scalar(select(func.now()))
+    assert isinstance(now, datetime)
+    return now
+
+
+async def authorizations_of_payments_across_tenants(
+    session: AsyncSession, payment_ids: Sequence[str]
+) -> dict[tuple[str, str, bool], str | None]:
+    """(payment id, installation, livemode) -> the processor authorization each payment recorded."""
+    if not payment_ids:
+        return {}
+    rows = await session.execute(
+        select(
+            PaymentIntent.id,
+            PaymentIntent.installation_id,
+            PaymentIntent.livemode,
+            PaymentIntent.processor_authorization,
+        ).where(PaymentIntent.id.in_(set(payment_ids)))
+    )
+    return {(row[0], row[1], row[2]): row[3] for row in rows}
+
+
+async def lock_payment_as_committed(
+    session: AsyncSession, tenant: Tenant, payment_id: str
+) -> PaymentIntent | None:
+    """The payment locked, its columns as last committed even if this session has read it before."""
+    return await session.scalar(
+        select(PaymentIntent)
+        .where(_payment_of(tenant), PaymentIntent.id == payment_id)
+        .with_for_update()
+        .execution_options(populate_existing=True)
+    )
+
+
+async def locked_orphan_watermark(session: AsyncSession, default: datetime) -> datetime:
+    """How far the sweep has looked, locked so that two sweeps take turns."""
+    await session.execute(
+        insert(ProcessorOrphanSweep)
+        .values(name=ORPHAN_SWEEP, checked_through=default)
+        .on_conflict_do_nothing(index_elements=["name"])
+    )
+    checked_through = await session.scalar(
+        select(ProcessorOrphanSweep.checked_through)
+        .where(ProcessorOrphanSweep.name == ORPHAN_SWEEP)
+        .with_for_update()
+    )
+    assert checked_through is not None  # inserted just before if it was missing
+    return checked_through
+
+
+async def set_orphan_watermark(session: AsyncSession, checked_through: datetime) -> None:
+    await session.execute(
+        update(ProcessorOrphanSweep)
+        .where(ProcessorOrphanSweep.name == ORPHAN_SWEEP)
+        .values(checked_through=checked_through)
+    )
+
+
+async def record_orphan(session: AsyncSession, tenant: Tenant, orphan: dict[str, Any]) -> bool:
+    """Once per authorization (False when recorded before: a sweep releasing it again after a failure)."""
+    inserted = await session.scalar(
+        insert(ProcessorOrphan)
+        .values(installation_id=tenant.installation_id, livemode=tenant.livemode, **orphan)
+        .on_conflict_do_nothing(index_elements=["authorization_id"])
+        .returning(ProcessorOrphan.authorization_id)
+    )
+    return inserted is not None

@@ -14,6 +14,12 @@ Confirming, capturing, cancelling and incrementing talk to the processor during 
 payer at a checkout expects an answer at once. Each processor call carries a key derived from the
 payment and its step, so a request retried after a crash repeats the call harmlessly. Refunds go
 through a worker (refunds.py).
+
+The processor commits on its own: a confirmation whose transaction is lost after the network charged
+the card (a database restart) leaves a charge no payment recorded. A retried confirmation with the same
+card finds it again: the authorization key is the payment's committed attempt count and the card's
+fingerprint (never the token, new at each tokenization), and the capture key names the authorization.
+A charge nobody retries is released by the orphan sweep (orphans.py).
 """
 
 from __future__ import annotations
@@ -481,17 +487,25 @@ async def confirm_locked_payment(
         payment,
         processor.authorize(
             tenant,
-            idempotency_key=f"{payment.id}:authorize:{payment.confirmations}:{method.id}",
+            idempotency_key=authorization_key(payment, method),
             card_token=method.processor_token,
+            card_fingerprint=method.fingerprint,
             amount=payment.amount,
             currency=payment.currency,
             off_session=False,
+            reference=payment.id,
         ),
     )
     await _apply_authorization(session, tenant, processor, payment, authorization, method, base_url=base_url)
     if payment.status == "requires_payment_method":
         raise _declined_error(payment)
     return payment
+
+
+def authorization_key(payment: PaymentIntent, method: PaymentMethod) -> str:
+    """The same for a retry of a lost confirmation (its attempt count was never committed) with the same
+    card and amount; another card or amount is another question to the network, under another key."""
+    return f"{payment.id}:authorize:{payment.confirmations}:{method.fingerprint}:{payment.amount}"
 
 
 async def charge_off_session(
@@ -519,9 +533,11 @@ async def charge_off_session(
             tenant,
             idempotency_key=idempotency_key,
             card_token=method.processor_token,
+            card_fingerprint=method.fingerprint,
             amount=payment.amount,
             currency=payment.currency,
             off_session=True,
+            reference=payment.id,
         ),
     )
     await _apply_authorization(session, tenant, processor, payment, authorization, method, base_url="")
@@ -740,7 +756,8 @@ async def _capture(
     with _network_answers("capture"):
         capture = await processor.capture(
             tenant,
-            idempotency_key=f"{payment.id}:capture",
+            # per authorization: a retry with another card captures its own, never the lost one's key
+            idempotency_key=f"{payment.id}:capture:{payment.processor_authorization}",
             authorization_id=payment.processor_authorization,
             amount=amount,
         )

@@ -162,6 +162,23 @@ class RefundResult:
 
 
 @dataclass(frozen=True)
+class ProcessorAuthorizationRecord:
+    """An authorization as the processor's own books have it, with what it was made for (`reference`,
+    the payment's id): what the orphan sweep compares with the payments that should own it."""
+
+    id: str
+    installation_id: str
+    livemode: bool
+    reference: str | None
+    status: str  # authorized | requires_action | captured
+    amount: int
+    amount_captured: int
+    amount_refunded: int
+    currency: str
+    created_at: datetime
+
+
+@dataclass(frozen=True)
 class CostReport:
     """The real cost of processing a captured payment, known some days after capture."""
 
@@ -181,10 +198,23 @@ class Processor(Protocol):
         *,
         idempotency_key: str,
         card_token: str,
+        card_fingerprint: str,
         amount: int,
         currency: str,
         off_session: bool,
-    ) -> Authorization: ...
+        reference: str,
+    ) -> Authorization:
+        """Hold `amount` on the card. The request is compared on a repeated key by the card's
+        fingerprint, not its token: a retry that tokenized the same card again replays the first answer.
+        `reference` (the payment's id) is kept with the authorization, as a real network's metadata."""
+        ...
+
+    async def open_authorizations(
+        self, *, created_after: datetime, created_before: datetime, limit: int
+    ) -> list[ProcessorAuthorizationRecord]:
+        """Authorizations created in (created_after, created_before], oldest first, that still hold or
+        took money: authorized, awaiting authentication, or captured and not wholly refunded."""
+        ...
 
     async def complete_authentication(
         self, tenant: Tenant, *, idempotency_key: str, authorization_id: str, approved: bool

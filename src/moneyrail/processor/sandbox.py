@@ -34,6 +34,7 @@ from moneyrail.processor.interface import (
     CostReport,
     NetworkDispute,
     PayoutResult,
+    ProcessorAuthorizationRecord,
     ProcessorRefused,
     ProcessorTransferRecord,
     ProcessorUnavailable,
@@ -174,15 +175,20 @@ class SandboxProcessor:
         *,
         idempotency_key: str,
         card_token: str,
+        card_fingerprint: str,
         amount: int,
         currency: str,
         off_session: bool,
+        reference: str,
     ) -> Authorization:
+        # Compared on a repeated key: the card by its fingerprint, since a retried confirmation tokenizes
+        # the same card again under a new token and must get the first answer, not a second charge.
         request = {
-            "card_token": card_token,
+            "card": card_fingerprint,
             "amount": amount,
             "currency": currency,
             "off_session": off_session,
+            "reference": reference,
         }
 
         async def answer(books: _Books) -> dict[str, Any]:
@@ -205,6 +211,7 @@ class SandboxProcessor:
                 currency,
                 status,
                 decline_code,
+                reference,
             )
             return _authorization_answer(authorization_id, status, amount, currency, decline_code)
 
@@ -319,6 +326,28 @@ class SandboxProcessor:
             )
             await uow.commit()
         return CostReport(authorization_id, int(cost_amount), row["currency"])
+
+    async def open_authorizations(
+        self, *, created_after: datetime, created_before: datetime, limit: int
+    ) -> list[ProcessorAuthorizationRecord]:
+        async with UnitOfWork(self._sessionmaker) as uow:
+            connection = await driver_connection(uow.session)
+            rows = await connection.fetch(_OPEN_AUTHORIZATIONS, created_after, created_before, limit)
+        return [
+            ProcessorAuthorizationRecord(
+                id=row["id"],
+                installation_id=row["installation_id"],
+                livemode=row["livemode"],
+                reference=row["reference"],
+                status=row["status"],
+                amount=int(row["amount"]),
+                amount_captured=int(row["amount_captured"]),
+                amount_refunded=int(row["amount_refunded"]),
+                currency=row["currency"],
+                created_at=row["created_at"],
+            )
+            for row in rows
+        ]
 
     # transfers and payouts --------------------------------------------------------------------------
     async def create_transfer(
@@ -710,8 +739,20 @@ _CARD_BEHAVIOUR = """
 """
 _INSERT_AUTHORIZATION = """
     INSERT INTO sandbox_authorizations
-        (id, installation_id, livemode, card_token, amount, currency, status, decline_code)
-    VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+        (id, installation_id, livemode, card_token, amount, currency, status, decline_code, reference)
+    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+"""
+# created_at is its transaction's start: the sweep's grace (minutes) outlasts any such transaction, so
+# the sweep's watermark never passes a row still uncommitted
+_OPEN_AUTHORIZATIONS = """
+    SELECT id, installation_id, livemode, reference, status, amount, amount_captured, amount_refunded,
+           currency, created_at
+    FROM sandbox_authorizations
+    WHERE created_at > $1 AND created_at <= $2
+      AND (status IN ('authorized', 'requires_action')
+           OR (status = 'captured' AND amount_refunded < amount_captured))
+    ORDER BY created_at, id
+    LIMIT $3
 """
 _LOCK_AUTHORIZATION = """
     SELECT a.status, a.amount, a.currency, a.amount_captured, a.amount_refunded, a.captured_at,

@@ -11,8 +11,8 @@ Review state machine (data, STYLE.md habit 7):
     open -> approved    POST /v1/radar/reviews/{id}/approve; approving again changes nothing
 
 Approval lets the payment continue as its capture_method says: an automatic payment is captured at once
-(under its one processor key `<payment>:capture`, so it is never charged twice), a manual one may now be
-captured by the merchant.
+(under its processor key `<payment>:capture:<authorization>`, so it is never charged twice), a manual
+one may now be captured by the merchant.
 """
 
 from __future__ import annotations

@@ -1,0 +1,162 @@
+"""Charges the processor made that no payment recorded, released at the processor.
+
+The processor commits on its own (an outside system), so a confirmation whose database transaction is
+lost after the network authorized, or captured, leaves the payer's card charged with no payment owning
+the charge. A retried confirmation finds it again (service.authorization_key); this sweep of the leading
+scheduler releases what nobody retried: the processor's authorizations older than a grace period
+(`MONEYRAIL_PROCESSOR_ORPHAN_GRACE_SECONDS`, real time) whose payment never recorded them are voided,
+or refunded when captured, logged (`processor_orphan_released`) and recorded in `processor_orphans`,
+which GET /metrics counts (`moneyrail_processor_orphans_total`).
+
+Never a charge a payment owns: ownership is read again under the payment's lock, and a confirmation
+holds that lock from before its processor call until it commits, so a slow commit is waited for, not
+raced. Before releasing, the payment's attempt count moves on (committed), so a confirmation retried
+later asks the network afresh instead of replaying the released authorization.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import structlog
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from moneyrail.config import get_settings
+from moneyrail.db.raw import forget_driver_connection
+from moneyrail.engine.schedule import register_periodic
+from moneyrail.kit.clock import utcnow
+from moneyrail.kit.tenant import Tenant
+from moneyrail.processor import provider
+from moneyrail.processor.interface import (
+    Processor,
+    ProcessorAuthorizationRecord,
+    ProcessorRefused,
+    ProcessorUnavailable,
+)
+
+from . import repository
+from .service import CONFIRMABLE
+
+logger = structlog.get_logger("moneyrail.payments")
+
+BATCH = 200
+BATCHES_PER_SWEEP = 10
+# where a first sweep starts looking: charges older than this before it ran are not looked at
+FIRST_LOOKBACK = timedelta(days=1)
+_TICK = timedelta(microseconds=1)
+
+
+async def sweep_orphans(
+    session: AsyncSession, *, processor: Processor | None = None, grace: timedelta | None = None
+) -> int:
+    """Release the orphans among the processor's authorizations created since the last sweep and at
+    least `grace` ago; the number released. Commits as it goes (the scheduler commits the rest)."""
+    if grace is None:
+        grace = timedelta(seconds=get_settings().processor_orphan_grace_seconds)
+    network = processor or provider.processor()
+    horizon = await repository.database_now(session) - grace
+    released = 0
+    for _ in range(BATCHES_PER_SWEEP):
+        checked_through = await repository.locked_orphan_watermark(session, horizon - FIRST_LOOKBACK)
+        if checked_through >= horizon:
+            break
+        candidates = await network.open_authorizations(
+            created_after=checked_through, created_before=horizon, limit=BATCH
+        )
+        # a full batch may end amid rows of one instant: the next one starts just before its last
+        reached = horizon if len(candidates) < BATCH else candidates[-1].created_at - _TICK
+        stalled = False
+        owners = await repository.authorizations_of_payments_across_tenants(
+            session, [candidate.reference for candidate in candidates if candidate.reference is not None]
+        )
+        for candidate in candidates:
+            if candidate.reference is None:
+                continue  # made before the network kept references: no payment to ask
+            owner = (candidate.reference, candidate.installation_id, candidate.livemode)
+            if owners.get(owner) == candidate.id:
+                continue  # recorded by its payment, the usual case: no lock needed
+            try:
+                released += await _release_if_orphan(session, network, candidate)
+            except ProcessorUnavailable as fault:
+                logger.warning("processor_orphan_unavailable", authorization=candidate.id, error=str(fault))
+                reached = min(reached, candidate.created_at - _TICK)  # the next sweep tries it again
+                stalled = True
+                break
+        # the watermark row was unlocked by the commits above: lock it again to move it
+        await repository.locked_orphan_watermark(session, horizon - FIRST_LOOKBACK)
+        await repository.set_orphan_watermark(session, reached)
+        await _commit(session)
+        if stalled or len(candidates) < BATCH:
+            break  # caught up, or the processor is away: the next sweep goes on from here
+    return released
+
+
+async def _release_if_orphan(
+    session: AsyncSession, network: Processor, candidate: ProcessorAuthorizationRecord
+) -> int:
+    assert candidate.reference is not None
+    tenant = Tenant(candidate.installation_id, candidate.livemode)
+    # under the payment's lock: a confirmation still running holds it until it commits
+    payment = await repository.lock_payment_as_committed(session, tenant, candidate.reference)
+    if payment is not None and payment.processor_authorization == candidate.id:
+        await _commit(session)
+        return 0
+    captured = candidate.status == "captured"
+    amount = candidate.amount_captured - candidate.amount_refunded if captured else candidate.amount
+    action = "refund" if captured else "void"
+    first_found = await repository.record_orphan(
+        session,
+        tenant,
+        {
+            "authorization_id": candidate.id,
+            "payment_intent_id": candidate.reference,
+            "amount": amount,
+            "currency": candidate.currency,
+            "action": action,
+        },
+    )
+    if first_found and payment is not None and payment.status in CONFIRMABLE:
+        payment.confirmations += 1  # a later retry asks under a new key, never replays this charge
+        payment.updated_at = utcnow()
+    await _commit(session)  # the attempt count has moved on before the charge is released
+    try:
+        if captured:
+            await network.refund(
+                tenant,
+                idempotency_key=f"orphan:{candidate.id}:refund",
+                authorization_id=candidate.id,
+                amount=amount,
+            )
+        else:
+            await network.cancel(
+                tenant, idempotency_key=f"orphan:{candidate.id}:void", authorization_id=candidate.id
+            )
+    except ProcessorRefused as refused:
+        logger.error("processor_orphan_release_refused", authorization=candidate.id, error=str(refused))
+        return 0
+    logger.warning(
+        "processor_orphan_released",
+        authorization=candidate.id,
+        payment_intent=candidate.reference,
+        installation=candidate.installation_id,
+        action=action,
+        amount=amount,
+        currency=candidate.currency,
+    )
+    return 1
+
+
+async def _commit(session: AsyncSession) -> None:
+    forget_driver_connection(session)  # the next statement may run on another connection
+    await session.commit()
+
+
+async def _scheduled_sweep(session: AsyncSession) -> int:
+    return await sweep_orphans(session)
+
+
+register_periodic(
+    "payments.processor_orphans",
+    timedelta(seconds=get_settings().processor_orphan_sweep_seconds),
+    _scheduled_sweep,
+)
