@@ -79,6 +79,10 @@ SYNC_TYPE, SYNC_ACTOR = "subscription_sync", "billing.sync"
 SWEEP_BATCH = 500
 SWEEP_ROUNDS = 200  # batches per run: a run opens at most 100,000 renewals, the rest wait for the next
 SWEEP_SANDBOXES = 500
+# A sandbox renewal's charge is local to the database (the sandbox processor keeps its books there), so up
+# to RENEWAL_BATCH of them share a message, a claim and a commit, each still its own operation (engine
+# policy batch_size). A live one calls a real network and runs alone: it must not hold up the others.
+RENEWAL_BATCH = 32
 register_policy(
     RENEWAL_TYPE,
     RetryPolicy(
@@ -598,6 +602,21 @@ def _charge_key(invoice: SubscriptionInvoice) -> str:
     return f"{invoice.id}:charge"
 
 
+async def _charge_later(session: AsyncSession, tenant: Tenant, invoice: SubscriptionInvoice) -> None:
+    """The invoice's `renewal` operation: batched in the sandbox, alone in live mode."""
+    operation = await create_operation(
+        session,
+        tenant,
+        operation_type=RENEWAL_TYPE,
+        actor_name=RENEWAL_ACTOR,
+        resource=invoice.id,
+        payload={"subscription_invoice": invoice.id},
+        batch_size=1 if tenant.livemode else RENEWAL_BATCH,
+    )
+    invoice.operation_id = operation.id
+    await session.flush()
+
+
 async def _renew(session: AsyncSession, tenant: Tenant, subscription: Subscription, now: datetime) -> None:
     """The next cycle's invoice and its renewal operation. Only the cycle that contains `now` is
     collected: periods that passed during an outage are not charged retroactively. A change accepted
@@ -612,16 +631,7 @@ async def _renew(session: AsyncSession, tenant: Tenant, subscription: Subscripti
         ),
     )
     invoice = await _open_invoice(session, tenant, subscription, price, cycle)
-    operation = await create_operation(
-        session,
-        tenant,
-        operation_type=RENEWAL_TYPE,
-        actor_name=RENEWAL_ACTOR,
-        resource=invoice.id,
-        payload={"subscription_invoice": invoice.id},
-    )
-    invoice.operation_id = operation.id
-    await session.flush()
+    await _charge_later(session, tenant, invoice)
     logger.info("subscription_renewal_opened", subscription=subscription.id, cycle=cycle)
 
 
@@ -763,16 +773,7 @@ async def process_sync(session: AsyncSession, operation: Operation, processor: P
     await session.flush()
     await _announce(session, tenant, subscription, "subscription.updated")
     if invoice.status == "open" and payment.status in payments.CONFIRMABLE:
-        renewal = await create_operation(
-            session,
-            tenant,
-            operation_type=RENEWAL_TYPE,
-            actor_name=RENEWAL_ACTOR,
-            resource=invoice.id,
-            payload={"subscription_invoice": invoice.id},
-        )
-        invoice.operation_id = renewal.id
-        await session.flush()
+        await _charge_later(session, tenant, invoice)
 
 
 # --- subscription checkout -------------------------------------------------------------------------------
