@@ -82,7 +82,9 @@ SWEEP_SANDBOXES = 500
 # A sandbox renewal's charge is local to the database (the sandbox processor keeps its books there), so up
 # to RENEWAL_BATCH of them share a message, a claim and a commit, each still its own operation (engine
 # policy batch_size). A live one calls a real network and runs alone: it must not hold up the others.
-RENEWAL_BATCH = 32
+# Small, as a whole batch must finish within one operation lease: at 32 a loaded machine (load average
+# 20 on 2 CPUs) let leases run out mid-batch, and a superseded batch is redone whole.
+RENEWAL_BATCH = 8
 register_policy(
     RENEWAL_TYPE,
     RetryPolicy(
