@@ -293,7 +293,7 @@ _CHECKS = {
 
 
 async def _checks(database_url: str, cycle: int, installation_id: str) -> dict[str, int]:
-    connection = await asyncpg.connect(harness.plain_url(database_url))
+    connection = await _connect(database_url)
     try:
         return {
             name: int(await connection.fetchval(sql, cycle, installation_id)) for name, sql in _CHECKS.items()
