@@ -69,6 +69,24 @@ SEED_BATCH = 100  # subscriptions per seeding transaction
 SEEDER_POOL = 2
 
 
+def _out_of_connections(error: BaseException) -> bool:
+    return "too many clients" in str(error)
+
+
+def _when_connections_allow(phase: Any, *args: Any) -> Any:
+    """A phase that failed to get a connection of the shared server before doing anything lasting (the
+    engine's measurement, the clock advance, whose transaction then rolled back) runs again."""
+    for _ in range(30):
+        try:
+            return phase(*args)
+        except Exception as error:
+            if not _out_of_connections(error):
+                raise
+            print(f"{getattr(phase, '__name__', phase)}: out of connections, again in 5 s", flush=True)
+            time.sleep(5)
+    return phase(*args)
+
+
 @dataclass(frozen=True)
 class Catalog:
     installation_id: str
@@ -262,7 +280,9 @@ _CHECKS = {
         SELECT count(*) FROM subscriptions s WHERE s.installation_id = $2
           AND NOT EXISTS (
             SELECT 1 FROM subscription_invoices i WHERE i.subscription_id = s.id AND i.cycle = $1)""",
-    "invoices_not_paid": "SELECT count(*) FROM subscription_invoices WHERE cycle = $1 AND status <> 'paid'",
+    "invoices_not_paid": """
+        SELECT count(*) FROM subscription_invoices
+        WHERE cycle = $1 AND installation_id = $2 AND status <> 'paid'""",
     # at the processor: the charge key asked once per invoice, and one captured authorization per payment
     "invoices_not_authorized_exactly_once": """
         SELECT count(*) FROM subscription_invoices i WHERE i.cycle = $1 AND (
@@ -271,7 +291,7 @@ _CHECKS = {
               AND c.idempotency_key = i.id || ':charge') <> 1""",
     "invoices_not_captured_exactly_once": """
         SELECT count(*) FROM subscription_invoices i JOIN payment_intents p ON p.id = i.payment_intent_id
-        WHERE i.cycle = $1 AND (
+        WHERE i.cycle = $1 AND i.installation_id = $2 AND (
             SELECT count(*) FROM sandbox_authorizations a
             WHERE a.id = p.processor_authorization AND a.status = 'captured') <> 1""",
     # in the database: one succeeded payment per subscription for the cycle, one capture posting each
@@ -282,14 +302,33 @@ _CHECKS = {
             LEFT JOIN payment_intents p ON p.id = i.payment_intent_id AND p.status = 'succeeded'
             WHERE s.installation_id = $2 GROUP BY s.id HAVING count(p.id) <> 1) wrong""",
     "succeeded_payments_without_one_capture_posting": """
-        SELECT count(*) FROM payment_intents p WHERE p.installation_id = $2 AND p.status = 'succeeded'
+        SELECT count(*) FROM payment_intents p JOIN subscription_invoices i ON i.payment_intent_id = p.id
+        WHERE i.cycle = $1 AND p.installation_id = $2 AND p.status = 'succeeded'
           AND (SELECT count(*) FROM journal_transactions j
                WHERE j.reference = p.id AND j.kind = 'payment_capture') <> 1""",
     # a captured authorization that no payment records: a charge nobody knows of
     "captured_authorizations_no_payment_knows": """
         SELECT count(*) FROM sandbox_authorizations a WHERE a.installation_id = $2 AND a.status = 'captured'
+          AND $1::int IS NOT NULL  -- every cycle's: the parameter only keeps the two-argument form
           AND NOT EXISTS (SELECT 1 FROM payment_intents p WHERE p.processor_authorization = a.id)""",
 }
+
+
+_RETRIES = """
+    SELECT count(*), count(*) FILTER (WHERE a.error LIKE '%too many clients%')
+    FROM operation_attempts a JOIN subscription_invoices i ON i.operation_id = a.operation_id
+    WHERE i.cycle = $1 AND i.installation_id = $2 AND a.outcome = 'retry'
+"""
+
+
+async def _retries(database_url: str, cycle: int, installation_id: str) -> dict[str, int]:
+    """Renewal attempts that were retried, and how many because the shared server had no connection left."""
+    connection = await _connect(database_url)
+    try:
+        retried, out_of_connections = await connection.fetchrow(_RETRIES, cycle, installation_id)
+    finally:
+        await connection.close()
+    return {"attempts_retried": int(retried), "of_which_out_of_connections": int(out_of_connections)}
 
 
 async def _checks(database_url: str, cycle: int, installation_id: str) -> dict[str, int]:
@@ -324,7 +363,7 @@ def renew_round(
         load_before = harness.load_average()
         window = harness.CpuWindow.now()
         started = time.perf_counter()
-        work_done = asyncio.run(_advance(catalog_.installation_id, seconds))
+        work_done = _when_connections_allow(lambda: asyncio.run(_advance(catalog_.installation_id, seconds)))
         opened_at = time.perf_counter()
         paid, opened = asyncio.run(_wait_until_paid(database_url, cycle, expected, started + limit_s))
         finished = time.perf_counter()
@@ -350,6 +389,7 @@ def renew_round(
         "other_processes": cpu["other_processes"],
         "load_average_before": load_before,
         "load_average_after": load_after,
+        "renewal_retries": asyncio.run(_retries(database_url, cycle, catalog_.installation_id)),
         "checks": asyncio.run(_checks(database_url, cycle, catalog_.installation_id)),
     }
 
@@ -406,7 +446,7 @@ def main() -> None:
             "load_average_after": harness.load_average(),
         }
         for cycle in range(1, args.rounds + 1):
-            engine = engine_one_operation_rate(run, args.engine_operations)
+            engine = _when_connections_allow(engine_one_operation_rate, run, args.engine_operations)
             print(f"round {cycle}: engine one operation per message {engine['per_second']}/s", flush=True)
             renewal = renew_round(run, catalog_, cycle, args.subscriptions, args.round_timeout)
             ratio = renewal["renewals_per_second"] / engine["per_second"]
