@@ -250,8 +250,12 @@ async def _advance(installation_id: str, seconds: int) -> dict[str, Any]:
     from moneyrail.db.engine import create_engine, create_sessionmaker
     from moneyrail.db.uow import UnitOfWork
     from moneyrail.kit.tenant import Tenant
+    from moneyrail.processor import provider
     from moneyrail.sandbox import service as sandbox
 
+    # the sandbox processor's pool belongs to the event loop that made it, and each phase of this script
+    # runs its own (asyncio.run): the advance's due work (cost reports) gets one of this loop
+    provider._processor = None
     engine = create_engine(get_settings())
     async with UnitOfWork(create_sessionmaker(engine)) as uow:
         view = await sandbox.advance_clock(uow.session, Tenant(installation_id, False), seconds)
