@@ -68,6 +68,16 @@ STEADY_SECONDS = 15.0
 plain_url = harness.plain_url
 
 
+async def _connect(database_url: str) -> asyncpg.Connection:
+    """On a shared server out of connections, wait for one (a minute at most) rather than end the run."""
+    for _ in range(60):
+        try:
+            return await asyncpg.connect(plain_url(database_url))
+        except asyncpg.TooManyConnectionsError:
+            await asyncio.sleep(1)
+    return await asyncpg.connect(plain_url(database_url))
+
+
 def _start(command: list[str], env: dict[str, str], log_name: str) -> subprocess.Popen[bytes]:
     LOG_DIR.mkdir(parents=True, exist_ok=True)
     with (LOG_DIR / log_name).open("wb") as log:
@@ -187,7 +197,7 @@ async def _create_operations(
 
 async def _latencies(database_url: str, installation_id: str, phase: str) -> dict[str, float]:
     """Over the installation's operations (one installation per engine run, so one type)."""
-    connection = await asyncpg.connect(plain_url(database_url))
+    connection = await _connect(database_url)
     try:
         row = await connection.fetchrow(
             """
@@ -221,7 +231,7 @@ async def _latencies(database_url: str, installation_id: str, phase: str) -> dic
 
 async def _wait_until_done(database_url: str, installation_id: str) -> None:
     # one connection, polled gently: the observer must not take the CPU it is measuring
-    connection = await asyncpg.connect(plain_url(database_url))
+    connection = await _connect(database_url)
     try:
         while True:
             unfinished = await connection.fetchval(

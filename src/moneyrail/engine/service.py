@@ -75,8 +75,11 @@ async def create_operation(
     actor_name: str,
     resource: str | None = None,
     payload: dict[str, Any] | None = None,
+    batch_size: int | None = None,
 ) -> Operation:
-    """Write the operation beside the request's effect; the relay publishes it after commit."""
+    """Write the operation beside the request's effect; the relay publishes it after commit.
+    `batch_size` overrides the type's policy for this operation: a type whose work is local to the
+    database only for some tenants (the sandbox processor) batches only theirs."""
     policy = policy_for(operation_type)
     operation = Operation(
         id=new_id("op"),
@@ -88,7 +91,7 @@ async def create_operation(
         actor_name=actor_name,
         queue_name=policy.queue_name,
         max_attempts=policy.max_attempts,
-        batch_size=policy.batch_size,
+        batch_size=policy.batch_size if batch_size is None else batch_size,
     )
     session.add(operation)
     await session.flush()
