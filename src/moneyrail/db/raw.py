@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 from sqlalchemy.orm import configure_mappers
@@ -45,6 +45,43 @@ async def driver_connection(session: AsyncSession) -> Any:
         cached = pooled.driver_connection
         session.info[_KEY] = cached
     return cached
+
+
+class StatementClaim(Protocol):
+    """An Idempotency-Key claim a unit of work's first statement carries (api/idempotency.py).
+
+    `sql` is a SELECT of one row (locked, fingerprint, status_code, response_body) with `parameters`
+    as $1 to $n; the statement does its effect only where that row grants the key, and hands the row
+    to `settle`, which raises the replay or refusal it calls for.
+    """
+
+    @property
+    def sql(self) -> str: ...
+
+    @property
+    def parameters(self) -> tuple[Any, ...]: ...
+
+    def settle(self, claim_row: Mapping[str, Any]) -> None: ...
+
+
+@asynccontextmanager
+async def lone_statement_connection(session: AsyncSession) -> AsyncIterator[Any]:
+    """The connection for a statement that is the whole of its unit of work's writes.
+
+    Inside the transaction the unit of work has begun already (an Idempotency-Key's claim, whose
+    stored answer commits with the effect), that transaction's connection. Otherwise a pooled
+    connection outside any transaction: PostgreSQL runs the lone statement in a transaction of its
+    own, one round trip instead of BEGIN, statement, COMMIT. The caller vouches that nothing else in the
+    unit of work writes after it.
+    """
+    if session.in_transaction():
+        yield await driver_connection(session)
+        return
+    engine = session.bind
+    assert isinstance(engine, AsyncEngine)
+    async with engine.connect() as connection:  # no statement through SQLAlchemy: nothing begins
+        pooled = await connection.get_raw_connection()
+        yield pooled.driver_connection
 
 
 def forget_driver_connection(session: AsyncSession) -> None:
