@@ -219,9 +219,21 @@ async def recreate_database(server_url: str, database: str) -> tuple[str, dict[s
     return database_url_for(server_url, database), postgres
 
 
-async def checkpoint(database_url: str) -> None:
-    """Flush PostgreSQL's dirty pages before a run, so no run pays for the previous one's writes."""
-    connection = await asyncpg.connect(database_url)
+async def checkpoint(database_url: str, wait_seconds: float = 60.0) -> None:
+    """Flush PostgreSQL's dirty pages before a run, so no run pays for the previous one's writes.
+
+    On a shared server out of connections (others' test suites), wait for a free one rather than end
+    the run: the previous target's pool has just been let go.
+    """
+    deadline = time.monotonic() + wait_seconds
+    while True:
+        try:
+            connection = await asyncpg.connect(database_url)
+            break
+        except asyncpg.TooManyConnectionsError:
+            if time.monotonic() > deadline:
+                raise
+            await asyncio.sleep(1.0)
     try:
         await connection.execute("CHECKPOINT")
     except asyncpg.PostgresError as error:  # not a superuser: run without it

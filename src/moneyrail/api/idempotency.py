@@ -10,6 +10,9 @@ taken before its lock, so a first request that committed in between (and so rele
 unseen; the store then finds that live record under the key, refuses to replace it, and the request
 rolls back with 409 `idempotency_key_in_use` (a retry replays the first answer). No savepoint either:
 a refused effect is undone by rolling the whole transaction back and taking the key's lock again.
+A route whose effect is one statement may run the claim inside that statement instead (`PendingClaim`,
+`scoped(..., claim_in_statement=True)`): the same lock and lookup in a CTE, the effect conditioned on
+them, so the gate's own round trip goes.
 
 Stored answers are sealed (kit/crypto.py): creation answers carry credentials (a payment's or setup
 intent's `client_secret`, a checkout session's URL) that the database must not hold readable. Every
@@ -19,7 +22,7 @@ answer is sealed, not only those, so a new credential-bearing answer cannot be m
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Mapping
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
@@ -135,8 +138,73 @@ def advisory_lock_id(tenant: Tenant, key: str) -> int:
     return int.from_bytes(hashlib.sha256(scope).digest()[:8], "big", signed=True)
 
 
-async def claim(request: Request, principal: Principal, retention: timedelta) -> None:
-    """Claim the request's Idempotency-Key, or raise the replay / refusal it calls for."""
+# The claim: the key's lock and its live record (one past its retention window frees the key; the purge job
+# deletes it later). Its parameters are $1 to $5, so a route that claims in its own first statement
+# (`PendingClaim`) puts it in a CTE ahead of that statement's own parameters.
+CLAIM_SQL = (
+    "SELECT pg_try_advisory_xact_lock($1) AS locked, r.fingerprint, r.status_code, r.response_body "
+    "FROM (SELECT 1) AS one LEFT JOIN idempotency_records AS r "
+    "ON r.installation_id = $2 AND r.livemode = $3 AND r.key = $4 "
+    "AND r.created_at >= now() - $5::interval"
+)
+
+
+@dataclass
+class PendingClaim:
+    """A valid Idempotency-Key whose claim has not run yet.
+
+    The gate runs it at once (`claim`); a route declared with `scoped(..., claim_in_statement=True)`
+    gets it to run inside its own first statement instead (one round trip fewer), then hands the
+    claim's row to `settle` before anything else happens.
+    """
+
+    request: Request
+    key: str
+    fingerprint: str
+    principal: Principal
+    retention: timedelta
+
+    @property
+    def sql(self) -> str:
+        return CLAIM_SQL
+
+    @property
+    def parameters(self) -> tuple[Any, ...]:
+        tenant = self.principal.tenant
+        return (
+            advisory_lock_id(tenant, self.key),
+            tenant.installation_id,
+            tenant.livemode,
+            self.key,
+            self.retention,
+        )
+
+    def settle(self, claim_row: Mapping[str, Any]) -> None:
+        """Raise the replay or the refusal the claim's row calls for; else the key is this request's."""
+        self.request.state.pending_idempotency = None
+        if not claim_row["locked"]:
+            raise IdempotencyKeyInUse(
+                "A request with this Idempotency-Key is still being processed; retry later."
+            )
+        if claim_row["fingerprint"] is not None:
+            if claim_row["fingerprint"] != self.fingerprint:
+                raise IdempotencyKeyReused(
+                    "This Idempotency-Key was used with another request (method, path or body differ)."
+                )
+            raise IdempotentReplay(
+                claim_row["status_code"], crypto.open_sealed(bytes(claim_row["response_body"]))
+            )
+        self.request.state.idempotency = ClaimedKey(
+            key=self.key, fingerprint=self.fingerprint, principal=self.principal, retention=self.retention
+        )
+
+
+async def claim(request: Request, principal: Principal, retention: timedelta, *, defer: bool = False) -> None:
+    """Claim the request's Idempotency-Key, or raise the replay / refusal it calls for.
+
+    `defer`: check the key and take the request's fingerprint only; the route's first statement runs
+    the claim (`pending_claim`).
+    """
     if request.method not in IDEMPOTENT_METHODS:
         return
     key = request.headers.get(HEADER)
@@ -147,37 +215,18 @@ async def claim(request: Request, principal: Principal, retention: timedelta) ->
     if not _is_valid_key(key):
         raise IdempotencyKeyInvalid(f"{HEADER} must be 1 to {MAX_KEY_LENGTH} printable ASCII characters.")
 
-    session = request_session(request)
-    tenant = principal.tenant
-    request_fingerprint = await fingerprint(request)
-    connection = await driver_connection(session)  # every POST passes here: straight on the driver
-    # a record past its retention window frees the key; the purge job deletes it later
-    claim_row = await connection.fetchrow(
-        "SELECT pg_try_advisory_xact_lock($1) AS locked, r.fingerprint, r.status_code, r.response_body "
-        "FROM (SELECT 1) AS one LEFT JOIN idempotency_records AS r "
-        "ON r.installation_id = $2 AND r.livemode = $3 AND r.key = $4 "
-        "AND r.created_at >= now() - $5::interval",
-        advisory_lock_id(tenant, key),
-        tenant.installation_id,
-        tenant.livemode,
-        key,
-        retention,
-    )
-    if not claim_row["locked"]:
-        raise IdempotencyKeyInUse(
-            "A request with this Idempotency-Key is still being processed; retry later."
-        )
-    if claim_row["fingerprint"] is not None:
-        if claim_row["fingerprint"] != request_fingerprint:
-            raise IdempotencyKeyReused(
-                "This Idempotency-Key was used with another request (method, path or body differ)."
-            )
-        raise IdempotentReplay(
-            claim_row["status_code"], crypto.open_sealed(bytes(claim_row["response_body"]))
-        )
-    request.state.idempotency = ClaimedKey(
-        key=key, fingerprint=request_fingerprint, principal=principal, retention=retention
-    )
+    pending = PendingClaim(request, key, await fingerprint(request), principal, retention)
+    if defer:
+        request.state.pending_idempotency = pending
+        return
+    connection = await driver_connection(request_session(request))  # every POST: straight on the driver
+    pending.settle(await connection.fetchrow(pending.sql, *pending.parameters))
+
+
+def pending_claim(request: Request) -> PendingClaim | None:
+    """The claim a `claim_in_statement` route must run in its first statement (None: no key sent)."""
+    pending: PendingClaim | None = getattr(request.state, "pending_idempotency", None)
+    return pending
 
 
 def claimed_key(request: Request) -> ClaimedKey | None:

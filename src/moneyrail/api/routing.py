@@ -34,7 +34,7 @@ class ApiKeyGate(SecurityBase):
     A security scheme, so each route's scope is part of /openapi.json (`security: [{"ApiKey": [scope]}]`).
     """
 
-    def __init__(self, *, client_side: bool = False) -> None:
+    def __init__(self, *, client_side: bool = False, claim_in_statement: bool = False) -> None:
         if client_side:
             self.model = HTTPBearerModel(
                 description="`Authorization: Bearer pk_test_…`: the publishable key, with the object's "
@@ -45,6 +45,7 @@ class ApiKeyGate(SecurityBase):
             self.model = HTTPBearerModel(description="`Authorization: Bearer sk_test_…`")
             self.scheme_name = "ApiKey"
         self.client_side = client_side
+        self.claim_in_statement = claim_in_statement
 
     async def __call__(self, request: Request, security_scopes: SecurityScopes) -> Principal:
         if len(security_scopes.scopes) != 1 or not is_known_scope(security_scopes.scopes[0]):
@@ -61,19 +62,25 @@ class ApiKeyGate(SecurityBase):
             raise InsufficientScope(f"This API key lacks the `{scope}` scope needed here.")
         await rate_limits.check(request, principal)  # before the key's claim: a 429 is never stored
         retention = timedelta(hours=request.app.state.settings.idempotency_retention_hours)
-        await idempotency.claim(request, principal, retention)
+        await idempotency.claim(request, principal, retention, defer=self.claim_in_statement)
         return principal
 
 
 secret_key_gate = ApiKeyGate()
+secret_key_gate_claiming_in_statement = ApiKeyGate(claim_in_statement=True)
 publishable_key_gate = ApiKeyGate(client_side=True)
 
 
-def scoped(scope: str) -> Any:
-    """`principal: Annotated[Principal, scoped("customers:write")]` in an endpoint's signature."""
+def scoped(scope: str, *, claim_in_statement: bool = False) -> Any:
+    """`principal: Annotated[Principal, scoped("customers:write")]` in an endpoint's signature.
+
+    `claim_in_statement`: the route's effect is one statement that runs the Idempotency-Key's claim
+    itself (`idempotency.pending_claim`), saving the gate's round trip; the route must run it.
+    """
     if not is_known_scope(scope):
         raise ValueError(f"unknown scope {scope!r}")
-    return Security(secret_key_gate, scopes=[scope])
+    gate = secret_key_gate_claiming_in_statement if claim_in_statement else secret_key_gate
+    return Security(gate, scopes=[scope])
 
 
 def client_side(scope: str) -> Any:
@@ -115,6 +122,8 @@ class MoneyrailRoute(APIRoute):
                         await idempotency.store(uow.session, claimed, error.status, bytes(refusal.body))
                     await uow.commit()
                     return refusal
+                if idempotency.pending_claim(request) is not None:
+                    raise RuntimeError(f"{request.url.path} answered without running its key's claim")
                 claimed = idempotency.claimed_key(request)
                 if claimed is not None and idempotency.is_storable(response.status_code):
                     await idempotency.store(uow.session, claimed, response.status_code, bytes(response.body))

@@ -5,6 +5,7 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, Request
 
 from moneyrail.api.context import Principal, request_session
+from moneyrail.api.idempotency import pending_claim
 from moneyrail.api.pagination import ListEnvelope, PageRequest, list_envelope, page_request
 from moneyrail.api.routing import MoneyrailRoute, scoped
 from moneyrail.kit.clock import to_unix
@@ -31,7 +32,7 @@ def render(customer: Customer) -> CustomerOut:
 @router.post("/customers", response_model=CustomerOut)
 async def create_customer(
     request: Request,
-    principal: Annotated[Principal, scoped("customers:write")],
+    principal: Annotated[Principal, scoped("customers:write", claim_in_statement=True)],
     body: CustomerCreate | None = None,
 ) -> CustomerOut:
     """Create a customer.
@@ -40,7 +41,7 @@ async def create_customer(
     existing customer instead of creating a second one.
     """
     customer = await service.create_or_reuse_customer(
-        request_session(request), principal.tenant, body or CustomerCreate()
+        request_session(request), principal.tenant, body or CustomerCreate(), pending_claim(request)
     )
     return render(customer)
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import cache
 from typing import Any
 
 import orjson
@@ -10,7 +11,7 @@ from sqlalchemy import and_, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from moneyrail.db.pagination import newest_first_page
-from moneyrail.db.raw import driver_connection
+from moneyrail.db.raw import StatementClaim, driver_connection, lone_statement_connection
 from moneyrail.kit.pagination import Position
 from moneyrail.kit.tenant import Tenant
 from moneyrail.models import Customer
@@ -27,16 +28,37 @@ _INSERT = """
     DO NOTHING
     RETURNING created_at
 """
+# The Idempotency-Key's claim ($1 to $5, a SELECT the claim brings) and the insert ($6 to $12) in one
+# round trip: the row goes in only where the claim holds the key's lock and found no answer under it.
+_CLAIM_AND_INSERT = """
+    WITH claim AS MATERIALIZED (CLAIM),
+    inserted AS (
+        INSERT INTO customers (id, installation_id, livemode, external_reference, email, name, metadata)
+        SELECT $6::text, $7::text, $8::boolean, $9::text, $10::text, $11::text, $12::jsonb
+        FROM claim WHERE claim.locked AND claim.fingerprint IS NULL
+        ON CONFLICT (installation_id, livemode, external_reference) WHERE external_reference IS NOT NULL
+        DO NOTHING
+        RETURNING created_at
+    )
+    SELECT claim.*, inserted.created_at FROM claim LEFT JOIN inserted ON true
+"""
 
 
-async def insert_unless_referenced(session: AsyncSession, customer: Customer) -> Customer | None:
+@cache
+def _claimed_insert(claim_sql: str) -> str:
+    return _CLAIM_AND_INSERT.replace("CLAIM", claim_sql, 1)
+
+
+async def insert_unless_referenced(
+    session: AsyncSession, customer: Customer, claim: StatementClaim | None
+) -> Customer | None:
     """Insert; if a customer with the same external_reference exists already, insert nothing.
 
-    The intake's hottest statement, so straight on the driver (db/raw.py).
+    The intake's hottest statement, so straight on the driver (db/raw.py). With an Idempotency-Key,
+    the key's claim rides in the same statement and is settled before anything else; without one the
+    insert is the request's only write, so it runs in a transaction of its own (no BEGIN, no COMMIT).
     """
-    connection = await driver_connection(session)
-    created_at = await connection.fetchval(
-        _INSERT,
+    values = (
         customer.id,
         customer.installation_id,
         customer.livemode,
@@ -45,6 +67,14 @@ async def insert_unless_referenced(session: AsyncSession, customer: Customer) ->
         customer.name,
         orjson.dumps(customer.metadata_).decode(),
     )
+    if claim is None:
+        async with lone_statement_connection(session) as connection:
+            created_at = await connection.fetchval(_INSERT, *values)
+    else:
+        connection = await driver_connection(session)  # the stored answer commits with the customer
+        row = await connection.fetchrow(_claimed_insert(claim.sql), *claim.parameters, *values)
+        claim.settle(row)
+        created_at = row["created_at"]
     if created_at is None:
         return None
     customer.created_at = created_at

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from moneyrail.db.raw import StatementClaim
 from moneyrail.errors import ResourceMissing
 from moneyrail.kit.ids import new_id
 from moneyrail.kit.pagination import Position
@@ -17,11 +18,12 @@ from .schemas import CustomerCreate
 
 
 async def create_or_reuse_customer(
-    session: AsyncSession, tenant: Tenant, command: CustomerCreate
+    session: AsyncSession, tenant: Tenant, command: CustomerCreate, claim: StatementClaim | None = None
 ) -> Customer:
     """A second create with the same external_reference returns the first customer unchanged.
 
     Safe under concurrent identical requests: the unique index decides, so one customer, never two.
+    `claim`: the request's Idempotency-Key, claimed by the insert itself (its replay or refusal raised).
     """
     inserted = await repository.insert_unless_referenced(
         session,
@@ -34,6 +36,7 @@ async def create_or_reuse_customer(
             name=command.name,
             metadata_=command.metadata,
         ),
+        claim,
     )
     if inserted is not None:
         return inserted

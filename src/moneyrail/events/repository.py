@@ -2,6 +2,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
+from functools import cache
 from typing import Any
 
 import orjson
@@ -9,10 +10,11 @@ from sqlalchemy import and_, select
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
 
 from moneyrail.db.pagination import newest_first_page
-from moneyrail.db.raw import driver_connection
+from moneyrail.db.raw import driver_connection, pending_update
 from moneyrail.kit.pagination import Position
 from moneyrail.kit.tenant import Tenant
 from moneyrail.models import Event, Operation, WebhookDelivery, WebhookDeliveryAttempt, WebhookEndpoint
+from moneyrail.models.base import Base
 
 
 def _event_owned_by(tenant: Tenant) -> Any:
@@ -38,16 +40,31 @@ _INSERT_EVENT = """
       AND enabled_events && ARRAY[$4::text, '*']
     ORDER BY id
 """
+# The same with a write of the caller's ahead of it: the row whose change the event describes.
+_INSERT_EVENT_ALONGSIDE = _INSERT_EVENT.replace(
+    "WITH event AS (", "WITH alongside AS (ALONGSIDE), event AS (", 1
+)
 
 
-async def insert_event(session: AsyncSession, event: Event) -> list[str]:
+@cache
+def _event_alongside(write: str) -> str:
+    return _INSERT_EVENT_ALONGSIDE.replace("ALONGSIDE", write, 1)
+
+
+async def insert_event(session: AsyncSession, event: Event, changed: Base | None = None) -> list[str]:
     """Insert the event; return the ids of the tenant's endpoints listening for its type.
 
     Every operation's outcome and every payment step writes one: straight on the driver (db/raw.py).
+    `changed`: the loaded row the event describes; its changes not flushed yet are written in the same
+    round trip (db/raw.py's `pending_update`, its parameters after the event's seven).
     """
     connection = await driver_connection(session)
+    update = pending_update(changed, first_parameter=8) if changed is not None else None
+    statement, extra = _INSERT_EVENT, ()
+    if update is not None:
+        statement, extra = _event_alongside(update.sql), update.parameters
     rows = await connection.fetch(
-        _INSERT_EVENT,
+        statement,
         event.id,
         event.installation_id,
         event.livemode,
@@ -55,6 +72,7 @@ async def insert_event(session: AsyncSession, event: Event) -> list[str]:
         event.api_version,
         orjson.dumps(event.data).decode(),
         event.created_at,
+        *extra,
     )
     return [row["id"] for row in rows]
 

@@ -31,6 +31,7 @@ from moneyrail.kit.ids import new_id
 from moneyrail.kit.pagination import Position
 from moneyrail.kit.tenant import Tenant
 from moneyrail.models import Event, Operation, WebhookDelivery, WebhookDeliveryAttempt, WebhookEndpoint
+from moneyrail.models.base import Base
 
 from . import repository
 from .addresses import (
@@ -73,11 +74,20 @@ def event_object(event: Event) -> dict[str, Any]:
 
 
 async def record_event(
-    session: AsyncSession, tenant: Tenant, event_type: str, data_object: dict[str, Any]
+    session: AsyncSession,
+    tenant: Tenant,
+    event_type: str,
+    data_object: dict[str, Any],
+    *,
+    changed: Base | None = None,
 ) -> Event:
-    """Write the event and one delivery per listening endpoint, in the caller's transaction."""
+    """Write the event and one delivery per listening endpoint, in the caller's transaction.
+
+    `changed`: the row the event describes, if its changes are not flushed yet: they are written in
+    the event's own round trip instead of a flush of their own.
+    """
     event = _new_event(tenant, event_type, data_object)
-    for endpoint_id in await repository.insert_event(session, event):
+    for endpoint_id in await repository.insert_event(session, event, changed):
         await _schedule_delivery(session, tenant, endpoint_id, event)
     return event
 

@@ -9,7 +9,7 @@ from datetime import datetime
 from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from moneyrail.db.raw import driver_connection
+from moneyrail.db.raw import driver_connection, lone_statement_connection
 from moneyrail.models import ApiKey, EnvironmentSettings, Installation
 
 
@@ -22,13 +22,14 @@ class ActiveKey:
 
 
 async def find_active_secret_key(session: AsyncSession, secret_hash: str) -> ActiveKey | None:
-    """Run on every request, so straight on the driver (see db/raw.py)."""
-    connection = await driver_connection(session)
-    row = await connection.fetchrow(
-        "SELECT id, installation_id, livemode, scopes FROM api_keys "
-        "WHERE secret_hash = $1 AND revoked_at IS NULL",
-        secret_hash,
-    )
+    """Run on every request whose key is not remembered, so straight on the driver (see db/raw.py), and
+    outside the request's transaction when none has begun: a read of committed state needs no BEGIN."""
+    async with lone_statement_connection(session) as connection:
+        row = await connection.fetchrow(
+            "SELECT id, installation_id, livemode, scopes FROM api_keys "
+            "WHERE secret_hash = $1 AND revoked_at IS NULL",
+            secret_hash,
+        )
     return ActiveKey(row[0], row[1], row[2], list(row[3])) if row is not None else None
 
 
@@ -40,12 +41,12 @@ class ActivePublishableKey:
 
 
 async def find_active_publishable_key(session: AsyncSession, key_id: str) -> ActivePublishableKey | None:
-    """Run on every client-side request: straight on the driver (see db/raw.py)."""
-    connection = await driver_connection(session)
-    row = await connection.fetchrow(
-        "SELECT id, installation_id, livemode FROM publishable_keys WHERE id = $1 AND revoked_at IS NULL",
-        key_id,
-    )
+    """Run on every client-side request whose key is not remembered: as the secret key's lookup."""
+    async with lone_statement_connection(session) as connection:
+        row = await connection.fetchrow(
+            "SELECT id, installation_id, livemode FROM publishable_keys WHERE id = $1 AND revoked_at IS NULL",
+            key_id,
+        )
     return ActivePublishableKey(row[0], row[1], row[2]) if row is not None else None
 
 

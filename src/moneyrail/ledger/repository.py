@@ -188,6 +188,27 @@ BALANCE = text(
     """
 )
 
+# The same, for an account named by its code and currency: its lookup in the same statement (0 when it
+# does not exist yet), one round trip instead of two on every capture's fee check.
+BALANCE_BY_CODE = text(
+    """
+    SELECT coalesce(checkpoint.balance, 0) + coalesce((
+        SELECT sum(p.amount) FROM postings p
+        WHERE p.account_id = account.id AND p.txid >= coalesce(checkpoint.txid_horizon, 0)
+    ), 0)
+    FROM (SELECT 1) AS one
+    LEFT JOIN ledger_accounts AS account
+           ON account.installation_id = :installation_id AND account.livemode = :livemode
+          AND account.code = :code AND account.currency = :currency
+    LEFT JOIN LATERAL (
+        SELECT c.balance, b.txid_horizon
+        FROM ledger_balance_checkpoints c JOIN ledger_blocks b ON b.height = c.block_height
+        WHERE c.account_id = account.id
+        ORDER BY c.block_height DESC LIMIT 1
+    ) AS checkpoint ON true
+    """
+)
+
 
 async def accounts_with_codes(
     session: AsyncSession, tenant: Tenant, codes: Sequence[str]
@@ -207,6 +228,16 @@ async def accounts_with_codes(
 
 async def account_balance(session: AsyncSession, account_id: str) -> int:
     return int(await session.scalar(BALANCE, {"account_id": account_id}) or 0)
+
+
+async def balance_by_code(session: AsyncSession, tenant: Tenant, code: str, currency: str) -> int:
+    parameters = {
+        "installation_id": tenant.installation_id,
+        "livemode": tenant.livemode,
+        "code": code,
+        "currency": currency,
+    }
+    return int(await session.scalar(BALANCE_BY_CODE, parameters) or 0)
 
 
 async def advisory_xact_lock(session: AsyncSession, space: int, key: int) -> None:

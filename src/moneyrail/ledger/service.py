@@ -241,9 +241,7 @@ async def _replay(
 
 async def balance(session: AsyncSession, tenant: Tenant, code: str, currency: str) -> int:
     """The sum of the account's postings (0 for an account that does not exist yet)."""
-    accounts = await repository.find_accounts(session, tenant, [(code, currency)])
-    account = accounts.get((code, currency))
-    return 0 if account is None else await repository.account_balance(session, account.id)
+    return await repository.balance_by_code(session, tenant, code, currency)
 
 
 @dataclass(frozen=True, slots=True)
