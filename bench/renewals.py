@@ -205,6 +205,7 @@ def seed(subscriptions: int, customers: int, seeders: int) -> tuple[Catalog, flo
     _quiet()
     # every domain's due work (the clock advance's renewals) and capture listeners, in this process too
     import moneyrail.domains  # noqa: F401
+
     started = time.perf_counter()
     catalog_ = asyncio.run(_prepare(customers))
     share = -(-subscriptions // seeders)

@@ -175,7 +175,9 @@ def test_the_scheduler_survives_the_loss_of_its_leader_connection_and_leads_agai
     try:
         wait_for(lambda: "scheduler_leading" in scheduler.log_text(), what="a leader")
         (holder,) = db.execute(
-            "SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND granted AND objid = %s",
+            # advisory locks are per database, and a shared server may hold other databases' leaders
+            "SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND granted AND objid = %s"
+            " AND database = (SELECT oid FROM pg_database WHERE datname = current_database())",
             (LEADER_LOCK_ID & 0xFFFFFFFF,),
         ).fetchone()
         db.execute("SELECT pg_terminate_backend(%s)", (holder,))
