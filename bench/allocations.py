@@ -62,6 +62,7 @@ from moneyrail.payment_methods.schemas import CardIn
 from moneyrail.payments import service as payments
 from moneyrail.payments.schemas import PaymentIntentConfirm, PaymentIntentCreate
 from moneyrail.processor.sandbox import SandboxProcessor
+from moneyrail.transfers import commit as transfer_commit
 from moneyrail.transfers import service as transfers
 from moneyrail.transfers.schemas import AllocationCreate, AllocationGroupCreate
 from tests.engine.probe import PROBE_TYPE
@@ -369,7 +370,7 @@ async def count_statements(services: harness.Services, groups: int, accounts: in
         processor = SandboxProcessor(create_sessionmaker(processor_engine))
 
         async def commit(session: Any, operation: Any) -> None:
-            await transfers.process_commit(session, operation, processor)
+            await transfer_commit.process_commit(session, operation, processor)
 
         async def four_processor_calls(number: int) -> None:
             for slot in range(RECIPIENTS):

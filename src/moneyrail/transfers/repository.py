@@ -12,7 +12,15 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from moneyrail.db.pagination import newest_first_page
 from moneyrail.kit.pagination import Position
 from moneyrail.kit.tenant import Tenant
-from moneyrail.models import Allocation, AllocationGroup, PaymentDistribution, Transfer, TransferReversal
+from moneyrail.models import (
+    Allocation,
+    AllocationGroup,
+    PaymentDistribution,
+    PaymentIntent,
+    SandboxClock,
+    Transfer,
+    TransferReversal,
+)
 
 
 def _owned(model: Any, tenant: Tenant) -> Any:
@@ -40,6 +48,45 @@ async def get_group(
     if for_update:
         statement = statement.with_for_update()
     return await session.scalar(statement.execution_options(populate_existing=True))
+
+
+async def lock_group_for_commit(
+    session: AsyncSession, tenant: Tenant, group_id: str
+) -> tuple[AllocationGroup, PaymentIntent, int] | None:
+    """A commit's group and its source payment, both locked (the group first, as every writer takes
+    them), with the sandbox clock's offset in seconds: one round trip."""
+    offset = (
+        select(SandboxClock.offset_seconds)
+        .where(SandboxClock.installation_id == AllocationGroup.installation_id)
+        .scalar_subquery()
+    )
+    statement = (
+        select(AllocationGroup, PaymentIntent, func.coalesce(offset, 0))
+        .join(PaymentIntent, PaymentIntent.id == AllocationGroup.payment_intent_id)
+        .where(_owned(AllocationGroup, tenant), AllocationGroup.id == group_id)
+        .with_for_update(of=[AllocationGroup, PaymentIntent])
+        .execution_options(populate_existing=True)
+    )
+    row = (await session.execute(statement)).first()
+    if row is None:
+        return None
+    group, payment, offset_seconds = row
+    return group, payment, int(offset_seconds)
+
+
+async def transfers_with_allocations(
+    session: AsyncSession, group_id: str
+) -> list[tuple[Transfer, Allocation]]:
+    """A committed group's transfers, locked, each with its allocation, in the allocations' order."""
+    statement = (
+        select(Transfer, Allocation)
+        .join(Allocation, Allocation.id == Transfer.allocation_id)
+        .where(Transfer.allocation_group_id == group_id)
+        .order_by(Allocation.position)
+        .with_for_update(of=Transfer)
+        .execution_options(populate_existing=True)
+    )
+    return [(transfer, allocation) for transfer, allocation in (await session.execute(statement)).all()]
 
 
 async def groups_of_payment(session: AsyncSession, payment_id: str) -> Sequence[AllocationGroup]:
