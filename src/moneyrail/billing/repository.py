@@ -12,7 +12,14 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from moneyrail.db.pagination import newest_first_page
 from moneyrail.kit.pagination import Position
 from moneyrail.kit.tenant import Tenant
-from moneyrail.models import Price, Product, Subscription, SubscriptionChange, SubscriptionInvoice
+from moneyrail.models import (
+    AllocationGroup,
+    Price,
+    Product,
+    Subscription,
+    SubscriptionChange,
+    SubscriptionInvoice,
+)
 from moneyrail.models.billing import UNAPPLIED_CHANGE_STATUSES
 
 
@@ -62,6 +69,23 @@ async def get_invoice(
 async def invoice_for_payment(session: AsyncSession, payment_id: str) -> SubscriptionInvoice | None:
     statement = select(SubscriptionInvoice).where(SubscriptionInvoice.payment_intent_id == payment_id)
     return await session.scalar(statement.with_for_update())
+
+
+async def invoice_for_allocation_group(
+    session: AsyncSession, tenant: Tenant, group_id: str
+) -> SubscriptionInvoice | None:
+    """The invoice whose payment an allocation group distributes, locked: one round trip on every commit's
+    outcome (most commits distribute no invoice's payment)."""
+    statement = (
+        select(SubscriptionInvoice)
+        .join(AllocationGroup, AllocationGroup.payment_intent_id == SubscriptionInvoice.payment_intent_id)
+        .where(
+            AllocationGroup.id == group_id,
+            AllocationGroup.installation_id == tenant.installation_id,
+            AllocationGroup.livemode == tenant.livemode,
+        )
+    )
+    return await session.scalar(statement.with_for_update(of=SubscriptionInvoice))
 
 
 async def unsettled_invoices(session: AsyncSession, subscription_id: str) -> Sequence[SubscriptionInvoice]:

@@ -533,11 +533,11 @@ async def _on_distribution_outcome(session: AsyncSession, operation: Operation) 
     ):
         return
     tenant = Tenant(operation.installation_id, operation.livemode)
-    group = await transfers.get_group(session, tenant, str(operation.payload["allocation_group"]))
-    invoice = await repository.invoice_for_payment(session, group.payment_intent_id)
+    group_id = str(operation.payload["allocation_group"])
+    invoice = await repository.invoice_for_allocation_group(session, tenant, group_id)
     if invoice is None or invoice.distribution is None:
         return
-    invoice.allocation_group_id = group.id
+    invoice.allocation_group_id = group_id
     invoice.settlement_status = "settled" if operation.status == "succeeded" else "failed"
     invoice.updated_at = utcnow()
     await session.flush()

@@ -339,27 +339,30 @@ class SandboxProcessor:
     async def create_transfers(
         self, tenant: Tenant, *, idempotency_key: str, transfers: Sequence[TransferRequest]
     ) -> list[BatchedTransfer]:
-        """The batch in one transaction of the simulator's books: each transfer is recorded under its
-        own key as `create_transfer` records it (so reversals, reconciliation and the sandbox helpers see
-        no difference), and the batch's answer under the batch's key. An injected `transfer` fault is
-        used up once by the whole call: transient, nothing is made; permanent, every transfer not
-        answered before under its own key is refused (and that refusal recorded under its key)."""
+        """The batch: each transfer recorded under its own key as `create_transfer` records it (so
+        reversals, reconciliation and the sandbox helpers see no difference), and the batch's answer
+        under the batch's key. An injected `transfer` fault is used up once by the whole call:
+        transient, nothing is made; permanent, every transfer not answered before under its own key is
+        refused (and that refusal recorded under its key).
+
+        Two statements, each committing by itself (no transaction to open and close): the stored answer
+        or the fault and what the transfers' own keys answered; then every new record at once, the
+        batch's only if all of its transfers' were written. A concurrent call that wrote first wins:
+        this one asks again and answers what was recorded."""
         items = [
             (t.idempotency_key, {"amount": t.amount, "currency": t.currency, "destination": t.destination})
             for t in transfers
         ]
         request = {"transfers": [{"idempotency_key": key, **item} for key, item in items]}
-        keys = [key for key, _ in items]
-        async with UnitOfWork(self._sessionmaker) as uow:
-            books = await _open_books(uow, tenant)
-            owner = (tenant.installation_id, tenant.livemode)
-            # the batch's stored answer, else a fault used up and what its transfers' keys answered
-            stored = await books.connection.fetchrow(_STORED_BATCH_OR_FAULT, *owner, idempotency_key, keys)
+        owner = (tenant.installation_id, tenant.livemode)
+        async with autocommit_connection(self._sessionmaker) as connection:
+            stored = await connection.fetchrow(
+                _STORED_BATCH_OR_FAULT, *owner, idempotency_key, [key for key, _ in items]
+            )
             if stored["operation_type"] is not None:
                 return _batch_answers(_replay(stored, "transfer_batch", request))
             mode = stored["fault_mode"]
-            if mode == "transient":
-                await uow.commit()  # the fault is used up even though the call "failed"
+            if mode == "transient":  # used up even though the call "failed"
                 raise _injected_unavailable("transfer")
             earlier = {row["key"]: row for row in _json(stored["answered"])}
             answers: list[dict[str, Any]] = []
@@ -375,7 +378,7 @@ class SandboxProcessor:
                     response = {"id": _sandbox_id("sbx_tr"), **item}
                 new_records.append((key, item, response, mode is None))
                 answers.append(_batched_answer(key, response))
-            recorded = await books.connection.fetchval(
+            recorded = await connection.fetchval(
                 _RECORD_BATCH,
                 *owner,
                 idempotency_key,
@@ -386,12 +389,8 @@ class SandboxProcessor:
                 [orjson.dumps(response).decode() for _, _, response, _ in new_records],
                 [succeeded for _, _, _, succeeded in new_records],
             )
-            if recorded != len(new_records) + 1:  # a concurrent call answered first: use its answers
-                await uow.rollback()
-                return await self.create_transfers(
-                    tenant, idempotency_key=idempotency_key, transfers=transfers
-                )
-            await uow.commit()
+        if not recorded:  # a concurrent call answered first: its records are the answer
+            return await self.create_transfers(tenant, idempotency_key=idempotency_key, transfers=transfers)
         return _batch_answers({"transfers": answers})
 
     async def reverse_transfer(
@@ -695,7 +694,6 @@ _STORED_BATCH_OR_FAULT = """
     WITH stored AS (
         SELECT operation_type, request, response, succeeded FROM sandbox_processor_calls
         WHERE installation_id = $1 AND livemode = $2 AND idempotency_key = $3
-        FOR UPDATE
     ), fault AS (
         UPDATE sandbox_processor_faults SET remaining = remaining - 1, updated_at = now()
         WHERE installation_id = $1 AND livemode = $2 AND operation_type = 'transfer' AND remaining > 0
@@ -711,6 +709,7 @@ _STORED_BATCH_OR_FAULT = """
               AND NOT EXISTS (SELECT 1 FROM stored)) AS answered
     FROM (SELECT 1) AS one LEFT JOIN stored AS s ON true
 """
+# the batch's record is written only when every one of its new transfers was: true when it was
 _RECORD_BATCH = """
     WITH transfers AS (
         INSERT INTO sandbox_processor_calls
@@ -722,11 +721,12 @@ _RECORD_BATCH = """
     ), batch AS (
         INSERT INTO sandbox_processor_calls
             (installation_id, livemode, idempotency_key, operation_type, request, response, succeeded)
-        VALUES ($1, $2, $3, 'transfer_batch', $4::jsonb, $5::jsonb, true)
+        SELECT $1, $2, $3, 'transfer_batch', $4::jsonb, $5::jsonb, true
+        WHERE (SELECT count(*) FROM transfers) = cardinality($6::text[])
         ON CONFLICT DO NOTHING
         RETURNING 1
     )
-    SELECT (SELECT count(*) FROM transfers) + (SELECT count(*) FROM batch)
+    SELECT EXISTS (SELECT 1 FROM batch)
 """
 _STORED_CALL_OR_FAULT = """
     WITH stored AS (
