@@ -7,10 +7,10 @@ re-driven attempt replays the batch's answer, and a batch asked after an operato
 transfers made before from their first call. A transfer the processor refused fails the attempt; the
 dead-letter outcome marks it failed and moves it to its next key, so the retry asks for it alone anew.
 
-Round trips of one commit (bench/allocations.py --statements): the group and its payment locked with the
-sandbox clock in one statement, the transfers with their allocations in another, the processor's one
-call (its own transaction), every journal transaction in one statement, the rows in one flush, every
-event in one statement.
+Round trips of one commit (bench/allocations.py --statements): the group, its payment and its transfers
+with their allocations locked, with the sandbox clock, in one statement; the processor's one
+call (two statements that commit by themselves), every journal transaction in one statement, the
+transfers', group's and payment's rows in one statement, every event in one statement.
 """
 
 from __future__ import annotations
@@ -128,20 +128,19 @@ async def _ask_processor(
 async def process_commit(session: AsyncSession, operation: Operation, processor: Processor) -> None:
     """The allocation_commit (and transfer) handler: every unfinished transfer of the group, once."""
     tenant = Tenant(operation.installation_id, operation.livemode)
-    locked = await repository.lock_group_for_commit(session, tenant, operation.payload["allocation_group"])
-    if locked is None or locked[0].status == "committed":
+    locked = await repository.lock_for_commit(session, tenant, operation.payload["allocation_group"])
+    if locked is None or locked.group.status == "committed":
         return
-    group, payment, clock_offset = locked
+    group, payment, rows = locked.group, locked.payment, locked.transfers
     if group.status == "failed":  # an operator retried the dead letter
         move_group(group, "committing")
         group.failure_reason = None
-    rows = await repository.transfers_with_allocations(session, group.id)
     transfers = [transfer for transfer, _ in rows]
     unfinished = [transfer for transfer in transfers if transfer.status not in {"paid", "reversed"}]
     answers = await _ask_processor(processor, tenant, operation, unfinished) if unfinished else []
     await ledger.post_many(session, tenant, [_transfer_entry(payment, transfer) for transfer in unfinished])
     # the tenant's present (sandbox_service.tenant_now), its clock read with the lock
-    now = utcnow() + timedelta(seconds=0 if tenant.livemode else clock_offset)
+    now = utcnow() + timedelta(seconds=0 if tenant.livemode else locked.clock_offset)
     for transfer, answer in zip(unfinished, answers, strict=True):
         if transfer.status == "failed":  # retried: pending again, then paid
             move_transfer(transfer, "pending")
@@ -152,7 +151,7 @@ async def process_commit(session: AsyncSession, operation: Operation, processor:
         transfer.paid_at = now
     move_group(group, "committed")
     group.committed_at = now
-    await session.flush()
+    await repository.write_committed(session, group, payment, unfinished)
     # reversals exist only of transfers paid before this attempt (an operator's retry of a group partly
     # paid): a first commit has none to read
     reversals = (
