@@ -61,7 +61,9 @@ from moneyrail.logging import configure_logging
 from moneyrail.payment_methods.schemas import CardIn
 from moneyrail.payments import service as payments
 from moneyrail.payments.schemas import PaymentIntentConfirm, PaymentIntentCreate
+from moneyrail.processor.interface import TransferRequest
 from moneyrail.processor.sandbox import SandboxProcessor
+from moneyrail.transfers import commit as transfer_commit
 from moneyrail.transfers import service as transfers
 from moneyrail.transfers.schemas import AllocationCreate, AllocationGroupCreate
 from tests.engine.probe import PROBE_TYPE
@@ -369,17 +371,18 @@ async def count_statements(services: harness.Services, groups: int, accounts: in
         processor = SandboxProcessor(create_sessionmaker(processor_engine))
 
         async def commit(session: Any, operation: Any) -> None:
-            await transfers.process_commit(session, operation, processor)
+            await transfer_commit.process_commit(session, operation, processor)
 
         async def four_processor_calls(number: int) -> None:
-            for slot in range(RECIPIENTS):
-                await processor.create_transfer(
-                    seeded.tenant,
-                    idempotency_key=f"bench:{number}:{slot}",
-                    amount=100 + slot,
-                    currency="eur",
-                    destination=f"acct_bench{slot}",
-                )
+            # a commit's one batch call of 4 transfers (each under its own key), as process_commit asks it
+            await processor.create_transfers(
+                seeded.tenant,
+                idempotency_key=f"bench:{number}:transfers",
+                transfers=[
+                    TransferRequest(f"bench:{number}:{slot}", 100 + slot, "eur", f"acct_bench{slot}")
+                    for slot in range(RECIPIENTS)
+                ],
+            )
 
         def postgres_ticks() -> int:
             table = harness.process_table()
@@ -398,7 +401,7 @@ async def count_statements(services: harness.Services, groups: int, accounts: in
                 for number, operation_id in enumerate(ids):
                     counter.take()
                     thread_before, ticks_before = time.thread_time(), postgres_ticks()
-                    if handler is None:  # what the processor's 4 keyed calls of a commit cost by themselves
+                    if handler is None:  # what the processor's batch call of a commit costs by itself
                         await four_processor_calls(number)
                     else:
                         result = await run_operation(

@@ -6,13 +6,14 @@ import dramatiq
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from moneyrail.models import Operation
+from moneyrail.transfers import commit as transfer_commit
 from moneyrail.transfers import service as transfers
 from workers import runtime
 from workers.broker import broker
 
 
 async def _commit(session: AsyncSession, operation: Operation) -> None:
-    await transfers.process_commit(session, operation, runtime.processor())
+    await transfer_commit.process_commit(session, operation, runtime.processor())
 
 
 @dramatiq.actor(actor_name=transfers.COMMIT_ACTOR, queue_name="money", broker=broker)

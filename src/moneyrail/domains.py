@@ -25,5 +25,6 @@ import moneyrail.payments.reports
 import moneyrail.payouts.service
 import moneyrail.reconciliation.service
 import moneyrail.risk.service
+import moneyrail.transfers.commit
 import moneyrail.transfers.reversals
 import moneyrail.transfers.service  # noqa: F401 - cost reports (sweep and due work); commits, settlement, refunds

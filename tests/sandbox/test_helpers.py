@@ -126,3 +126,61 @@ def test_the_sandbox_processor_answers_a_repeated_key_with_its_first_answer(api,
     first, again, refusals = bridge.in_unit_of_work(calls)
     assert first == again and first.processor_id.startswith("sbx_tr_")
     assert refusals == ["account_closed", "account_closed", "idempotency_key_reused"]
+
+
+def test_a_batch_of_transfers_is_one_call_whose_faults_concern_it_whole(api, bridge, db):
+    """A group's commit asks for its transfers in one call: each transfer is still recorded (and replayed)
+    under its own key, a transient fault makes none of them, a repeated batch key answers the same ids,
+    and a permanent fault refuses only what was not answered before under its own key."""
+    from moneyrail.processor.interface import ProcessorUnavailable, TransferRequest
+    from moneyrail.processor.sandbox import SandboxProcessor
+
+    tenant = api.keys.tenant
+    requests = [TransferRequest(f"op_b:alloc_{n}", 100 + n, "eur", f"acct_{n}") for n in range(3)]
+
+    def transfer_records():
+        rows = db.execute(
+            "SELECT idempotency_key, succeeded FROM sandbox_processor_calls"
+            " WHERE installation_id = %s AND operation_type = 'transfer' ORDER BY idempotency_key",
+            (api.keys.installation_id,),
+        )
+        return [(row[0], row[1]) for row in rows]
+
+    async def batch(key, transfers):
+        return await SandboxProcessor(bridge._sessionmaker).create_transfers(
+            tenant, idempotency_key=key, transfers=transfers
+        )
+
+    api.post(
+        "/v1/test-helpers/processor-faults",
+        json={"operation_type": "transfer", "mode": "transient", "count": 1},
+    )
+    try:
+        bridge.run(batch("op_b:transfers", requests))
+        raise AssertionError("the injected transient fault did not reach the batch")
+    except ProcessorUnavailable:
+        pass
+    assert transfer_records() == []  # nothing made: the whole call is asked again
+
+    first = bridge.run(batch("op_b:transfers", requests))
+    again = bridge.run(batch("op_b:transfers", requests))
+    assert [answer.status for answer in first] == ["paid"] * 3
+    assert first == again and len({answer.processor_id for answer in first}) == 3
+    assert transfer_records() == [(request.idempotency_key, True) for request in requests]
+    # the reconciliation domain's view: every transfer of the batch, as its own record
+    listed = {
+        record.processor_id: record
+        for record in bridge.run(SandboxProcessor(bridge._sessionmaker).list_transfers(tenant))
+    }
+    assert {listed[answer.processor_id].amount for answer in first} == {100, 101, 102}
+
+    # another batch (an operator's retry): the first two answer from their own keys, the new one is refused
+    api.post(
+        "/v1/test-helpers/processor-faults",
+        json={"operation_type": "transfer", "mode": "permanent", "count": 1},
+    )
+    retried = [*requests[:2], TransferRequest("op_b:alloc_3", 50, "eur", "acct_3")]
+    answers = bridge.run(batch("op_b:transfers:other", retried))
+    assert [(a.status, a.processor_id) for a in answers[:2]] == [("paid", a.processor_id) for a in first[:2]]
+    assert (answers[2].status, answers[2].failure_code) == ("refused", "processor_error")
+    assert ("op_b:alloc_3", False) in transfer_records() and len(transfer_records()) == 4

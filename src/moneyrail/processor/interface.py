@@ -3,6 +3,7 @@ operation (`"<operation id>:<step>"`), so a retried or re-driven attempt never m
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol
@@ -56,6 +57,29 @@ class TransferResult:
     amount: int
     currency: str
     destination: str
+
+
+@dataclass(frozen=True)
+class TransferRequest:
+    """One transfer of a batch, with its own key: a transfer already answered under that key (by an
+    earlier batch or a single call) is answered the same again, never made twice."""
+
+    idempotency_key: str
+    amount: int
+    currency: str
+    destination: str
+
+
+@dataclass(frozen=True)
+class BatchedTransfer:
+    """One transfer of a batch as the processor answered it: `paid` with its processor id, or `refused`
+    with the processor's code and message."""
+
+    idempotency_key: str
+    status: str  # paid | refused
+    processor_id: str | None = None
+    failure_code: str | None = None
+    failure_message: str | None = None
 
 
 @dataclass(frozen=True)
@@ -255,6 +279,14 @@ class Processor(Protocol):
     async def create_transfer(
         self, tenant: Tenant, *, idempotency_key: str, amount: int, currency: str, destination: str
     ) -> TransferResult: ...
+
+    async def create_transfers(
+        self, tenant: Tenant, *, idempotency_key: str, transfers: Sequence[TransferRequest]
+    ) -> list[BatchedTransfer]:
+        """Several transfers in one call under one key, answered in `transfers`' order. A fault concerns
+        the call as a whole: ProcessorUnavailable means nothing was made (ask again with the same key);
+        a repeated key answers what the first call answered."""
+        ...
 
     async def reverse_transfer(
         self, tenant: Tenant, *, idempotency_key: str, transfer_id: str, amount: int

@@ -10,7 +10,7 @@ brand, last4, expiry and fingerprint (cards.py).
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -27,6 +27,7 @@ from moneyrail.kit.tenant import Tenant
 from moneyrail.processor import cards
 from moneyrail.processor.interface import (
     Authorization,
+    BatchedTransfer,
     Capture,
     CardDetails,
     CardNotAccepted,
@@ -40,6 +41,7 @@ from moneyrail.processor.interface import (
     ProcessorUnavailable,
     RefundResult,
     TokenizedCard,
+    TransferRequest,
     TransferResult,
     TransferReversalResult,
 )
@@ -363,6 +365,63 @@ class SandboxProcessor:
             answered["id"], answered["amount"], answered["currency"], answered["destination"]
         )
 
+    async def create_transfers(
+        self, tenant: Tenant, *, idempotency_key: str, transfers: Sequence[TransferRequest]
+    ) -> list[BatchedTransfer]:
+        """The batch: each transfer recorded under its own key as `create_transfer` records it (so
+        reversals, reconciliation and the sandbox helpers see no difference), and the batch's answer
+        under the batch's key. An injected `transfer` fault is used up once by the whole call:
+        transient, nothing is made; permanent, every transfer not answered before under its own key is
+        refused (and that refusal recorded under its key).
+
+        Two statements, each committing by itself (no transaction to open and close): the stored answer
+        or the fault and what the transfers' own keys answered; then every new record at once, the
+        batch's only if all of its transfers' were written. A concurrent call that wrote first wins:
+        this one asks again and answers what was recorded."""
+        items = [
+            (t.idempotency_key, {"amount": t.amount, "currency": t.currency, "destination": t.destination})
+            for t in transfers
+        ]
+        request = {"transfers": [{"idempotency_key": key, **item} for key, item in items]}
+        owner = (tenant.installation_id, tenant.livemode)
+        async with autocommit_connection(self._sessionmaker) as connection:
+            stored = await connection.fetchrow(
+                _STORED_BATCH_OR_FAULT, *owner, idempotency_key, [key for key, _ in items]
+            )
+            if stored["operation_type"] is not None:
+                return _batch_answers(_replay(stored, "transfer_batch", request))
+            mode = stored["fault_mode"]
+            if mode == "transient":  # used up even though the call "failed"
+                raise _injected_unavailable("transfer")
+            earlier = {row["key"]: row for row in _json(stored["answered"])}
+            answers: list[dict[str, Any]] = []
+            new_records: list[tuple[str, dict[str, Any], dict[str, Any], bool]] = []
+            for key, item in items:
+                if key in earlier:
+                    answers.append(_batched_replay(key, earlier[key], item))
+                    continue
+                if mode == "permanent":
+                    refusal = _injected_refusal("transfer")
+                    response: dict[str, Any] = {"error": {"code": refusal.code, "message": refusal.message}}
+                else:
+                    response = {"id": _sandbox_id("sbx_tr"), **item}
+                new_records.append((key, item, response, mode is None))
+                answers.append(_batched_answer(key, response))
+            recorded = await connection.fetchval(
+                _RECORD_BATCH,
+                *owner,
+                idempotency_key,
+                orjson.dumps(request).decode(),
+                orjson.dumps({"transfers": answers}).decode(),
+                [key for key, _, _, _ in new_records],
+                [orjson.dumps(item).decode() for _, item, _, _ in new_records],
+                [orjson.dumps(response).decode() for _, _, response, _ in new_records],
+                [succeeded for _, _, _, succeeded in new_records],
+            )
+        if not recorded:  # a concurrent call answered first: its records are the answer
+            return await self.create_transfers(tenant, idempotency_key=idempotency_key, transfers=transfers)
+        return _batch_answers({"transfers": answers})
+
     async def reverse_transfer(
         self, tenant: Tenant, *, idempotency_key: str, transfer_id: str, amount: int
     ) -> TransferReversalResult:
@@ -660,6 +719,44 @@ def _authorization(answer: dict[str, Any]) -> Authorization:
     )
 
 
+_STORED_BATCH_OR_FAULT = """
+    WITH stored AS (
+        SELECT operation_type, request, response, succeeded FROM sandbox_processor_calls
+        WHERE installation_id = $1 AND livemode = $2 AND idempotency_key = $3
+    ), fault AS (
+        UPDATE sandbox_processor_faults SET remaining = remaining - 1, updated_at = now()
+        WHERE installation_id = $1 AND livemode = $2 AND operation_type = 'transfer' AND remaining > 0
+          AND NOT EXISTS (SELECT 1 FROM stored)
+        RETURNING mode
+    )
+    SELECT s.operation_type, s.request, s.response, s.succeeded, (SELECT mode FROM fault) AS fault_mode,
+           (SELECT coalesce(jsonb_agg(jsonb_build_object(
+                       'key', c.idempotency_key, 'operation_type', c.operation_type, 'request', c.request,
+                       'response', c.response, 'succeeded', c.succeeded)), '[]'::jsonb)
+            FROM sandbox_processor_calls c
+            WHERE c.installation_id = $1 AND c.livemode = $2 AND c.idempotency_key = ANY($4::text[])
+              AND NOT EXISTS (SELECT 1 FROM stored)) AS answered
+    FROM (SELECT 1) AS one LEFT JOIN stored AS s ON true
+"""
+# the batch's record is written only when every one of its new transfers was: true when it was
+_RECORD_BATCH = """
+    WITH transfers AS (
+        INSERT INTO sandbox_processor_calls
+            (installation_id, livemode, idempotency_key, operation_type, request, response, succeeded)
+        SELECT $1, $2, key, 'transfer', request::jsonb, response::jsonb, succeeded
+        FROM unnest($6::text[], $7::text[], $8::text[], $9::bool[]) AS t(key, request, response, succeeded)
+        ON CONFLICT DO NOTHING
+        RETURNING 1
+    ), batch AS (
+        INSERT INTO sandbox_processor_calls
+            (installation_id, livemode, idempotency_key, operation_type, request, response, succeeded)
+        SELECT $1, $2, $3, 'transfer_batch', $4::jsonb, $5::jsonb, true
+        WHERE (SELECT count(*) FROM transfers) = cardinality($6::text[])
+        ON CONFLICT DO NOTHING
+        RETURNING 1
+    )
+    SELECT EXISTS (SELECT 1 FROM batch)
+"""
 _STORED_CALL_OR_FAULT = """
     WITH stored AS (
         SELECT operation_type, request, response, succeeded FROM sandbox_processor_calls
@@ -868,6 +965,39 @@ async def tenants_with_dispute_cards(
 def _json(value: Any) -> Any:
     # SQLAlchemy's asyncpg adapter registers a JSON codec on its connections: jsonb arrives decoded
     return orjson.loads(value) if isinstance(value, str | bytes) else value
+
+
+def _batched_answer(key: str, response: dict[str, Any]) -> dict[str, Any]:
+    error = response.get("error")
+    if error is not None:
+        return {
+            "idempotency_key": key,
+            "status": "refused",
+            "code": error["code"],
+            "message": error["message"],
+        }
+    return {"idempotency_key": key, "status": "paid", "id": response["id"]}
+
+
+def _batched_replay(key: str, earlier: dict[str, Any], request: dict[str, Any]) -> dict[str, Any]:
+    """A transfer of a batch already answered under its own key: that answer again."""
+    try:
+        return _batched_answer(key, _replay(earlier, "transfer", request))
+    except ProcessorRefused as refused:
+        return _batched_answer(key, {"error": {"code": refused.code, "message": refused.message}})
+
+
+def _batch_answers(response: dict[str, Any]) -> list[BatchedTransfer]:
+    return [
+        BatchedTransfer(
+            idempotency_key=answer["idempotency_key"],
+            status=answer["status"],
+            processor_id=answer.get("id"),
+            failure_code=answer.get("code"),
+            failure_message=answer.get("message"),
+        )
+        for answer in response["transfers"]
+    ]
 
 
 def _replay(stored: Any, operation_type: str, request: dict[str, Any]) -> dict[str, Any]:

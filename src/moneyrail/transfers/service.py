@@ -1,4 +1,5 @@
-"""Allocation groups and transfers; their reversals are in reversals.py (CONVENTIONS.md §8, §9, §13).
+"""Allocation groups and transfers; the commit operation is in commit.py, reversals in reversals.py
+(CONVENTIONS.md §8, §9, §13).
 
 State machines (data, STYLE.md habit 7):
 
@@ -23,15 +24,15 @@ out from where it is and arrives as pending or available alike; p is what of a t
 pending when its source payment's fees become final; z is the part of a reversal taken from what is
 still pending. A posted transfer is never changed: a reversal is a new journal entry.
 
-Exactly once: each transfer's processor call is keyed by the operation and its allocation
-(`op_…:alloc_…`), so a retried or re-driven attempt repeats no transfer. A processor refusal ends that
-key's life: the dead-letter outcome marks the transfer failed and moves it to its next key, so an
-operator's retry asks again for it alone, and the others answer from their first call.
+Exactly once: each transfer keeps its own processor key, derived from the operation and its allocation
+(`op_…:alloc_…`), and a commit asks for all of them in one batch call (commit.py), so a retried or
+re-driven attempt repeats no transfer. A processor refusal ends that key's life: the dead-letter outcome
+marks the transfer failed and moves it to its next key, so an operator's retry asks again for it alone,
+and the others answer from their first call.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import timedelta
@@ -41,9 +42,8 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from moneyrail.connect import merchants as merchant_accounts
 from moneyrail.connect import service as connect
-from moneyrail.engine.outcomes import TransientFailure
 from moneyrail.engine.policy import RetryPolicy, register_policy
-from moneyrail.engine.service import create_operation, register_outcome_listener
+from moneyrail.engine.service import create_operation
 from moneyrail.errors import (
     AmountInvalid,
     Conflict,
@@ -52,7 +52,7 @@ from moneyrail.errors import (
     ReferencedResourceMissing,
     ResourceMissing,
 )
-from moneyrail.events.service import record_event, record_events
+from moneyrail.events.service import record_event
 from moneyrail.kit import states
 from moneyrail.kit.clock import utcnow
 from moneyrail.kit.ids import looks_like_id, new_id
@@ -71,13 +71,6 @@ from moneyrail.models import (
 from moneyrail.payments import fees
 from moneyrail.payments import refunds as payment_refunds
 from moneyrail.payments import service as payments
-from moneyrail.processor.interface import (
-    Processor,
-    ProcessorRefused,
-    TransferResult,
-    operation_key,
-)
-from moneyrail.sandbox.service import tenant_now
 
 from . import distribution, repository
 from .schemas import (
@@ -133,19 +126,6 @@ def move_group(group: AllocationGroup, status: str) -> None:
 
 def move_transfer(transfer: Transfer, status: str) -> None:
     states.move(transfer, status, TRANSFER_TRANSITIONS, "A transfer")
-
-
-class TransferRefused(TransientFailure):
-    """The processor refused one transfer. Retried like a fault (each attempt replays the refusal under
-    the same key, moving nothing) until the operation dead-letters for an operator to decide."""
-
-    def __init__(self, transfer_id: str, code: str, message: str) -> None:
-        super().__init__(f"{transfer_id} refused: {code}: {message}")
-        self.transfer_id = transfer_id
-        self.code = code
-
-
-REFUSED_TRANSFER = re.compile(r"\b(tr_[0-9A-Za-z]{24}) refused: ([a-z_]+): (.*)$", re.S)
 
 
 # --- events -------------------------------------------------------------------------------------------
@@ -545,143 +525,9 @@ async def distribution_group_id(session: AsyncSession, payment_id: str) -> str |
     return declared.allocation_group_id if declared is not None else None
 
 
-# --- the operation ------------------------------------------------------------------------------------
-def _processor_key(operation: Operation, transfer: Transfer) -> str:
-    step = (
-        transfer.allocation_id
-        if transfer.key_generation == 0
-        else f"{transfer.allocation_id}:{transfer.key_generation}"
-    )
-    return operation_key(operation.id, step)
-
-
+# --- ledger -------------------------------------------------------------------------------------------
 def ledger_legs(currency: str, *legs: tuple[str, int]) -> list[ledger.Posting]:
     return [ledger.Posting(account, amount, currency) for account, amount in legs if amount != 0]
-
-
-def _transfer_entry(payment: PaymentIntent, transfer: Transfer) -> ledger.Entry:
-    """The journal transaction of a paid transfer (see the module's docstring), and what of it still
-    waits on the source payment's settlement recorded on the transfer."""
-    from_pending = fees.take_for_transfer(payment, transfer.amount)
-    rest = transfer.amount - from_pending
-    transfer.amount_pending_settlement = from_pending
-    return ledger.Entry(
-        kind="transfer",
-        reference=transfer.id,
-        idempotency_key=f"{transfer.id}:transfer",
-        postings=ledger_legs(
-            transfer.currency,
-            (PLATFORM_PENDING, -from_pending),
-            (PLATFORM_AVAILABLE, -rest),
-            (connect.pending_account(transfer.destination), from_pending),
-            (connect.available_account(transfer.destination), rest),
-        ),
-    )
-
-
-async def _ask_processor(
-    processor: Processor, tenant: Tenant, operation: Operation, transfer: Transfer
-) -> TransferResult:
-    try:
-        return await processor.create_transfer(
-            tenant,
-            idempotency_key=_processor_key(operation, transfer),
-            amount=transfer.amount,
-            currency=transfer.currency,
-            destination=transfer.destination,
-        )
-    except ProcessorRefused as refused:
-        raise TransferRefused(transfer.id, refused.code, refused.message) from refused
-
-
-async def process_commit(session: AsyncSession, operation: Operation, processor: Processor) -> None:
-    """The allocation_commit (and transfer) handler: every unfinished transfer of the group, once.
-
-    The processor is asked for each transfer in turn (each call is its own keyed request to an outside
-    system); what they move is then written together: every journal transaction in one statement, the
-    transfers' and the group's rows in one flush, their events from the rows in hand.
-    """
-    tenant = Tenant(operation.installation_id, operation.livemode)
-    found = await repository.get_group(session, tenant, operation.payload["allocation_group"])
-    if found is None:
-        return
-    # the payment's lock first, then the group's: a refund accepted meanwhile has stopped it, or waits
-    payment = await payments.lock_payment_intent(session, tenant, found.payment_intent_id)
-    group = await repository.get_group(session, tenant, found.id, for_update=True)
-    if group is None or group.status in ("committed", "canceled"):
-        return  # done already, or stopped by a refund before it went out
-    if group.status == "failed":  # an operator retried the dead letter
-        move_group(group, "committing")
-        group.failure_reason = None
-    transfers = await repository.transfers_of_group(session, group.id, for_update=True)
-    unfinished = [transfer for transfer in transfers if transfer.status not in {"paid", "reversed"}]
-    answers = [await _ask_processor(processor, tenant, operation, transfer) for transfer in unfinished]
-    await ledger.post_many(session, tenant, [_transfer_entry(payment, transfer) for transfer in unfinished])
-    now = await tenant_now(session, tenant)
-    for transfer, answer in zip(unfinished, answers, strict=True):
-        if transfer.status == "failed":  # retried: pending again, then paid
-            move_transfer(transfer, "pending")
-        move_transfer(transfer, "paid")
-        transfer.processor_transfer = answer.processor_id
-        transfer.failure_code = None
-        transfer.failure_message = None
-        transfer.paid_at = now
-    move_group(group, "committed")
-    group.committed_at = now
-    await session.flush()
-    # the transfers' reversals (none, unless an operator's retry finishes a group partly paid and reversed)
-    reversals = await repository.reversals_of(session, [transfer.id for transfer in transfers])
-    rendered_group = render_group(
-        group, await repository.allocations_of(session, group.id), transfers, reversals
-    )
-    await record_events(
-        session,
-        tenant,
-        [
-            *(
-                (
-                    "transfer.paid",
-                    render_transfer(transfer, reversals.get(transfer.id, [])).model_dump(mode="json"),
-                )
-                for transfer in unfinished
-            ),
-            ("allocation_group.updated", rendered_group.model_dump(mode="json")),
-        ],
-    )
-    logger.info("allocation_group_committed", allocation_group=group.id, operation_id=operation.id)
-
-
-async def _on_commit_outcome(session: AsyncSession, operation: Operation) -> None:
-    """A commit that dead-lettered (or failed) leaves its group `failed`, with the reason; a transfer the
-    processor refused is `failed` too and moves to its next key, so a retry asks for it anew."""
-    if operation.type not in {COMMIT_TYPE, TRANSFER_TYPE} or operation.status not in {
-        "dead_letter",
-        "failed",
-    }:
-        return
-    tenant = Tenant(operation.installation_id, operation.livemode)
-    group = await repository.get_group(
-        session, tenant, operation.payload["allocation_group"], for_update=True
-    )
-    if group is None or group.status != "committing":
-        return
-    move_group(group, "failed")
-    group.failure_reason = operation.last_error
-    refused = REFUSED_TRANSFER.search(operation.last_error or "")
-    if refused is not None:
-        transfer = await repository.get_transfer(session, tenant, refused.group(1), for_update=True)
-        if transfer is not None and transfer.status == "pending":
-            move_transfer(transfer, "failed")
-            transfer.failure_code = refused.group(2)
-            transfer.failure_message = refused.group(3)[:500]
-            transfer.key_generation += 1
-            await session.flush()
-            await announce_transfer(session, tenant, transfer, "transfer.failed")
-    await session.flush()
-    await announce_group(session, tenant, group, "allocation_group.updated")
-
-
-register_outcome_listener(_on_commit_outcome)
 
 
 # --- settlement -------------------------------------------------------------------------------------
