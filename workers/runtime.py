@@ -11,7 +11,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from moneyrail.config import get_settings
 from moneyrail.db.engine import create_engine, create_sessionmaker
-from moneyrail.engine.service import Handler, RunResult, run_operations
+from moneyrail.engine.service import BatchHandler, Handler, RunResult, run_operations
 from moneyrail.processor import provider
 from moneyrail.processor.interface import Processor
 
@@ -27,9 +27,12 @@ def sessionmaker() -> async_sessionmaker[AsyncSession]:
     return _sessionmaker
 
 
-async def run(operation_ids: Sequence[str], handler: Handler) -> list[RunResult]:
+async def run(
+    operation_ids: Sequence[str], handler: Handler, batch_handler: BatchHandler | None = None
+) -> list[RunResult]:
     """The body of every operation actor: claim, call the domain's service function, record. A message
-    carries one operation's id, or several of one type whose policy runs them together."""
+    carries one operation's id, or several of one type whose policy runs them together (through
+    `batch_handler` at once, when the domain has a set-based one)."""
     settings = get_settings()
     return await run_operations(
         sessionmaker(),
@@ -37,6 +40,7 @@ async def run(operation_ids: Sequence[str], handler: Handler) -> list[RunResult]
         handler,
         worker=WORKER_ID,
         lease=timedelta(seconds=settings.operation_lease_seconds),
+        batch_handler=batch_handler,
     )
 
 

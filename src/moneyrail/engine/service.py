@@ -44,21 +44,38 @@ TRANSITIONS: dict[str, frozenset[str]] = {
 }
 
 Handler = Callable[[AsyncSession, Operation], Awaitable[None]]
+# A type whose work is set-based (one statement for a whole batch) gives the engine a batch handler too:
+# a batch runs it once instead of the handler once per operation. Same contract as a handler for each
+# operation it is given; an operation that must run alone (after a batch split) meets the plain handler.
+BatchHandler = Callable[[AsyncSession, Sequence[Operation]], Awaitable[None]]
 # Called in the same transaction as an operation's final outcome (succeeded, failed, dead_letter, and
 # canceled when an operator discards a dead letter): the events domain writes the matching event, and
 # the domain that owns the work settles its own record (a refund, a receipt).
 OutcomeListener = Callable[[AsyncSession, Operation], Awaitable[None]]
-_outcome_listeners: list[OutcomeListener] = []
+# The same for the operations of a batch that succeeded together (its statements written once).
+BatchOutcomeListener = Callable[[AsyncSession, Sequence[Operation]], Awaitable[None]]
+_outcome_listeners: dict[OutcomeListener, BatchOutcomeListener | None] = {}
 
 
-def register_outcome_listener(listener: OutcomeListener) -> None:
-    if listener not in _outcome_listeners:
-        _outcome_listeners.append(listener)
+def register_outcome_listener(
+    listener: OutcomeListener, *, together: BatchOutcomeListener | None = None
+) -> None:
+    """`together`, when given, replaces `listener` for a batch that succeeded together."""
+    _outcome_listeners[listener] = together
 
 
 async def _announce(session: AsyncSession, operation: Operation) -> None:
     for listener in _outcome_listeners:
         await listener(session, operation)
+
+
+async def _announce_together(session: AsyncSession, operations: Sequence[Operation]) -> None:
+    for listener, together in _outcome_listeners.items():
+        if together is not None:
+            await together(session, operations)
+        else:
+            for operation in operations:
+                await listener(session, operation)
 
 
 def _move(operation: Operation, status: str) -> None:
@@ -132,6 +149,7 @@ async def run_operations(
     *,
     worker: str,
     lease: timedelta,
+    batch_handler: BatchHandler | None = None,
 ) -> list[RunResult]:
     """Claim, act, record, for the operations one message carries (one, or a batch of one type).
     Safe to call for any delivery of any message, any number of times; a result per id, in order.
@@ -152,7 +170,7 @@ async def run_operations(
         claimed = await repository.claim(connection, operation_ids, lease, worker)
     # the others: a duplicate message, or already done, or not due yet
     results = {operation_id: RunResult("skipped") for operation_id in operation_ids}
-    if len(claimed) > 1 and await _act_together(sessionmaker, claimed, handler):
+    if len(claimed) > 1 and await _act_together(sessionmaker, claimed, handler, batch_handler):
         for operation in claimed:
             results[operation.id] = _succeeded(operation)
     else:
@@ -186,7 +204,10 @@ async def _act(
 
 
 async def _act_together(
-    sessionmaker: async_sessionmaker[AsyncSession], operations: Sequence[Operation], handler: Handler
+    sessionmaker: async_sessionmaker[AsyncSession],
+    operations: Sequence[Operation],
+    handler: Handler,
+    batch_handler: BatchHandler | None,
 ) -> bool:
     """True once every operation's effect and success committed together; False, nothing committed
     and every payload as it was, when one of them failed or was superseded. (A commit that fails with
@@ -195,15 +216,17 @@ async def _act_together(
     payloads = [orjson.dumps(operation.payload) for operation in operations]
     try:
         async with UnitOfWork(sessionmaker) as uow:
-            for operation in operations:
-                await handler(uow.session, operation)
+            if batch_handler is not None:
+                await batch_handler(uow.session, operations)
+            else:
+                for operation in operations:
+                    await handler(uow.session, operation)
             finished = [
                 (operation, _changed(operation, payload))
                 for operation, payload in zip(operations, payloads, strict=True)
             ]
             if await repository.record_successes(uow.session, finished):
-                for operation in operations:
-                    await _announce(uow.session, operation)
+                await _announce_together(uow.session, operations)
                 await uow.commit()
                 return True
             await uow.rollback()

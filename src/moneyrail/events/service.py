@@ -439,4 +439,17 @@ async def record_operation_outcome(session: AsyncSession, operation: Operation) 
     await record_event(session, tenant, event_type, render_operation(operation).model_dump())
 
 
-register_outcome_listener(record_operation_outcome)
+async def record_operation_outcomes(session: AsyncSession, operations: Sequence[Operation]) -> None:
+    """`record_operation_outcome` for a batch that finished together: one statement per tenant."""
+    by_tenant: dict[Tenant, list[tuple[str, dict[str, Any]]]] = {}
+    for operation in operations:
+        event_type = OUTCOME_EVENTS.get(operation.status)
+        if event_type is None or operation.type == DELIVERY_TYPE:
+            continue
+        tenant = Tenant(operation.installation_id, operation.livemode)
+        by_tenant.setdefault(tenant, []).append((event_type, render_operation(operation).model_dump()))
+    for tenant, events in by_tenant.items():
+        await record_events(session, tenant, events)
+
+
+register_outcome_listener(record_operation_outcome, together=record_operation_outcomes)
