@@ -233,3 +233,19 @@ async def sandboxes_with_open_changes(session: AsyncSession, limit: int) -> Sequ
         .limit(limit)
     )
     return (await session.scalars(statement)).all()
+
+
+async def with_unapplied_change(session: AsyncSession, subscription_ids: Sequence[str]) -> set[str]:
+    """Which of these subscriptions have a change not yet applied, withdrawn or expired."""
+    if not subscription_ids:
+        return set()
+    statement = select(SubscriptionChange.subscription_id).where(
+        SubscriptionChange.subscription_id.in_(subscription_ids),
+        SubscriptionChange.status.in_(UNAPPLIED_CHANGE_STATUSES),
+    )
+    return set((await session.scalars(statement)).all())
+
+
+async def prices_by_id(session: AsyncSession, tenant: Tenant, price_ids: Sequence[str]) -> dict[str, Price]:
+    statement = select(Price).where(_owned_by(Price, tenant), Price.id.in_(set(price_ids)))
+    return {price.id: price for price in (await session.scalars(statement)).all()}

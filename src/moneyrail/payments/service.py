@@ -49,7 +49,7 @@ from moneyrail.errors import (
     ReferencedResourceMissing,
     ResourceMissing,
 )
-from moneyrail.events.service import record_event
+from moneyrail.events.service import record_event, record_events
 from moneyrail.installations import service as installations
 from moneyrail.installations.service import hash_secret
 from moneyrail.kit import crypto
@@ -296,6 +296,89 @@ async def create_payment_intent(
         "payment_intent_created", payment_intent=payment.id, amount=payment.amount, currency=payment.currency
     )
     return CreatedPayment(payment, client_secret)
+
+
+@dataclass(frozen=True)
+class PlainPayment:
+    """A payment of the tenant's own (no merchant, no distribution, no card yet) for one of its customers,
+    whose existence the caller has checked: what `create_payment_intents` writes set-based."""
+
+    amount: int
+    currency: str
+    customer_id: str
+    description: str
+    metadata: dict[str, Any]
+
+
+async def create_payment_intents(
+    session: AsyncSession, tenant: Tenant, commands: Sequence[PlainPayment]
+) -> list[PaymentIntent]:
+    """`create_payment_intent` for many plain payments of one tenant at once (a clock advance opening
+    its renewals): the rows in one INSERT, their `payment_intent.created` events in one statement. Each
+    payment is exactly what the single path writes for the same command; the caller sends a payment
+    whose amount does not cover its commission (AmountInvalid there) the single way."""
+    if not commands:
+        return []
+    policy = await commission_policy(session, tenant)
+    now = utcnow()
+    created: list[PaymentIntent] = []
+    for command in commands:
+        reserve = policy.reserve(command.amount)
+        check_amount_covers(command.amount, reserve, "amount")
+        payment_id = new_id("pi")
+        created.append(
+            PaymentIntent(
+                id=payment_id,
+                installation_id=tenant.installation_id,
+                livemode=tenant.livemode,
+                amount=command.amount,
+                currency=command.currency,
+                status="requires_payment_method",
+                capture_method="automatic",
+                amount_capturable=0,
+                amount_received=0,
+                amount_refunded=0,
+                customer_id=command.customer_id,
+                payment_method_id=None,
+                merchant_id=None,
+                has_distribution=False,
+                external_reference=None,
+                description=command.description,
+                metadata_=command.metadata,
+                receipt_email=None,
+                receipt_phone=None,
+                # nobody confirms these with a client secret: it exists (hashed) as for every payment
+                client_secret_hash=hash_secret(f"{payment_id}_secret_{random_base62(24)}"),
+                commission_basis_points=policy.basis_points,
+                commission_fixed_amount=policy.fixed_amount,
+                fee_reserve=reserve,
+                fee_status="pending",
+                fee_prior_recovery=0,
+                amount_pending_settlement=0,
+                confirmations=0,
+                save_payment_method=False,
+                created_at=now,
+                updated_at=now,
+            )
+        )
+    session.add_all(created)
+    await session.flush()  # one INSERT (insertmanyvalues), the sandbox clock's created_at read back
+    key = await installations.publishable_key(session, tenant)
+    await record_events(
+        session,
+        tenant,
+        [
+            (
+                "payment_intent.created",
+                render_payment_intent(
+                    payment, publishable_key=key, with_authentication_link=False
+                ).model_dump(mode="json"),
+            )
+            for payment in created
+        ],
+    )
+    logger.info("payment_intents_created", count=len(created))
+    return created
 
 
 # --- updating -----------------------------------------------------------------------------------
