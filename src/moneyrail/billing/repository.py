@@ -249,3 +249,41 @@ async def with_unapplied_change(session: AsyncSession, subscription_ids: Sequenc
 async def prices_by_id(session: AsyncSession, tenant: Tenant, price_ids: Sequence[str]) -> dict[str, Price]:
     statement = select(Price).where(_owned_by(Price, tenant), Price.id.in_(set(price_ids)))
     return {price.id: price for price in (await session.scalars(statement)).all()}
+
+
+async def invoices_for_payments(
+    session: AsyncSession, payment_ids: Sequence[str]
+) -> dict[str, SubscriptionInvoice]:
+    """The subscription invoices these payments collect, locked, by payment."""
+    statement = (
+        select(SubscriptionInvoice)
+        .where(SubscriptionInvoice.payment_intent_id.in_(payment_ids))
+        .order_by(SubscriptionInvoice.id)
+        .with_for_update()
+    )
+    return {invoice.payment_intent_id: invoice for invoice in (await session.scalars(statement)).all()}
+
+
+async def lock_subscriptions(
+    session: AsyncSession, tenant: Tenant, subscription_ids: Sequence[str]
+) -> dict[str, Subscription]:
+    statement = (
+        select(Subscription)
+        .where(_owned_by(Subscription, tenant), Subscription.id.in_(set(subscription_ids)))
+        .order_by(Subscription.id)
+        .with_for_update()
+    )
+    return {subscription.id: subscription for subscription in (await session.scalars(statement)).all()}
+
+
+async def invoices_by_id(
+    session: AsyncSession, tenant: Tenant, invoice_ids: Sequence[str], *, for_update: bool = False
+) -> dict[str, SubscriptionInvoice]:
+    statement = (
+        select(SubscriptionInvoice)
+        .where(_owned_by(SubscriptionInvoice, tenant), SubscriptionInvoice.id.in_(set(invoice_ids)))
+        .order_by(SubscriptionInvoice.id)
+    )
+    if for_update:
+        statement = statement.with_for_update()
+    return {invoice.id: invoice for invoice in (await session.scalars(statement)).all()}

@@ -360,6 +360,82 @@ async def process_renewal(session: AsyncSession, operation: Operation, processor
         await _fail(session, tenant, subscription, invoice, str(decline))
 
 
+# A batch of sandbox renewals (the engine's batch handler for a message of them): read, locked and
+# checked in a few statements, charged in one exchange with the sandbox network, written together.
+async def renew_many(session: AsyncSession, operations: Sequence[Operation], processor: Processor) -> None:
+    """`process_renewal` for each of `operations`, set-based for the common renewal: one statement
+    each locks the subscriptions, the invoices and the payments; one exchange with the sandbox
+    network charges them (each under its invoice's key, as alone); the captures are written together
+    (payments). A renewal that stops for review, or is live, runs `process_renewal` itself; a decline
+    ends as alone (failed, past_due)."""
+    by_tenant: dict[Tenant, list[Operation]] = {}
+    for operation in operations:
+        by_tenant.setdefault(Tenant(operation.installation_id, operation.livemode), []).append(operation)
+    for tenant, owned in by_tenant.items():
+        if tenant.livemode:  # a real network's calls go one at a time
+            for operation in owned:
+                await process_renewal(session, operation, processor)
+            continue
+        await _renew_together(session, tenant, owned, processor)
+
+
+async def _renew_together(
+    session: AsyncSession, tenant: Tenant, operations: Sequence[Operation], processor: Processor
+) -> None:
+    invoice_ids = [str(operation.payload["subscription_invoice"]) for operation in operations]
+    found = await repository.invoices_by_id(session, tenant, invoice_ids)
+    # locked in process_renewal's order (the subscription, then its invoice, then the payment), each
+    # set in id order
+    subscriptions = await repository.lock_subscriptions(
+        session, tenant, [invoice.subscription_id for invoice in found.values()]
+    )
+    invoices = await repository.invoices_by_id(session, tenant, list(found), for_update=True)
+    prices = await repository.prices_by_id(session, tenant, [s.price_id for s in subscriptions.values()])
+    cards = await methods.preferred_methods(session, tenant, [s.customer_id for s in subscriptions.values()])
+    due: list[tuple[Operation, Subscription, SubscriptionInvoice]] = []
+    for operation, invoice_id in zip(operations, invoice_ids, strict=True):
+        invoice = invoices.get(invoice_id)
+        if invoice is None:
+            continue
+        subscription = subscriptions[invoice.subscription_id]
+        if invoice.status != "open" or subscription.status != "active":
+            continue  # collected already, cancelled, or stopped for review (a sync resumes it)
+        card = cards.get(subscription.customer_id)
+        if (
+            subscription.renewal_consented_at is None
+            or prices[subscription.price_id].currency != subscription.currency
+            or invoice.currency != subscription.currency
+            or subscription.merchant_id is not None
+            or card is None
+        ):  # a safety check to make, or a merchant's grant to check: alone
+            await process_renewal(session, operation, processor)
+            continue
+        due.append((operation, subscription, invoice))
+    locked = await payments.lock_payment_intents(
+        session, tenant, [invoice.payment_intent_id for _, _, invoice in due]
+    )
+    charging = [
+        (subscription, invoice, locked[invoice.payment_intent_id])
+        for _, subscription, invoice in due
+        if locked[invoice.payment_intent_id].status in payments.CONFIRMABLE
+    ]  # the others were paid meanwhile: the capture listener recorded it
+    if not charging:
+        return
+    await payments.charge_off_session_many(
+        session,
+        tenant,
+        processor,
+        [
+            (payment, cards[subscription.customer_id], _charge_key(invoice))
+            for subscription, invoice, payment in charging
+        ],
+    )
+    for subscription, invoice, payment in charging:
+        if payment.status == "requires_payment_method":
+            decline = (payment.last_payment_error or {}).get("decline_code") or "generic_decline"
+            await _fail(session, tenant, subscription, invoice, str(decline))
+
+
 # --- sync ---------------------------------------------------------------------------------------------
 async def request_sync(session: AsyncSession, tenant: Tenant, subscription_id: str) -> Operation:
     subscription = await get_subscription(session, tenant, subscription_id)
