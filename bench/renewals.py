@@ -10,8 +10,9 @@ One run, with bench/harness.py: a fresh database `moneyrail_bench_renewals`, mig
 1. Seeding (not timed as renewals): one sandbox installation with subscriptions on, a monthly price of
    9.90 EUR, `--customers` customers each with a saved, preferred 4242 card; then `--seeders` processes
    each create their share of the subscriptions with `billing.create_subscription`, record the renewal
-   consent and pay the first invoice off-session with `payments.charge_off_session` (the calls a
-   subscription checkout makes), in transactions of SEED_BATCH subscriptions.
+   consent and pay the first invoices off-session with `payments.charge_off_session_many` (a checkout
+   charges one at a time; the batch entry point writes the same rows, each under its own key), in
+   transactions of SEED_BATCH subscriptions.
 2. Each round (`--rounds`, 2 by default: the subscriptions' cycles 1, 2, ...):
    - the engine's one-operation rate: bench/engine.py's `engine_rate` on the probe's unbatched type
      (its own installation in the same database, its own 2 x 8 fleet, stopped afterwards);
@@ -173,6 +174,7 @@ async def _seed_share(catalog_: Catalog, first: int, count: int) -> int:
     while done < count:
         async with UnitOfWork(sessionmaker) as uow:
             session = uow.session
+            charges = []
             for number in range(first + done, first + min(done + SEED_BATCH, count)):
                 customer_id, card_id = catalog_.customers[number % len(catalog_.customers)]
                 created = await billing.create_subscription(
@@ -180,14 +182,23 @@ async def _seed_share(catalog_: Catalog, first: int, count: int) -> int:
                 )
                 await billing.record_renewal_consent(session, tenant, created.id)
                 assert created.latest_invoice_id is not None
-                invoice = await billing.repository.get_invoice(session, tenant, created.latest_invoice_id)
-                assert invoice is not None
-                card = await methods.get_method(session, tenant, card_id)
-                assert card is not None
-                payment = await payments.lock_payment_intent(session, tenant, invoice.payment_intent_id)
-                await payments.charge_off_session(
-                    session, tenant, processor, payment, card, idempotency_key=f"{invoice.id}:first"
-                )
+                charges.append((created.latest_invoice_id, card_id))
+            # the first invoices charged off-session together (what a batch of renewals does), each under
+            # its own key; the capture listener marks each invoice paid and its subscription active
+            cards = await methods.methods_by_id(session, tenant, [card_id for _, card_id in charges])
+            invoices = await billing.repository.invoices_by_id(session, tenant, [i for i, _ in charges])
+            locked = await payments.lock_payment_intents(
+                session, tenant, [invoice.payment_intent_id for invoice in invoices.values()]
+            )
+            await payments.charge_off_session_many(
+                session,
+                tenant,
+                processor,
+                [
+                    (locked[invoices[invoice_id].payment_intent_id], cards[card_id], f"{invoice_id}:first")
+                    for invoice_id, card_id in charges
+                ],
+            )
             await uow.commit()
         done = min(done + SEED_BATCH, count)
     await engine.dispose()
