@@ -292,6 +292,8 @@ async def _wait_until_paid(database_url: str, cycle: int, expected: int, deadlin
         await connection.close()
 
 
+# Set-based (joins on aggregates, hashed sets), so that they stay seconds at 100,000 subscriptions; each
+# takes the cycle as $1 and the installation as $2.
 _CHECKS = {
     # one invoice per subscription for the cycle (the unique index says at most one)
     "subscriptions_without_this_cycles_invoice": """
@@ -303,15 +305,17 @@ _CHECKS = {
         WHERE cycle = $1 AND installation_id = $2 AND status <> 'paid'""",
     # at the processor: the charge key asked once per invoice, and one captured authorization per payment
     "invoices_not_authorized_exactly_once": """
-        SELECT count(*) FROM subscription_invoices i WHERE i.cycle = $1 AND (
-            SELECT count(*) FROM sandbox_processor_calls c
-            WHERE c.installation_id = $2 AND c.operation_type = 'authorize'
-              AND c.idempotency_key = i.id || ':charge') <> 1""",
+        SELECT count(*) FROM subscription_invoices i
+        LEFT JOIN (SELECT idempotency_key, count(*) AS calls FROM sandbox_processor_calls
+                   WHERE installation_id = $2 AND operation_type = 'authorize' GROUP BY idempotency_key) c
+          ON c.idempotency_key = i.id || ':charge'
+        WHERE i.cycle = $1 AND i.installation_id = $2 AND coalesce(c.calls, 0) <> 1""",
     "invoices_not_captured_exactly_once": """
         SELECT count(*) FROM subscription_invoices i JOIN payment_intents p ON p.id = i.payment_intent_id
-        WHERE i.cycle = $1 AND i.installation_id = $2 AND (
-            SELECT count(*) FROM sandbox_authorizations a
-            WHERE a.id = p.processor_authorization AND a.status = 'captured') <> 1""",
+        LEFT JOIN (SELECT reference, count(*) AS captured FROM sandbox_authorizations
+                   WHERE installation_id = $2 AND status = 'captured' GROUP BY reference) a
+          ON a.reference = p.id
+        WHERE i.cycle = $1 AND i.installation_id = $2 AND coalesce(a.captured, 0) <> 1""",
     # in the database: one succeeded payment per subscription for the cycle, one capture posting each
     "subscriptions_not_paid_exactly_once": """
         SELECT count(*) FROM (
@@ -321,14 +325,16 @@ _CHECKS = {
             WHERE s.installation_id = $2 GROUP BY s.id HAVING count(p.id) <> 1) wrong""",
     "succeeded_payments_without_one_capture_posting": """
         SELECT count(*) FROM payment_intents p JOIN subscription_invoices i ON i.payment_intent_id = p.id
+        LEFT JOIN (SELECT reference, count(*) AS postings FROM journal_transactions
+                   WHERE kind = 'payment_capture' GROUP BY reference) j ON j.reference = p.id
         WHERE i.cycle = $1 AND p.installation_id = $2 AND p.status = 'succeeded'
-          AND (SELECT count(*) FROM journal_transactions j
-               WHERE j.reference = p.id AND j.kind = 'payment_capture') <> 1""",
+          AND coalesce(j.postings, 0) <> 1""",
     # a captured authorization that no payment records: a charge nobody knows of
     "captured_authorizations_no_payment_knows": """
         SELECT count(*) FROM sandbox_authorizations a WHERE a.installation_id = $2 AND a.status = 'captured'
           AND $1::int IS NOT NULL  -- every cycle's: the parameter only keeps the two-argument form
-          AND NOT EXISTS (SELECT 1 FROM payment_intents p WHERE p.processor_authorization = a.id)""",
+          AND a.id NOT IN (SELECT processor_authorization FROM payment_intents
+                           WHERE installation_id = $2 AND processor_authorization IS NOT NULL)""",
 }
 
 

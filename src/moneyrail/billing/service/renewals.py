@@ -268,6 +268,7 @@ async def _settle_due_subscriptions(
 ) -> int:
     """Up to `rounds` batches of due subscriptions; what is left waits for the next run."""
     done = 0
+    after: tuple[datetime, str] | None = None
     for _ in range(rounds):
         due = await repository.due_subscriptions(
             session,
@@ -276,9 +277,12 @@ async def _settle_due_subscriptions(
             now=now,
             unpaid_after=UNPAID_LIFETIME,
             limit=SWEEP_BATCH,
+            after=after,
         )
         if not due:
             break
+        # a row skipped as locked (another sweep has it) is the next run's, as is one settled late
+        after = (due[-1].current_period_end, due[-1].id)
         network = provider.processor()
         changing = await repository.with_unapplied_change(session, [s.id for s in due])
         plain: dict[Tenant, list[Subscription]] = {}
