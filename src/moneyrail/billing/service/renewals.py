@@ -398,10 +398,12 @@ async def _renew_together(
     prices = await repository.prices_by_id(session, tenant, [s.price_id for s in subscriptions.values()])
     cards = await methods.preferred_methods(session, tenant, [s.customer_id for s in subscriptions.values()])
     due: list[tuple[Operation, Subscription, SubscriptionInvoice]] = []
+    charged: set[str] = set()
     for operation, invoice_id in zip(operations, invoice_ids, strict=True):
         invoice = invoices.get(invoice_id)
-        if invoice is None:
-            continue
+        if invoice is None or invoice_id in charged:
+            continue  # (a second operation for one invoice, after a sync: the first one collects it)
+        charged.add(invoice_id)
         subscription = subscriptions[invoice.subscription_id]
         if invoice.status != "open" or subscription.status != "active":
             continue  # collected already, cancelled, or stopped for review (a sync resumes it)
