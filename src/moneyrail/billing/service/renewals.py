@@ -107,8 +107,9 @@ def _charge_key(invoice: SubscriptionInvoice) -> str:
 # to RENEWAL_BATCH of them share a message, a claim and a commit, each still its own operation (engine
 # policy batch_size), run set-based by `renew_many`. A live one calls a real network and runs alone: it
 # must not hold up the others. A whole batch must finish well within one operation lease on a loaded
-# machine (a superseded batch is redone whole): set-based, a batch is about 20 statements whatever its
-# size (it was 40-50 per renewal, and 32 renewals then outlived a 60 s lease at load average 20).
+# machine (a superseded batch is redone whole): set-based, the usual batch is some 20 statements whatever
+# its size, by the code (it was 40-50 per renewal, and 32 renewals then outlived a 60 s lease at load
+# average 20); 64 charged 10,000 at 360-395/s on a loaded machine, about a second a batch.
 RENEWAL_BATCH = 64
 
 
