@@ -10,8 +10,9 @@ One run, with bench/harness.py: a fresh database `moneyrail_bench_renewals`, mig
 1. Seeding (not timed as renewals): one sandbox installation with subscriptions on, a monthly price of
    9.90 EUR, `--customers` customers each with a saved, preferred 4242 card; then `--seeders` processes
    each create their share of the subscriptions with `billing.create_subscription`, record the renewal
-   consent and pay the first invoice off-session with `payments.charge_off_session` (the calls a
-   subscription checkout makes), in transactions of SEED_BATCH subscriptions.
+   consent and pay the first invoices off-session with `payments.charge_off_session_many` (a checkout
+   charges one at a time; the batch entry point writes the same rows, each under its own key), in
+   transactions of SEED_BATCH subscriptions.
 2. Each round (`--rounds`, 2 by default: the subscriptions' cycles 1, 2, ...):
    - the engine's one-operation rate: bench/engine.py's `engine_rate` on the probe's unbatched type
      (its own installation in the same database, its own 2 x 8 fleet, stopped afterwards);
@@ -60,8 +61,9 @@ DATABASE = "moneyrail_bench_renewals"
 PROCESSES = 2
 # The renewal workers' threads and pools, kept small: the machine's PostgreSQL is shared (100 connections
 # in all, most taken by others' runs) and a renewal thread holds one connection of the main pool and,
-# while it charges, one of the sandbox processor's. A message carries up to 8 renewals, so 4 threads a
-# process keep both processes busy. The engine's reference keeps its own 8 threads (bench/engine.py).
+# while it charges, one of the sandbox processor's. A message carries up to 64 renewals (RENEWAL_BATCH),
+# charged set-based, so 4 threads a process keep both processes busy. The engine's reference keeps its
+# own 8 threads (bench/engine.py).
 THREADS = 4
 ENGINE_THREADS = 8
 WORKER_POOL = 4
@@ -173,6 +175,7 @@ async def _seed_share(catalog_: Catalog, first: int, count: int) -> int:
     while done < count:
         async with UnitOfWork(sessionmaker) as uow:
             session = uow.session
+            charges = []
             for number in range(first + done, first + min(done + SEED_BATCH, count)):
                 customer_id, card_id = catalog_.customers[number % len(catalog_.customers)]
                 created = await billing.create_subscription(
@@ -180,14 +183,23 @@ async def _seed_share(catalog_: Catalog, first: int, count: int) -> int:
                 )
                 await billing.record_renewal_consent(session, tenant, created.id)
                 assert created.latest_invoice_id is not None
-                invoice = await billing.repository.get_invoice(session, tenant, created.latest_invoice_id)
-                assert invoice is not None
-                card = await methods.get_method(session, tenant, card_id)
-                assert card is not None
-                payment = await payments.lock_payment_intent(session, tenant, invoice.payment_intent_id)
-                await payments.charge_off_session(
-                    session, tenant, processor, payment, card, idempotency_key=f"{invoice.id}:first"
-                )
+                charges.append((created.latest_invoice_id, card_id))
+            # the first invoices charged off-session together (what a batch of renewals does), each under
+            # its own key; the capture listener marks each invoice paid and its subscription active
+            cards = await methods.methods_by_id(session, tenant, [card_id for _, card_id in charges])
+            invoices = await billing.repository.invoices_by_id(session, tenant, [i for i, _ in charges])
+            locked = await payments.lock_payment_intents(
+                session, tenant, [invoice.payment_intent_id for invoice in invoices.values()]
+            )
+            await payments.charge_off_session_many(
+                session,
+                tenant,
+                processor,
+                [
+                    (locked[invoices[invoice_id].payment_intent_id], cards[card_id], f"{invoice_id}:first")
+                    for invoice_id, card_id in charges
+                ],
+            )
             await uow.commit()
         done = min(done + SEED_BATCH, count)
     await engine.dispose()
@@ -281,6 +293,8 @@ async def _wait_until_paid(database_url: str, cycle: int, expected: int, deadlin
         await connection.close()
 
 
+# Set-based (joins on aggregates, hashed sets), so that they stay seconds at 100,000 subscriptions; each
+# takes the cycle as $1 and the installation as $2.
 _CHECKS = {
     # one invoice per subscription for the cycle (the unique index says at most one)
     "subscriptions_without_this_cycles_invoice": """
@@ -292,15 +306,17 @@ _CHECKS = {
         WHERE cycle = $1 AND installation_id = $2 AND status <> 'paid'""",
     # at the processor: the charge key asked once per invoice, and one captured authorization per payment
     "invoices_not_authorized_exactly_once": """
-        SELECT count(*) FROM subscription_invoices i WHERE i.cycle = $1 AND (
-            SELECT count(*) FROM sandbox_processor_calls c
-            WHERE c.installation_id = $2 AND c.operation_type = 'authorize'
-              AND c.idempotency_key = i.id || ':charge') <> 1""",
+        SELECT count(*) FROM subscription_invoices i
+        LEFT JOIN (SELECT idempotency_key, count(*) AS calls FROM sandbox_processor_calls
+                   WHERE installation_id = $2 AND operation_type = 'authorize' GROUP BY idempotency_key) c
+          ON c.idempotency_key = i.id || ':charge'
+        WHERE i.cycle = $1 AND i.installation_id = $2 AND coalesce(c.calls, 0) <> 1""",
     "invoices_not_captured_exactly_once": """
         SELECT count(*) FROM subscription_invoices i JOIN payment_intents p ON p.id = i.payment_intent_id
-        WHERE i.cycle = $1 AND i.installation_id = $2 AND (
-            SELECT count(*) FROM sandbox_authorizations a
-            WHERE a.id = p.processor_authorization AND a.status = 'captured') <> 1""",
+        LEFT JOIN (SELECT reference, count(*) AS captured FROM sandbox_authorizations
+                   WHERE installation_id = $2 AND status = 'captured' GROUP BY reference) a
+          ON a.reference = p.id
+        WHERE i.cycle = $1 AND i.installation_id = $2 AND coalesce(a.captured, 0) <> 1""",
     # in the database: one succeeded payment per subscription for the cycle, one capture posting each
     "subscriptions_not_paid_exactly_once": """
         SELECT count(*) FROM (
@@ -310,14 +326,16 @@ _CHECKS = {
             WHERE s.installation_id = $2 GROUP BY s.id HAVING count(p.id) <> 1) wrong""",
     "succeeded_payments_without_one_capture_posting": """
         SELECT count(*) FROM payment_intents p JOIN subscription_invoices i ON i.payment_intent_id = p.id
+        LEFT JOIN (SELECT reference, count(*) AS postings FROM journal_transactions
+                   WHERE kind = 'payment_capture' GROUP BY reference) j ON j.reference = p.id
         WHERE i.cycle = $1 AND p.installation_id = $2 AND p.status = 'succeeded'
-          AND (SELECT count(*) FROM journal_transactions j
-               WHERE j.reference = p.id AND j.kind = 'payment_capture') <> 1""",
+          AND coalesce(j.postings, 0) <> 1""",
     # a captured authorization that no payment records: a charge nobody knows of
     "captured_authorizations_no_payment_knows": """
         SELECT count(*) FROM sandbox_authorizations a WHERE a.installation_id = $2 AND a.status = 'captured'
           AND $1::int IS NOT NULL  -- every cycle's: the parameter only keeps the two-argument form
-          AND NOT EXISTS (SELECT 1 FROM payment_intents p WHERE p.processor_authorization = a.id)""",
+          AND a.id NOT IN (SELECT processor_authorization FROM payment_intents
+                           WHERE installation_id = $2 AND processor_authorization IS NOT NULL)""",
 }
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import dramatiq
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -15,13 +17,17 @@ async def _renew(session: AsyncSession, operation: Operation) -> None:
     await billing.process_renewal(session, operation, runtime.processor())
 
 
+async def _renew_many(session: AsyncSession, operations: Sequence[Operation]) -> None:
+    await billing.renew_many(session, operations, runtime.processor())
+
+
 async def _sync(session: AsyncSession, operation: Operation) -> None:
     await billing.process_sync(session, operation, runtime.processor())
 
 
 @dramatiq.actor(actor_name=billing.RENEWAL_ACTOR, queue_name="money", broker=broker)
 async def renewal(*operation_ids: str) -> None:
-    await runtime.run(operation_ids, _renew)
+    await runtime.run(operation_ids, _renew, _renew_many)
 
 
 @dramatiq.actor(actor_name=billing.SYNC_ACTOR, queue_name="money", broker=broker)

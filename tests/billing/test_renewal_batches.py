@@ -142,3 +142,120 @@ def test_renewals_due_together_share_a_message_and_a_commit(biller, db, servers,
     # one batch, or two when an earlier test's due renewals went first and shifted the cut
     assert _capture_commits(db, [invoice["id"] for invoice in renewals]) <= 2
     assert_ledger_verifies(servers)
+
+
+def _captures_for(db, invoice_id: str) -> int:
+    """Capture calls the sandbox network recorded for this invoice's payment (each under its own key)."""
+    row = db.execute(
+        "SELECT count(*) FROM sandbox_processor_calls c JOIN subscription_invoices i"
+        " ON c.idempotency_key LIKE i.payment_intent_id || ':capture:%%'"
+        " WHERE i.id = %s AND c.operation_type = 'capture'",
+        (invoice_id,),
+    ).fetchone()
+    return int(row[0])
+
+
+def _renew_all(biller, subscriptions: list[dict]) -> dict[str, dict]:
+    period_end = max(s["current_period_end"] for s in subscriptions)
+    work = advance(biller, period_end - clock_now(biller) + 1)["work_done"]
+    assert work["billing.renewals"] == len(subscriptions)
+    return {
+        s["id"]: wait_until(
+            lambda s=s: (
+                (found := invoices(biller, s["id"]))
+                and len(found) == 2
+                and found[-1]["status"] != "open"
+                and found[-1]
+            ),
+            timeout=90,
+        )
+        for s in subscriptions
+    }
+
+
+def _declining(biller, subscription: dict) -> None:
+    card = save_card(biller, subscription["customer"], CHARGES_DECLINED)
+    ok(biller.post(f"/v1/customers/{subscription['customer']}/payment-methods/{card['id']}/default"))
+
+
+def test_a_decline_inside_a_batch_is_its_own_outcome_and_the_batch_commits_together(
+    biller, db, servers, batch_stack
+):
+    plan = price(biller, 1700)
+    subscriptions = [_active(biller, plan["id"]) for _ in range(SUBSCRIPTIONS)]
+    declining = subscriptions[3]
+    _declining(biller, declining)
+    renewals = _renew_all(biller, subscriptions)
+
+    for sid, invoice in renewals.items():
+        operation = _renewal_operation(db, invoice["id"])
+        assert wait_for_operation(biller, operation, {"succeeded"}, timeout=90)
+        assert attempt_outcomes(db, operation) == ["succeeded"]  # nobody ran twice, nothing split
+        assert charges_for(db, invoice["id"]) == 1
+        if sid == declining["id"]:
+            assert (invoice["status"], invoice["failure_code"]) == ("failed", "generic_decline")
+            assert _captures_for(db, invoice["id"]) == 0
+            assert read(biller, sid)["status"] == "past_due"
+            assert any(
+                e["data"]["object"]["id"] == invoice["id"]
+                for e in ok(
+                    biller.get("/v1/events", params={"type": "subscription.invoice.failed", "limit": 100})
+                )["data"]
+            )
+        else:
+            assert invoice["status"] == "paid"
+            assert _captures_for(db, invoice["id"]) == 1
+            after = read(biller, sid)
+            assert (after["status"], after["access_until"]) == ("active", invoice["period_end"])
+    paid = [invoice["id"] for sid, invoice in renewals.items() if sid != declining["id"]]
+    # the decline did not split the batch: the paid ones' postings share a commit (two when an earlier
+    # test's renewals shifted the cut)
+    assert _capture_commits(db, paid) <= 2
+    paid_events = ok(biller.get("/v1/events", params={"type": "subscription.invoice.paid", "limit": 100}))
+    announced = {e["data"]["object"]["id"] for e in paid_events["data"]}
+    assert set(paid) <= announced
+    # written set-based: the batch handler's captures and invoices paid together
+    assert "subscription_invoices_paid" in batch_stack.log_text()
+    assert_ledger_verifies(servers)
+
+
+def test_a_network_fault_midway_through_a_batch_charges_nobody_twice(biller, db, servers, batch_stack):
+    plan = price(biller, 1900)
+    subscriptions = [_active(biller, plan["id"]) for _ in range(SUBSCRIPTIONS)]
+    declining = subscriptions[1]
+    _declining(biller, declining)
+    # the network fails the first capture once: the batch's exchange has authorized one charge by then
+    # (recorded under its key), so the batch commits nothing and each renewal runs alone, the first one
+    # replaying its authorization and capturing it then
+    fault = biller.post(
+        "/v1/test-helpers/processor-faults",
+        json={"operation_type": "capture", "mode": "transient", "count": 1},
+    )
+    assert fault.status_code == 200, fault.text
+    renewals = _renew_all(biller, subscriptions)
+
+    for sid, invoice in renewals.items():
+        operation = _renewal_operation(db, invoice["id"])
+        assert wait_for_operation(biller, operation, {"succeeded"}, timeout=90)
+        assert charges_for(db, invoice["id"]) == 1  # one authorization per invoice at the network
+        if sid == declining["id"]:
+            assert (invoice["status"], invoice["failure_code"]) == ("failed", "generic_decline")
+            assert read(biller, sid)["status"] == "past_due"
+            assert _captures_for(db, invoice["id"]) == 0
+        else:
+            assert invoice["status"] == "paid"
+            assert _captures_for(db, invoice["id"]) == 1
+            assert read(biller, sid)["access_until"] == invoice["period_end"]
+    # one captured authorization per paid invoice's payment, one capture posting each
+    for sid, invoice in renewals.items():
+        if sid == declining["id"]:
+            continue
+        row = db.execute(
+            "SELECT count(*) FROM sandbox_authorizations a JOIN payment_intents p ON p.id = a.reference"
+            " JOIN subscription_invoices i ON i.payment_intent_id = p.id"
+            " WHERE i.id = %s AND a.status = 'captured'",
+            (invoice["id"],),
+        ).fetchone()
+        assert int(row[0]) == 1
+    assert "operation_batch_split" in batch_stack.log_text()
+    assert_ledger_verifies(servers)

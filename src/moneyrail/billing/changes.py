@@ -465,7 +465,18 @@ async def _on_difference_paid(session: AsyncSession, tenant: Tenant, payment: Pa
     await _apply(session, tenant, subscription, change)
 
 
-payments.register_capture_listener(_on_difference_paid)
+async def _on_differences_paid(
+    session: AsyncSession, tenant: Tenant, captured: Sequence[PaymentIntent]
+) -> None:
+    """`_on_difference_paid` for payments captured together: one statement finds the upgrade invoices."""
+    invoices = await repository.invoices_for_payments(session, [payment.id for payment in captured])
+    for payment in captured:
+        invoice = invoices.get(payment.id)
+        if invoice is not None and invoice.billing_kind == "upgrade":
+            await _on_difference_paid(session, tenant, payment)
+
+
+payments.register_capture_listener(_on_difference_paid, together=_on_differences_paid)
 
 
 async def _open_difference(

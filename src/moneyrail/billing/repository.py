@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import and_, or_, select
+from sqlalchemy import and_, or_, select, tuple_
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from moneyrail.db.pagination import newest_first_page
@@ -130,10 +130,13 @@ async def due_subscriptions(
     now: datetime,
     unpaid_after: timedelta,
     limit: int,
+    after: tuple[datetime, str] | None = None,
 ) -> Sequence[Subscription]:
     """Subscriptions with something due at `now`, locked: an active one whose period has ended and
     whose latest invoice is paid (no renewal open yet) or that cancels at the period's end, and an
-    incomplete one left unpaid too long. SKIP LOCKED: two sweeps (a fail-over) share, never repeat."""
+    incomplete one left unpaid too long. SKIP LOCKED: two sweeps (a fail-over) share, never repeat.
+    `after`: the last (period end, id) of the run's previous batch, where this one starts: the index
+    is not walked again over the rows just settled (100,000 due at once made that quadratic)."""
     latest = SubscriptionInvoice
     statement = (
         select(Subscription)
@@ -148,10 +151,15 @@ async def due_subscriptions(
                 and_(Subscription.status == "incomplete", Subscription.anchor_at <= now - unpaid_after),
             )
         )
-        .order_by(Subscription.current_period_end)
+        .order_by(Subscription.current_period_end, Subscription.id)
         .limit(limit)
         .with_for_update(of=Subscription, skip_locked=True)
     )
+    if after is not None:
+        statement = statement.where(
+            Subscription.current_period_end >= after[0],
+            tuple_(Subscription.current_period_end, Subscription.id) > tuple_(*after),
+        )
     if tenant is not None:
         statement = statement.where(_owned_by(Subscription, tenant))
     if livemode is not None:
@@ -233,3 +241,57 @@ async def sandboxes_with_open_changes(session: AsyncSession, limit: int) -> Sequ
         .limit(limit)
     )
     return (await session.scalars(statement)).all()
+
+
+async def with_unapplied_change(session: AsyncSession, subscription_ids: Sequence[str]) -> set[str]:
+    """Which of these subscriptions have a change not yet applied, withdrawn or expired."""
+    if not subscription_ids:
+        return set()
+    statement = select(SubscriptionChange.subscription_id).where(
+        SubscriptionChange.subscription_id.in_(subscription_ids),
+        SubscriptionChange.status.in_(UNAPPLIED_CHANGE_STATUSES),
+    )
+    return set((await session.scalars(statement)).all())
+
+
+async def prices_by_id(session: AsyncSession, tenant: Tenant, price_ids: Sequence[str]) -> dict[str, Price]:
+    statement = select(Price).where(_owned_by(Price, tenant), Price.id.in_(set(price_ids)))
+    return {price.id: price for price in (await session.scalars(statement)).all()}
+
+
+async def invoices_for_payments(
+    session: AsyncSession, payment_ids: Sequence[str]
+) -> dict[str, SubscriptionInvoice]:
+    """The subscription invoices these payments collect, locked, by payment."""
+    statement = (
+        select(SubscriptionInvoice)
+        .where(SubscriptionInvoice.payment_intent_id.in_(payment_ids))
+        .order_by(SubscriptionInvoice.id)
+        .with_for_update()
+    )
+    return {invoice.payment_intent_id: invoice for invoice in (await session.scalars(statement)).all()}
+
+
+async def lock_subscriptions(
+    session: AsyncSession, tenant: Tenant, subscription_ids: Sequence[str]
+) -> dict[str, Subscription]:
+    statement = (
+        select(Subscription)
+        .where(_owned_by(Subscription, tenant), Subscription.id.in_(set(subscription_ids)))
+        .order_by(Subscription.id)
+        .with_for_update()
+    )
+    return {subscription.id: subscription for subscription in (await session.scalars(statement)).all()}
+
+
+async def invoices_by_id(
+    session: AsyncSession, tenant: Tenant, invoice_ids: Sequence[str], *, for_update: bool = False
+) -> dict[str, SubscriptionInvoice]:
+    statement = (
+        select(SubscriptionInvoice)
+        .where(_owned_by(SubscriptionInvoice, tenant), SubscriptionInvoice.id.in_(set(invoice_ids)))
+        .order_by(SubscriptionInvoice.id)
+    )
+    if for_update:
+        statement = statement.with_for_update()
+    return {invoice.id: invoice for invoice in (await session.scalars(statement)).all()}

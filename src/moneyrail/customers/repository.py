@@ -85,6 +85,17 @@ async def get(session: AsyncSession, tenant: Tenant, customer_id: str) -> Custom
     return await session.scalar(select(Customer).where(_owned_by(tenant), Customer.id == customer_id))
 
 
+async def emails_of(session: AsyncSession, tenant: Tenant, customer_ids: Sequence[str]) -> dict[str, str]:
+    if not customer_ids:
+        return {}
+    rows = await session.execute(
+        select(Customer.id, Customer.email).where(
+            _owned_by(tenant), Customer.id.in_(set(customer_ids)), Customer.email.is_not(None)
+        )
+    )
+    return {customer_id: email for customer_id, email in rows.tuples() if email is not None}
+
+
 async def get_by_reference(session: AsyncSession, tenant: Tenant, reference: str) -> Customer | None:
     return await session.scalar(
         select(Customer).where(_owned_by(tenant), Customer.external_reference == reference)

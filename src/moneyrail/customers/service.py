@@ -53,6 +53,11 @@ async def get_customer(session: AsyncSession, tenant: Tenant, customer_id: str) 
     return customer
 
 
+async def emails_of(session: AsyncSession, tenant: Tenant, customer_ids: Sequence[str]) -> dict[str, str]:
+    """The e-mail of each of these customers that has one."""
+    return await repository.emails_of(session, tenant, customer_ids)
+
+
 async def list_customers(
     session: AsyncSession, tenant: Tenant, *, limit: int, after: Position | None
 ) -> Sequence[Customer]:

@@ -116,6 +116,41 @@ async def create_operation(
     return operation
 
 
+async def create_operations(
+    session: AsyncSession,
+    tenant: Tenant,
+    *,
+    operation_type: str,
+    actor_name: str,
+    work: Sequence[tuple[str, dict[str, Any]]],
+    batch_size: int | None = None,
+) -> list[Operation]:
+    """`create_operation` for many operations of one type and tenant, `(resource, payload)` each: one
+    INSERT and one wake-up of the relay (it reads what is due, not the notification's id)."""
+    policy = policy_for(operation_type)
+    operations = [
+        Operation(
+            id=new_id("op"),
+            installation_id=tenant.installation_id,
+            livemode=tenant.livemode,
+            type=operation_type,
+            resource=resource,
+            payload=payload,
+            actor_name=actor_name,
+            queue_name=policy.queue_name,
+            max_attempts=policy.max_attempts,
+            batch_size=policy.batch_size if batch_size is None else batch_size,
+        )
+        for resource, payload in work
+    ]
+    if not operations:
+        return []
+    session.add_all(operations)
+    await session.flush()
+    await repository.notify_relay(session, operations[0].id)
+    return operations
+
+
 async def get_operation(session: AsyncSession, tenant: Tenant, operation_id: str) -> Operation:
     operation = await repository.get_for_tenant(session, tenant, operation_id)
     if operation is None:

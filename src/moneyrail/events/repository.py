@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from functools import cache
 from typing import Any
@@ -95,8 +96,19 @@ _INSERT_EVENTS = """
 """
 
 
+@dataclass(frozen=True, slots=True)
+class NewEvent:
+    """An event to insert with others (`insert_events`): the columns an Event row gets."""
+
+    id: str
+    type: str
+    api_version: str
+    data: dict[str, Any]
+    created_at: datetime
+
+
 async def insert_events(
-    session: AsyncSession, tenant: Tenant, events: Sequence[Event]
+    session: AsyncSession, tenant: Tenant, events: Sequence[NewEvent]
 ) -> list[tuple[str, str]]:
     """Insert one tenant's events; return (event id, listening endpoint id) pairs."""
     connection = await driver_connection(session)

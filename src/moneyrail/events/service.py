@@ -5,7 +5,6 @@ Standard Webhooks specification says, retried with backoff for up to 3 days, the
 from __future__ import annotations
 
 import base64
-import itertools
 import secrets
 import time
 from collections.abc import Sequence
@@ -94,15 +93,23 @@ async def record_event(
 
 async def record_events(
     session: AsyncSession, tenant: Tenant, events: Sequence[tuple[str, dict[str, Any]]]
-) -> list[Event]:
+) -> list[repository.NewEvent]:
     """`record_event` for several `(type, object)` events of one transaction, in that order: one
-    statement writes them all (an allocation commit announces each transfer and its group)."""
-    written = [_new_event(tenant, event_type, data_object) for event_type, data_object in events]
+    statement writes them all (an allocation commit announces each transfer and its group, a batch of
+    renewals its payments and invoices). Plain records, not ORM rows: a batch builds thousands."""
+    api_version = API_VERSIONS["payments"][0]
+    written: list[repository.NewEvent] = []
+    for event_type, data_object in events:
+        if not is_known(event_type):
+            raise ValueError(f"event type {event_type!r} is not in events/types.py's registry")
+        created_at = utcnow()
+        if written and created_at <= written[-1].created_at:  # built within one microsecond: keep the order
+            created_at = written[-1].created_at + timedelta(microseconds=1)
+        written.append(
+            repository.NewEvent(new_id("evt"), event_type, api_version, {"object": data_object}, created_at)
+        )
     if not written:
         return []
-    for earlier, later in itertools.pairwise(written):  # built within one microsecond: keep their order
-        if later.created_at <= earlier.created_at:
-            later.created_at = earlier.created_at + timedelta(microseconds=1)
     by_id = {event.id: event for event in written}
     for event_id, endpoint_id in await repository.insert_events(session, tenant, written):
         await _schedule_delivery(session, tenant, endpoint_id, by_id[event_id])
@@ -302,7 +309,11 @@ async def get_delivery(
 
 
 async def _schedule_delivery(
-    session: AsyncSession, tenant: Tenant, endpoint_id: str, event: Event, resend_of: str | None = None
+    session: AsyncSession,
+    tenant: Tenant,
+    endpoint_id: str,
+    event: Event | repository.NewEvent,
+    resend_of: str | None = None,
 ) -> WebhookDelivery:
     operation = await create_operation(
         session,

@@ -36,6 +36,16 @@ async def get_by_payment(
     return await session.scalar(statement)
 
 
+async def open_among_payments(
+    session: AsyncSession, tenant: Tenant, payment_intent_ids: Sequence[str]
+) -> set[str]:
+    """Which of these payments an open invoice is paid by."""
+    statement = select(Invoice.payment_intent_id).where(
+        _owned_by(tenant), Invoice.payment_intent_id.in_(payment_intent_ids), Invoice.status == "open"
+    )
+    return {payment_id for payment_id in (await session.scalars(statement)).all() if payment_id}
+
+
 async def list_page(
     session: AsyncSession, tenant: Tenant, *, limit: int, after: Position | None, customer: str | None
 ) -> Sequence[Invoice]:

@@ -421,5 +421,13 @@ async def owns_payment(
     return checkout.PaymentOwner(kind="invoice", expire_refusal=None)
 
 
-payments.register_capture_listener(follow_payment)
+async def follow_payments(session: AsyncSession, tenant: Tenant, captured: Sequence[PaymentIntent]) -> None:
+    """`follow_payment` for payments captured together: one statement finds which pay an invoice."""
+    paying = await repository.open_among_payments(session, tenant, [payment.id for payment in captured])
+    for payment in captured:
+        if payment.id in paying:
+            await follow_payment(session, tenant, payment)
+
+
+payments.register_capture_listener(follow_payment, together=follow_payments)
 checkout.register_payment_owner(owns_payment)

@@ -55,6 +55,36 @@ async def get_method(session: AsyncSession, tenant: Tenant, method_id: str) -> P
     )
 
 
+async def methods_by_id(
+    session: AsyncSession, tenant: Tenant, method_ids: Sequence[str]
+) -> dict[str, PaymentMethod]:
+    if not method_ids:
+        return {}
+    statement = select(PaymentMethod).where(
+        _owned_by(PaymentMethod, tenant), PaymentMethod.id.in_(set(method_ids))
+    )
+    return {method.id: method for method in (await session.scalars(statement)).all()}
+
+
+async def preferred_of_customers(
+    session: AsyncSession, tenant: Tenant, customer_ids: Sequence[str]
+) -> dict[str, PaymentMethod]:
+    """Each of these customers' preferred attached card, by customer."""
+    if not customer_ids:
+        return {}
+    statement = select(PaymentMethod).where(
+        _owned_by(PaymentMethod, tenant),
+        PaymentMethod.customer_id.in_(set(customer_ids)),
+        PaymentMethod.detached_at.is_(None),
+        PaymentMethod.preferred,
+    )
+    return {
+        method.customer_id: method
+        for method in (await session.scalars(statement)).all()
+        if method.customer_id is not None
+    }
+
+
 async def get_attached(
     session: AsyncSession, tenant: Tenant, customer_id: str, method_id: str
 ) -> PaymentMethod | None:

@@ -202,6 +202,20 @@ async def get_method(session: AsyncSession, tenant: Tenant, payment_method_id: s
     return await repository.get_method(session, tenant, payment_method_id)
 
 
+async def methods_by_id(
+    session: AsyncSession, tenant: Tenant, method_ids: Sequence[str]
+) -> dict[str, PaymentMethod]:
+    """`get_method` for several: the tenant's methods among these ids, detached or not."""
+    return await repository.methods_by_id(session, tenant, method_ids)
+
+
+async def preferred_methods(
+    session: AsyncSession, tenant: Tenant, customer_ids: Sequence[str]
+) -> dict[str, PaymentMethod]:
+    """`preferred_method_id` for several customers at once: the preferred attached card of each."""
+    return await repository.preferred_of_customers(session, tenant, customer_ids)
+
+
 async def saved_methods(
     session: AsyncSession, tenant: Tenant, customer_id: str, *, account: str | None = None
 ) -> list[PaymentMethod]:

@@ -19,7 +19,7 @@ balance. P is what this payment still has in the pending balance; y is the part 
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from datetime import datetime
 
 import structlog
@@ -113,6 +113,40 @@ async def post_capture(session: AsyncSession, tenant: Tenant, payment: PaymentIn
     )
     payment.fee_prior_recovery = recovery
     payment.amount_pending_settlement = proceeds
+
+
+async def post_captures(session: AsyncSession, tenant: Tenant, payments: Sequence[PaymentIntent]) -> None:
+    """`post_capture` for payments captured together: with no shortfall to recover in their currency
+    (the usual case), their postings in one statement; otherwise each in turn, under the debt's lock."""
+    by_currency: dict[str, list[PaymentIntent]] = {}
+    for payment in payments:
+        by_currency.setdefault(payment.currency, []).append(payment)
+    for currency, captured in by_currency.items():
+        if await outstanding_fees(session, tenant, currency) != 0:
+            for payment in captured:
+                await post_capture(session, tenant, payment)
+            continue
+        entries = []
+        for payment in captured:
+            reserve = payment.fee_reserve or 0
+            proceeds = payment.amount_received - reserve
+            entries.append(
+                ledger.Entry(
+                    kind="payment_capture",
+                    reference=payment.id,
+                    idempotency_key=f"{payment.id}:capture",
+                    postings=_legs(
+                        currency,
+                        (WORLD_CARD_NETWORK, -payment.amount_received),
+                        (BALANCE_PENDING, proceeds),
+                        (SERVICE_RESERVE, reserve),
+                        (FEES_OWED, 0),
+                    ),
+                )
+            )
+            payment.fee_prior_recovery = 0
+            payment.amount_pending_settlement = proceeds
+        await ledger.post_many(session, tenant, entries)
 
 
 async def post_final_fees(

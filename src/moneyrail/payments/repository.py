@@ -187,3 +187,15 @@ async def record_orphan(session: AsyncSession, tenant: Tenant, orphan: dict[str,
         .returning(ProcessorOrphan.authorization_id)
     )
     return inserted is not None
+
+
+async def lock_payments(
+    session: AsyncSession, tenant: Tenant, payment_ids: Sequence[str]
+) -> dict[str, PaymentIntent]:
+    statement = (
+        select(PaymentIntent)
+        .where(_payment_of(tenant), PaymentIntent.id.in_(set(payment_ids)))
+        .order_by(PaymentIntent.id)
+        .with_for_update()
+    )
+    return {payment.id: payment for payment in (await session.scalars(statement)).all()}

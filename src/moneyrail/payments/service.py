@@ -49,7 +49,7 @@ from moneyrail.errors import (
     ReferencedResourceMissing,
     ResourceMissing,
 )
-from moneyrail.events.service import record_event
+from moneyrail.events.service import record_event, record_events
 from moneyrail.installations import service as installations
 from moneyrail.installations.service import hash_secret
 from moneyrail.kit import crypto
@@ -63,6 +63,7 @@ from moneyrail.payment_methods import service as methods
 from moneyrail.processor.interface import (
     Authorization,
     CardDetails,
+    OffSessionCharge,
     Processor,
     ProcessorRefused,
     ProcessorUnavailable,
@@ -142,12 +143,14 @@ async def list_payment_intents(
 # Called in the capture's transaction once the payment's money is in the ledger: the transfers domain
 # creates and commits the allocation group of a payment declared with a distribution.
 CaptureListener = Callable[[AsyncSession, Tenant, PaymentIntent], Awaitable[None]]
-_capture_listeners: list[CaptureListener] = []
+# The same for several payments captured together (`charge_off_session_many`), written set-based.
+CapturesListener = Callable[[AsyncSession, Tenant, Sequence[PaymentIntent]], Awaitable[None]]
+_capture_listeners: dict[CaptureListener, CapturesListener | None] = {}
 
 
-def register_capture_listener(listener: CaptureListener) -> None:
-    if listener not in _capture_listeners:
-        _capture_listeners.append(listener)
+def register_capture_listener(listener: CaptureListener, *, together: CapturesListener | None = None) -> None:
+    """`together`, when given, replaces `listener` for payments captured together."""
+    _capture_listeners[listener] = together
 
 
 class FundsFlow(NamedTuple):
@@ -298,6 +301,89 @@ async def create_payment_intent(
     return CreatedPayment(payment, client_secret)
 
 
+@dataclass(frozen=True)
+class PlainPayment:
+    """A payment of the tenant's own (no merchant, no distribution, no card yet) for one of its customers,
+    whose existence the caller has checked: what `create_payment_intents` writes set-based."""
+
+    amount: int
+    currency: str
+    customer_id: str
+    description: str
+    metadata: dict[str, Any]
+
+
+async def create_payment_intents(
+    session: AsyncSession, tenant: Tenant, commands: Sequence[PlainPayment]
+) -> list[PaymentIntent]:
+    """`create_payment_intent` for many plain payments of one tenant at once (a clock advance opening
+    its renewals): the rows in one INSERT, their `payment_intent.created` events in one statement. Each
+    payment is exactly what the single path writes for the same command; the caller sends a payment
+    whose amount does not cover its commission (AmountInvalid there) the single way."""
+    if not commands:
+        return []
+    policy = await commission_policy(session, tenant)
+    now = utcnow()
+    created: list[PaymentIntent] = []
+    for command in commands:
+        reserve = policy.reserve(command.amount)
+        check_amount_covers(command.amount, reserve, "amount")
+        payment_id = new_id("pi")
+        created.append(
+            PaymentIntent(
+                id=payment_id,
+                installation_id=tenant.installation_id,
+                livemode=tenant.livemode,
+                amount=command.amount,
+                currency=command.currency,
+                status="requires_payment_method",
+                capture_method="automatic",
+                amount_capturable=0,
+                amount_received=0,
+                amount_refunded=0,
+                customer_id=command.customer_id,
+                payment_method_id=None,
+                merchant_id=None,
+                has_distribution=False,
+                external_reference=None,
+                description=command.description,
+                metadata_=command.metadata,
+                receipt_email=None,
+                receipt_phone=None,
+                # nobody confirms these with a client secret: it exists (hashed) as for every payment
+                client_secret_hash=hash_secret(f"{payment_id}_secret_{random_base62(24)}"),
+                commission_basis_points=policy.basis_points,
+                commission_fixed_amount=policy.fixed_amount,
+                fee_reserve=reserve,
+                fee_status="pending",
+                fee_prior_recovery=0,
+                amount_pending_settlement=0,
+                confirmations=0,
+                save_payment_method=False,
+                created_at=now,
+                updated_at=now,
+            )
+        )
+    session.add_all(created)
+    await session.flush()  # one INSERT (insertmanyvalues), the sandbox clock's created_at read back
+    key = await installations.publishable_key(session, tenant)
+    await record_events(
+        session,
+        tenant,
+        [
+            (
+                "payment_intent.created",
+                render_payment_intent(
+                    payment, publishable_key=key, with_authentication_link=False
+                ).model_dump(mode="json"),
+            )
+            for payment in created
+        ],
+    )
+    logger.info("payment_intents_created", count=len(created))
+    return created
+
+
 # --- updating -----------------------------------------------------------------------------------
 async def update_payment_intent(
     session: AsyncSession, tenant: Tenant, payment_id: str, command: PaymentIntentUpdate
@@ -350,12 +436,16 @@ RiskScreen = Callable[
     [AsyncSession, Tenant, Processor, PaymentIntent, PaymentMethod, "Confirmation"], Awaitable[str]
 ]
 ReviewHold = Callable[[AsyncSession, PaymentIntent], Awaitable[bool]]
+# `held` for several payments in one statement: the ids of those held.
+ReviewHolds = Callable[[AsyncSession, Sequence[str]], Awaitable[set[str]]]
 _risk_screens: list[tuple[RiskScreen, ReviewHold]] = []
+_review_holds: list[ReviewHolds] = []
 
 
-def register_risk_screen(screen: RiskScreen, held: ReviewHold) -> None:
+def register_risk_screen(screen: RiskScreen, held: ReviewHold, *, held_among: ReviewHolds) -> None:
     if (screen, held) not in _risk_screens:
         _risk_screens.append((screen, held))
+        _review_holds.append(held_among)
 
 
 async def _risk_verdict(
@@ -374,6 +464,13 @@ async def _risk_verdict(
 
 async def held_for_review(session: AsyncSession, payment: PaymentIntent) -> bool:
     return any([await held(session, payment) for _, held in _risk_screens])
+
+
+async def held_among(session: AsyncSession, payment_ids: Sequence[str]) -> set[str]:
+    held: set[str] = set()
+    for holds in _review_holds:
+        held |= await holds(session, payment_ids)
+    return held
 
 
 # --- confirming ---------------------------------------------------------------------------------
@@ -446,6 +543,19 @@ async def confirm_payment_intent(
 async def lock_payment_intent(session: AsyncSession, tenant: Tenant, payment_id: str) -> PaymentIntent:
     """For a hosted page that confirms on the payer's behalf: the payment, locked for this request."""
     return await _locked(session, tenant, payment_id)
+
+
+async def lock_payment_intents(
+    session: AsyncSession, tenant: Tenant, payment_ids: Sequence[str]
+) -> dict[str, PaymentIntent]:
+    """`lock_payment_intent` for several, in one statement (in id order), by id."""
+    if not payment_ids:
+        return {}
+    found = await repository.lock_payments(session, tenant, payment_ids)
+    missing = set(payment_ids) - set(found)
+    if missing:
+        raise ResourceMissing(f"No such payment_intent: {sorted(missing)[0]!r}", param="payment_intent")
+    return found
 
 
 async def confirm_locked_payment(
@@ -543,6 +653,127 @@ async def charge_off_session(
     )
     await _apply_authorization(session, tenant, processor, payment, authorization, method, base_url="")
     return payment
+
+
+OffSessionCharging = tuple[PaymentIntent, PaymentMethod, str]  # the locked payment, the card, the key
+
+
+async def charge_off_session_many(
+    session: AsyncSession, tenant: Tenant, processor: Processor, charges: Sequence[OffSessionCharging]
+) -> None:
+    """`charge_off_session` for several locked payments of one tenant (sandbox renewals): the network
+    asked once for all (each charge under the keys the single path uses, so a charge retried alone
+    replays its answers), the captured ones written together: their rows, ledger postings, capture
+    listeners (set-based where they register a `together` version) and `payment_intent.succeeded`
+    events. A charge that did not end captured (declined, authentication asked for, held for review)
+    is applied as the single path applies it. An outage raises, as alone: the caller's transaction
+    rolls back and each charge is asked again, replaying what the network answered."""
+    for payment, method, _ in charges:
+        if payment.status not in CONFIRMABLE:
+            raise Conflict(f"This payment is {payment.status}: it cannot be charged now.")
+        payment.payment_method_id = method.id
+        payment.confirmations += 1
+        payment.save_payment_method = False
+        payment.return_url = None
+    held = await held_among(session, [payment.id for payment, _, _ in charges])
+    try:
+        answers = await processor.charge_off_session_many(
+            tenant,
+            [
+                OffSessionCharge(
+                    idempotency_key=key,
+                    card_token=method.processor_token,
+                    card_fingerprint=method.fingerprint,
+                    amount=payment.amount,
+                    currency=payment.currency,
+                    reference=payment.id,
+                    capture_key=_capture_key_of(payment)
+                    if payment.capture_method == "automatic" and payment.id not in held
+                    else None,
+                )
+                for payment, method, key in charges
+            ],
+        )
+    except ProcessorUnavailable as fault:
+        raise _unavailable(fault) from fault
+    captured: list[PaymentIntent] = []
+    now = await tenant_now(session, tenant)
+    for (payment, method, _), answer in zip(charges, answers, strict=True):
+        authorization = answer.authorization
+        if isinstance(authorization, ProcessorRefused):
+            logger.warning(
+                "payment_authorization_refused", payment_intent=payment.id, error=str(authorization)
+            )
+            authorization = Authorization(
+                "", "declined", payment.amount, payment.currency, "processing_error"
+            )
+        if answer.capture is None:  # not authorized, or authorized and not to be captured now
+            await _apply_authorization(
+                session, tenant, processor, payment, authorization, method, base_url=""
+            )
+            continue
+        if isinstance(answer.capture, ProcessorRefused):
+            raise CardDeclined(
+                f"The capture was refused: {answer.capture.message}", decline_code=answer.capture.code
+            )
+        payment.processor_authorization = authorization.id
+        payment.next_action = None
+        payment.authentication_token_hash = None
+        payment.last_payment_error = None
+        payment.amount_received = answer.capture.amount_captured
+        payment.amount_capturable = 0
+        payment.captured_at = now
+        _move(payment, "succeeded")
+        captured.append(payment)
+    if captured:
+        await _captured_together(session, tenant, captured)
+
+
+def _capture_key_of(payment: PaymentIntent) -> Callable[[str], str]:
+    # as `_capture`: per authorization
+    return lambda authorization_id: f"{payment.id}:capture:{authorization_id}"
+
+
+async def _captured_together(
+    session: AsyncSession, tenant: Tenant, captured: Sequence[PaymentIntent]
+) -> None:
+    """`_capture`'s writing for several payments captured at once."""
+    await fees.post_captures(session, tenant, captured)
+    await session.flush()
+    for listener, together in _capture_listeners.items():
+        if together is not None:
+            await together(session, tenant, captured)
+        else:
+            for payment in captured:
+                await listener(session, tenant, payment)
+    emails = await customers.emails_of(
+        session, tenant, [p.customer_id for p in captured if p.receipt_email is None and p.customer_id]
+    )
+    for payment in captured:
+        email = payment.receipt_email or emails.get(payment.customer_id or "")
+        if email is not None or payment.receipt_phone is not None:
+            await deliveries.schedule_receipts(
+                session, tenant, payment, email=email, phone=payment.receipt_phone
+            )
+    key = await installations.publishable_key(session, tenant)
+    described = await distributions.describe(session, captured)
+    await record_events(
+        session,
+        tenant,
+        [
+            (
+                "payment_intent.succeeded",
+                render_payment_intent(
+                    payment,
+                    publishable_key=key,
+                    with_authentication_link=False,
+                    distribution=described.get(payment.id),
+                ).model_dump(mode="json"),
+            )
+            for payment in captured
+        ],
+    )
+    logger.info("payments_succeeded", count=len(captured), currency=captured[0].currency)
 
 
 async def _authorization_or_decline(

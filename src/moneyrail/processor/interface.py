@@ -3,7 +3,7 @@ operation (`"<operation id>:<step>"`), so a retried or re-driven attempt never m
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol
@@ -211,6 +211,28 @@ class CostReport:
     currency: str
 
 
+@dataclass(frozen=True)
+class OffSessionCharge:
+    """One charge of `charge_off_session_many`: `authorize`'s arguments (off-session), and the key its
+    capture takes once the authorization's id is known (None: authorize only, capture later)."""
+
+    idempotency_key: str
+    card_token: str
+    card_fingerprint: str
+    amount: int
+    currency: str
+    reference: str
+    capture_key: Callable[[str], str] | None
+
+
+@dataclass(frozen=True)
+class ChargeAnswer:
+    """What `authorize` then `capture` would have answered (or refused) for one charge."""
+
+    authorization: Authorization | ProcessorRefused
+    capture: Capture | ProcessorRefused | None
+
+
 class Processor(Protocol):
     async def tokenize_card(self, tenant: Tenant, card: CardDetails) -> TokenizedCard:
         """Raises CardNotAccepted for a card the network will not take."""
@@ -231,6 +253,14 @@ class Processor(Protocol):
         """Hold `amount` on the card. The request is compared on a repeated key by the card's
         fingerprint, not its token: a retry that tokenized the same card again replays the first answer.
         `reference` (the payment's id) is kept with the authorization, as a real network's metadata."""
+        ...
+
+    async def charge_off_session_many(
+        self, tenant: Tenant, charges: Sequence[OffSessionCharge]
+    ) -> list[ChargeAnswer]:
+        """Several off-session charges in one exchange, each under its own keys and answered exactly
+        as `authorize` then `capture` would answer it alone (a retried charge replays its answers).
+        ProcessorUnavailable: the exchange stopped there; what it answered before stands and replays."""
         ...
 
     async def open_authorizations(

@@ -32,8 +32,10 @@ from moneyrail.processor.interface import (
     CardDetails,
     CardNotAccepted,
     CardRisk,
+    ChargeAnswer,
     CostReport,
     NetworkDispute,
+    OffSessionCharge,
     PayoutResult,
     ProcessorAuthorizationRecord,
     ProcessorRefused,
@@ -193,30 +195,7 @@ class SandboxProcessor:
             "reference": reference,
         }
 
-        async def answer(books: _Books) -> dict[str, Any]:
-            if amount < 0:
-                raise ProcessorRefused("amount_invalid", "The amount must not be negative.")
-            behaviour = await books.connection.fetchval(
-                _CARD_BEHAVIOUR, card_token, tenant.installation_id, tenant.livemode
-            )
-            if behaviour is None:  # another tenant's token looks exactly like an unknown one
-                raise ProcessorRefused("no_such_card", "No such card: the token is unknown.")
-            status, decline_code = cards.authorization_outcome(behaviour, amount, off_session=off_session)
-            authorization_id = _sandbox_id("sbx_auth")
-            await books.connection.execute(
-                _INSERT_AUTHORIZATION,
-                authorization_id,
-                tenant.installation_id,
-                tenant.livemode,
-                card_token,
-                amount,
-                currency,
-                status,
-                decline_code,
-                reference,
-            )
-            return _authorization_answer(authorization_id, status, amount, currency, decline_code)
-
+        answer = _authorize_answer(tenant, card_token, amount, currency, reference, off_session)
         return _authorization(await self._call(tenant, "authorize", idempotency_key, request, answer))
 
     async def complete_authentication(
@@ -240,22 +219,37 @@ class SandboxProcessor:
     ) -> Capture:
         request = {"authorization_id": authorization_id, "amount": amount}
 
-        async def answer(books: _Books) -> dict[str, Any]:
-            row = await books.locked_for("capture", authorization_id)
-            if amount < 1:
-                raise ProcessorRefused("amount_invalid", "The amount to capture must be at least 1.")
-            if amount > row["amount"]:
-                raise ProcessorRefused(
-                    "amount_too_large", f"At most {row['amount']} can be captured on this authorization."
-                )
-            # the tenant's clock came with the row: no second round trip for it
-            offset = 0 if tenant.livemode else row["clock_offset_seconds"]  # as tenant_now: live is real time
-            captured_at = utcnow() + timedelta(seconds=offset)
-            await books.connection.execute(_CAPTURE, authorization_id, amount, captured_at)
-            return {"authorization_id": authorization_id, "amount_captured": amount}
-
+        answer = _capture_answer(tenant, authorization_id, amount)
         answered = await self._call(tenant, "capture", idempotency_key, request, answer)
         return Capture(answered["authorization_id"], answered["amount_captured"])
+
+    async def charge_off_session_many(
+        self, tenant: Tenant, charges: Sequence[OffSessionCharge]
+    ) -> list[ChargeAnswer]:
+        """Every charge's authorize and capture calls in one transaction of the simulator's books, each
+        call under its own key and recorded as alone (`_keyed`), so a charge retried alone replays."""
+        answers: list[ChargeAnswer] = []
+        fault: ProcessorUnavailable | None = None
+        async with UnitOfWork(self._sessionmaker) as uow:
+            books = await _open_books(uow, tenant)
+            at_once = await _charge_at_once(books, tenant, charges)
+            if at_once is not None:
+                await uow.commit()
+                return at_once
+            try:
+                for charge in charges:
+                    answers.append(await _charge(books, tenant, charge))
+            except ProcessorUnavailable as unavailable:  # an injected fault, used up: keep what came before
+                fault = unavailable
+            except _AnsweredConcurrently:
+                await uow.rollback()
+                raise ProcessorUnavailable(
+                    "sandbox processor: a concurrent call with one of the batch's keys; ask again"
+                ) from None
+            await uow.commit()
+        if fault is not None:
+            raise fault
+        return answers
 
     async def cancel(self, tenant: Tenant, *, idempotency_key: str, authorization_id: str) -> Authorization:
         request = {"authorization_id": authorization_id}
@@ -634,43 +628,223 @@ class SandboxProcessor:
         `answer` refuses (ProcessorRefused) before it changes anything, and locks what it changes, so a
         refusal is recorded alone and concurrent calls on one authorization take turns.
         """
+        failure: ProcessorUnavailable | ProcessorRefused | None = None
         async with UnitOfWork(self._sessionmaker) as uow:
             books = await _open_books(uow, tenant)
-            key = (tenant.installation_id, tenant.livemode, idempotency_key)
-            # the stored answer, or else an injected fault used up: one round trip
-            stored = await books.connection.fetchrow(_STORED_CALL_OR_FAULT, *key, operation_type)
-            if stored["operation_type"] is not None:
-                return _replay(stored, operation_type, request)
-
-            mode = stored["fault_mode"]
-            if mode == "transient":
-                await uow.commit()  # the fault is used up even though the call "failed"
-                raise _injected_unavailable(operation_type)
-            refusal: ProcessorRefused | None = None
-            if mode == "permanent":
-                refusal = _injected_refusal(operation_type)
-            else:
-                try:
-                    response = await answer(books)
-                except ProcessorRefused as refused:
-                    refusal = refused
-            if refusal is not None:
-                response = {"error": {"code": refusal.code, "message": refusal.message}}
-            inserted = await books.connection.fetchval(
-                _RECORD_CALL,
-                *key,
-                operation_type,
-                orjson.dumps(request).decode(),
-                orjson.dumps(response).decode(),
-                refusal is None,
-            )
-            if inserted is None:  # a concurrent call with this key answered first: use its answer
+            try:
+                response = await _keyed(books, operation_type, idempotency_key, request, answer)
+            except _AnsweredConcurrently:
                 await uow.rollback()
                 return await self._call(tenant, operation_type, idempotency_key, request, answer)
+            except (ProcessorUnavailable, ProcessorRefused) as refused:
+                failure = refused  # recorded (or a fault used up, or a refusal replayed): commit first
             await uow.commit()
-        if refusal is not None:
-            raise refusal
+        if failure is not None:
+            raise failure
         return response
+
+
+class _AnsweredConcurrently(Exception):
+    """A concurrent call with the same key recorded its answer first: roll back and ask again."""
+
+
+async def _keyed(
+    books: _Books, operation_type: str, idempotency_key: str, request: dict[str, Any], answer: Answer
+) -> dict[str, Any]:
+    """One keyed call in the caller's transaction: the stored answer, or a fresh one recorded with its
+    effects. Raises the refusal (recorded with the call), ProcessorUnavailable for an injected transient
+    fault (used up: the caller commits), _AnsweredConcurrently (the caller rolls back)."""
+    key = (books.tenant.installation_id, books.tenant.livemode, idempotency_key)
+    # the stored answer, or else an injected fault used up: one round trip
+    stored = await books.connection.fetchrow(_STORED_CALL_OR_FAULT, *key, operation_type)
+    if stored["operation_type"] is not None:
+        return _replay(stored, operation_type, request)
+    mode = stored["fault_mode"]
+    if mode == "transient":
+        raise _injected_unavailable(operation_type)
+    refusal: ProcessorRefused | None = None
+    if mode == "permanent":
+        refusal = _injected_refusal(operation_type)
+    else:
+        try:
+            response = await answer(books)
+        except ProcessorRefused as refused:
+            refusal = refused
+    if refusal is not None:
+        response = {"error": {"code": refusal.code, "message": refusal.message}}
+    inserted = await books.connection.fetchval(
+        _RECORD_CALL,
+        *key,
+        operation_type,
+        orjson.dumps(request).decode(),
+        orjson.dumps(response).decode(),
+        refusal is None,
+    )
+    if inserted is None:
+        raise _AnsweredConcurrently
+    if refusal is not None:
+        raise refusal
+    return response
+
+
+def _authorize_answer(
+    tenant: Tenant, card_token: str, amount: int, currency: str, reference: str, off_session: bool
+) -> Answer:
+    async def answer(books: _Books) -> dict[str, Any]:
+        if amount < 0:
+            raise ProcessorRefused("amount_invalid", "The amount must not be negative.")
+        behaviour = await books.connection.fetchval(
+            _CARD_BEHAVIOUR, card_token, tenant.installation_id, tenant.livemode
+        )
+        if behaviour is None:  # another tenant's token looks exactly like an unknown one
+            raise ProcessorRefused("no_such_card", "No such card: the token is unknown.")
+        status, decline_code = cards.authorization_outcome(behaviour, amount, off_session=off_session)
+        authorization_id = _sandbox_id("sbx_auth")
+        await books.connection.execute(
+            _INSERT_AUTHORIZATION,
+            authorization_id,
+            tenant.installation_id,
+            tenant.livemode,
+            card_token,
+            amount,
+            currency,
+            status,
+            decline_code,
+            reference,
+        )
+        return _authorization_answer(authorization_id, status, amount, currency, decline_code)
+
+    return answer
+
+
+def _capture_answer(tenant: Tenant, authorization_id: str, amount: int) -> Answer:
+    async def answer(books: _Books) -> dict[str, Any]:
+        row = await books.locked_for("capture", authorization_id)
+        if amount < 1:
+            raise ProcessorRefused("amount_invalid", "The amount to capture must be at least 1.")
+        if amount > row["amount"]:
+            raise ProcessorRefused(
+                "amount_too_large", f"At most {row['amount']} can be captured on this authorization."
+            )
+        # the tenant's clock came with the row: no second round trip for it
+        offset = 0 if tenant.livemode else row["clock_offset_seconds"]  # as tenant_now: live is real time
+        captured_at = utcnow() + timedelta(seconds=offset)
+        await books.connection.execute(_CAPTURE, authorization_id, amount, captured_at)
+        return {"authorization_id": authorization_id, "amount_captured": amount}
+
+    return answer
+
+
+async def _charge_at_once(
+    books: _Books, tenant: Tenant, charges: Sequence[OffSessionCharge]
+) -> list[ChargeAnswer] | None:
+    """The usual batch in four statements: no key asked before (nothing to replay), no fault waiting
+    for an authorization or a capture, every card known and every amount positive. Each charge gets
+    the rows and the recorded calls `_charge` would write for it alone; None (nothing written) when
+    the batch is not that usual one, and `_charge` answers each in turn."""
+    keys = [charge.idempotency_key for charge in charges]
+    tokens = list({charge.card_token for charge in charges})
+    state = await books.connection.fetchrow(
+        _BATCH_STATE, tenant.installation_id, tenant.livemode, keys, tokens
+    )
+    if state["stored"] or state["faulted"] or any(charge.amount < 1 for charge in charges):
+        return None
+    behaviours = dict(_json(state["behaviours"]) or {})
+    if any(charge.card_token not in behaviours for charge in charges):
+        return None
+    captured_at = utcnow() + timedelta(seconds=0 if tenant.livemode else state["offset_seconds"])
+    answers: list[ChargeAnswer] = []
+    rows: list[tuple[Any, ...]] = []  # authorizations
+    calls: list[tuple[str, str, str, str]] = []  # key, operation type, request, response
+    for charge in charges:
+        status, decline_code = cards.authorization_outcome(
+            behaviours[charge.card_token], charge.amount, off_session=True
+        )
+        authorization_id = _sandbox_id("sbx_auth")
+        authorized = _authorization_answer(
+            authorization_id, status, charge.amount, charge.currency, decline_code
+        )
+        request = {
+            "card": charge.card_fingerprint,
+            "amount": charge.amount,
+            "currency": charge.currency,
+            "off_session": True,
+            "reference": charge.reference,
+        }
+        calls.append((charge.idempotency_key, "authorize", _dumps(request), _dumps(authorized)))
+        capture: Capture | None = None
+        if status == "authorized" and charge.capture_key is not None:
+            capture = Capture(authorization_id, charge.amount)
+            calls.append(
+                (
+                    charge.capture_key(authorization_id),
+                    "capture",
+                    _dumps({"authorization_id": authorization_id, "amount": charge.amount}),
+                    _dumps({"authorization_id": authorization_id, "amount_captured": charge.amount}),
+                )
+            )
+        rows.append(
+            (
+                authorization_id,
+                charge.card_token,
+                charge.amount,
+                charge.currency,
+                "captured" if capture is not None else status,
+                decline_code,
+                charge.reference,
+                charge.amount if capture is not None else 0,
+                captured_at if capture is not None else None,
+            )
+        )
+        answers.append(ChargeAnswer(_authorization(authorized), capture))
+    await books.connection.execute(
+        _INSERT_AUTHORIZATIONS, tenant.installation_id, tenant.livemode, *map(list, zip(*rows, strict=True))
+    )
+    recorded = await books.connection.fetchval(
+        _RECORD_CALLS, tenant.installation_id, tenant.livemode, *map(list, zip(*calls, strict=True))
+    )
+    if recorded != len(calls):  # a concurrent call with one of these keys answered first
+        raise _AnsweredConcurrently
+    return answers
+
+
+def _dumps(value: dict[str, Any]) -> str:
+    return orjson.dumps(value).decode()
+
+
+async def _charge(books: _Books, tenant: Tenant, charge: OffSessionCharge) -> ChargeAnswer:
+    """One charge of a batch: authorize, and capture what was authorized when asked (as the single
+    path asks `authorize` then `capture`, with the same keys and requests)."""
+    request = {
+        "card": charge.card_fingerprint,
+        "amount": charge.amount,
+        "currency": charge.currency,
+        "off_session": True,
+        "reference": charge.reference,
+    }
+    answer = _authorize_answer(
+        tenant, charge.card_token, charge.amount, charge.currency, charge.reference, True
+    )
+    try:
+        authorization = _authorization(
+            await _keyed(books, "authorize", charge.idempotency_key, request, answer)
+        )
+    except ProcessorRefused as refused:
+        return ChargeAnswer(refused, None)
+    if authorization.status != "authorized" or charge.capture_key is None:
+        return ChargeAnswer(authorization, None)
+    capture_request = {"authorization_id": authorization.id, "amount": charge.amount}
+    try:
+        captured = await _keyed(
+            books,
+            "capture",
+            charge.capture_key(authorization.id),
+            capture_request,
+            _capture_answer(tenant, authorization.id, charge.amount),
+        )
+    except ProcessorRefused as refused:
+        return ChargeAnswer(authorization, refused)
+    return ChargeAnswer(authorization, Capture(captured["authorization_id"], captured["amount_captured"]))
 
 
 async def _open_books(uow: UnitOfWork, tenant: Tenant) -> _Books:
@@ -785,6 +959,42 @@ _TAKE_FAULT = """
     UPDATE sandbox_processor_faults SET remaining = remaining - 1, updated_at = now()
     WHERE installation_id = $1 AND livemode = $2 AND operation_type = $3 AND remaining > 0
     RETURNING mode
+"""
+# A batch of charges: keys already asked, faults waiting, the cards' behaviours, the tenant's clock.
+_BATCH_STATE = """
+    SELECT
+        EXISTS (SELECT 1 FROM sandbox_processor_calls
+                WHERE installation_id = $1 AND livemode = $2 AND idempotency_key = ANY($3::text[])) AS stored,
+        EXISTS (SELECT 1 FROM sandbox_processor_faults
+                WHERE installation_id = $1 AND livemode = $2 AND remaining > 0
+                  AND operation_type IN ('authorize', 'capture')) AS faulted,
+        (SELECT jsonb_object_agg(token, behaviour) FROM sandbox_cards
+         WHERE token = ANY($4::text[]) AND installation_id = $1 AND livemode = $2) AS behaviours,
+        COALESCE((SELECT offset_seconds FROM sandbox_clocks WHERE installation_id = $1), 0) AS offset_seconds
+"""
+# as `_INSERT_AUTHORIZATION` then, for a captured one, `_CAPTURE`
+_INSERT_AUTHORIZATIONS = """
+    INSERT INTO sandbox_authorizations
+        (id, installation_id, livemode, card_token, amount, currency, status, decline_code, reference,
+         amount_captured, captured_at)
+    SELECT id, $1, $2, card_token, amount, currency, status, decline_code, reference, amount_captured,
+           captured_at
+    FROM unnest($3::text[], $4::text[], $5::bigint[], $6::text[], $7::text[], $8::text[], $9::text[],
+                $10::bigint[], $11::timestamptz[])
+         AS a(id, card_token, amount, currency, status, decline_code, reference, amount_captured, captured_at)
+"""
+# as `_RECORD_CALL` for each (all succeeded: a refusal takes the one-by-one path); how many were new
+_RECORD_CALLS = """
+    WITH recorded AS (
+        INSERT INTO sandbox_processor_calls
+            (installation_id, livemode, idempotency_key, operation_type, request, response, succeeded)
+        SELECT $1, $2, idempotency_key, operation_type, request::jsonb, response::jsonb, true
+        FROM unnest($3::text[], $4::text[], $5::text[], $6::text[])
+             AS c(idempotency_key, operation_type, request, response)
+        ON CONFLICT DO NOTHING
+        RETURNING 1
+    )
+    SELECT count(*) FROM recorded
 """
 _RECORD_CALL = """
     INSERT INTO sandbox_processor_calls

@@ -109,6 +109,16 @@ async def review_of_payment(session: AsyncSession, payment_id: str) -> Review | 
     return await session.scalar(select(Review).where(Review.payment_intent_id == payment_id))
 
 
+async def open_reviews_among(session: AsyncSession, payment_ids: Sequence[str]) -> set[str]:
+    """Which of these payments have an open review."""
+    if not payment_ids:
+        return set()
+    statement = select(Review.payment_intent_id).where(
+        Review.payment_intent_id.in_(payment_ids), Review.status == "open"
+    )
+    return set((await session.scalars(statement)).all())
+
+
 async def get_review(
     session: AsyncSession, tenant: Tenant, review_id: str, *, for_update: bool = False
 ) -> Review | None:

@@ -216,7 +216,11 @@ async def held(session: AsyncSession, payment: PaymentIntent) -> bool:
     return review is not None and review.status == "open"
 
 
-payments.register_risk_screen(screen, held)
+async def held_among(session: AsyncSession, payment_ids: Sequence[str]) -> set[str]:
+    return await repository.open_reviews_among(session, payment_ids)
+
+
+payments.register_risk_screen(screen, held, held_among=held_among)
 
 
 # --- reviews ------------------------------------------------------------------------------------------

@@ -21,6 +21,7 @@ from .renewals import (
     process_renewal,
     process_sync,
     renew_due,
+    renew_many,
     request_sync,
     sweep,
 )
@@ -92,6 +93,7 @@ __all__ = [
     "render_invoice",
     "render_subscription",
     "renew_due",
+    "renew_many",
     "repository",
     "request_sync",
     "resume_subscription",

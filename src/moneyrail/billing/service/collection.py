@@ -4,14 +4,26 @@ payment stopping what of its distribution was not sent yet."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
 import structlog
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from moneyrail.billing import repository
 from moneyrail.engine.service import register_outcome_listener
+from moneyrail.events.service import record_events
 from moneyrail.kit.clock import utcnow
 from moneyrail.kit.tenant import Tenant
-from moneyrail.models import Operation, PaymentIntent, Refund, Subscription, SubscriptionInvoice
+from moneyrail.models import (
+    Operation,
+    PaymentIntent,
+    PaymentMethod,
+    Refund,
+    Subscription,
+    SubscriptionInvoice,
+)
 from moneyrail.payment_methods import service as methods
 from moneyrail.payments import refunds as payment_refunds
 from moneyrail.payments import service as payments
@@ -25,30 +37,19 @@ from .subscriptions import (
     _move,
     _move_invoice,
     get_subscription,
+    render_invoice,
+    render_subscription,
 )
 
 logger = structlog.get_logger("moneyrail.billing")
 
 
 # --- collection: paid, failed --------------------------------------------------------------------------
-async def _on_payment_captured(session: AsyncSession, tenant: Tenant, payment: PaymentIntent) -> None:
-    """A subscription invoice's payment was captured (a checkout, a renewal, a recovery): the invoice
-    is paid and the subscription's period and access follow it, in the capture's transaction."""
-    invoice = await repository.invoice_for_payment(session, payment.id)
-    if invoice is None or invoice.status not in ("open", "failed"):
-        return
-    subscription = await get_subscription(session, tenant, invoice.subscription_id, lock=True)
-    now = await tenant_now(session, tenant)
+def _paid(invoice: SubscriptionInvoice, subscription: Subscription, now: datetime) -> None:
+    """The invoice paid at `now`; the subscription's period and access follow it."""
     _move_invoice(invoice, "paid")
     invoice.paid_at = now
     invoice.failure_code = None
-    if invoice.distribution is not None:
-        # paid is not distributed (spec 4.M rule 6): `pending` until the payment's allocation group
-        # exists, `distributing` while its commit runs (transfers' capture listener ran first), then the
-        # commit's outcome settles it
-        group_id = await transfers.distribution_group_id(session, payment.id)
-        invoice.allocation_group_id = group_id
-        invoice.settlement_status = "distributing" if group_id is not None else "pending"
     # an upgrade difference pays for the rest of the current period: the calendar stays (its change
     # applies the new terms, billing/changes.py)
     if invoice.billing_kind == "cycle" and invoice.cycle >= subscription.cycle:
@@ -60,6 +61,79 @@ async def _on_payment_captured(session: AsyncSession, tenant: Tenant, payment: P
     if subscription.status in ("incomplete", "past_due"):
         _move(subscription, "active")
     subscription.updated_at = utcnow()
+
+
+def _keeps_its_card(payment: PaymentIntent, method: PaymentMethod | None, subscription: Subscription) -> bool:
+    """Whether the capture leaves the subscription's card as it is (`_on_payment_captured` keeps or
+    prefers a card only when the payer just consented to one that is not the preferred already): a
+    renewal charged the customer's preferred card."""
+    if method is None or method.detached_at is not None:
+        return True
+    if method.customer_id == subscription.customer_id:
+        return method.preferred
+    return not (method.customer_id is None and payment.save_payment_method)
+
+
+async def _on_payments_captured(
+    session: AsyncSession, tenant: Tenant, captured: Sequence[PaymentIntent]
+) -> None:
+    """`_on_payment_captured` for payments captured together (a batch of renewals): invoices and
+    subscriptions locked in one statement each, written in one flush, their events in one statement.
+    An invoice with a distribution to settle, or a card to keep or prefer, takes the single path."""
+    invoices = await repository.invoices_for_payments(session, [payment.id for payment in captured])
+    collecting = [
+        (payment, invoices[payment.id])
+        for payment in captured
+        if payment.id in invoices and invoices[payment.id].status in ("open", "failed")
+    ]
+    if not collecting:
+        return
+    subscriptions = await repository.lock_subscriptions(
+        session, tenant, [invoice.subscription_id for _, invoice in collecting]
+    )
+    cards = await methods.methods_by_id(
+        session, tenant, [payment.payment_method_id for payment, _ in collecting if payment.payment_method_id]
+    )
+    now = await tenant_now(session, tenant)
+    paid: list[tuple[SubscriptionInvoice, Subscription]] = []
+    for payment, invoice in collecting:
+        subscription = subscriptions[invoice.subscription_id]
+        card = cards.get(payment.payment_method_id) if payment.payment_method_id is not None else None
+        if invoice.distribution is not None or not _keeps_its_card(payment, card, subscription):
+            await _on_payment_captured(session, tenant, payment)
+            continue
+        _paid(invoice, subscription, now)
+        paid.append((invoice, subscription))
+    if not paid:
+        return
+    await session.flush()
+    prices = await repository.prices_by_id(
+        session, tenant, [subscription.price_id for _, subscription in paid]
+    )
+    events: list[tuple[str, dict[str, Any]]] = []
+    for invoice, subscription in paid:
+        events.append(("subscription.invoice.paid", render_invoice(invoice).model_dump(mode="json")))
+        shown = render_subscription(subscription, prices[subscription.price_id], now)
+        events.append(("subscription.updated", shown.model_dump(mode="json")))
+    await record_events(session, tenant, events)
+    logger.info("subscription_invoices_paid", count=len(paid))
+
+
+async def _on_payment_captured(session: AsyncSession, tenant: Tenant, payment: PaymentIntent) -> None:
+    """A subscription invoice's payment was captured (a checkout, a renewal, a recovery): the invoice
+    is paid and the subscription's period and access follow it, in the capture's transaction."""
+    invoice = await repository.invoice_for_payment(session, payment.id)
+    if invoice is None or invoice.status not in ("open", "failed"):
+        return
+    subscription = await get_subscription(session, tenant, invoice.subscription_id, lock=True)
+    _paid(invoice, subscription, await tenant_now(session, tenant))
+    if invoice.distribution is not None:
+        # paid is not distributed (spec 4.M rule 6): `pending` until the payment's allocation group
+        # exists, `distributing` while its commit runs (transfers' capture listener ran first), then the
+        # commit's outcome settles it
+        group_id = await transfers.distribution_group_id(session, payment.id)
+        invoice.allocation_group_id = group_id
+        invoice.settlement_status = "distributing" if group_id is not None else "pending"
     if payment.payment_method_id is not None:
         method = await methods.get_method(session, tenant, payment.payment_method_id)
         usable = method is not None and method.detached_at is None
@@ -82,7 +156,7 @@ async def _on_payment_captured(session: AsyncSession, tenant: Tenant, payment: P
     logger.info("subscription_invoice_paid", subscription_invoice=invoice.id, amount=invoice.amount)
 
 
-payments.register_capture_listener(_on_payment_captured)
+payments.register_capture_listener(_on_payment_captured, together=_on_payments_captured)
 
 
 async def _on_distribution_outcome(session: AsyncSession, operation: Operation) -> None:
