@@ -7,10 +7,16 @@ re-driven attempt replays the batch's answer, and a batch asked after an operato
 transfers made before from their first call. A transfer the processor refused fails the attempt; the
 dead-letter outcome marks it failed and moves it to its next key, so the retry asks for it alone anew.
 
-Round trips of one commit (bench/allocations.py --statements): the group, its payment and its transfers
-with their allocations locked, with the sandbox clock, in one statement; the processor's one
-call (two statements that commit by themselves), every journal transaction in one statement, the
-transfers', group's and payment's rows in one statement, every event in one statement.
+A batch (sandbox: transfers.COMMIT_BATCH commits to a message, engine batch_handler) runs as one:
+`process_commits` asks the processor once per tenant for every transfer of the batch, each under its own
+operation's key; a refusal or a fault of any fails the batch, which the engine then runs one operation
+at a time, each meeting its own answer under its keys.
+
+Round trips of a commit (bench/allocations.py --statements), however many groups the batch holds: the
+source payments locked alone, in id order, then the groups, payments and transfers with their
+allocations and the sandbox clock in one statement; the processor's one call per tenant (two
+statements that commit by themselves); every journal transaction in one statement per tenant; every
+transfer's, group's and payment's row in one statement; every event in one statement per tenant.
 """
 
 from __future__ import annotations
