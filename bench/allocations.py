@@ -467,7 +467,7 @@ def ledger_verify(services: harness.Services) -> tuple[bool, str]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=2, help="engine then allocations, this many times")
-    parser.add_argument("--groups", type=int, default=3000, help="allocation groups committed per round")
+    parser.add_argument("--groups", type=int, default=5000, help="allocation groups committed per round")
     parser.add_argument("--accounts", type=int, default=40, help="connected accounts the groups pay")
     parser.add_argument("--operations", type=int, default=6000, help="probe operations per engine round")
     parser.add_argument("--threads", type=int, default=engine_bench.THREADS, help="per worker process")
