@@ -17,7 +17,9 @@ Each round, one after the other on the same fresh database (`moneyrail_bench_all
    (`transfers.commit_group`, what `POST /v1/allocation-groups/{id}/commit` calls) in one
    transaction, as a burst of requests leaves them; the clock starts at that transaction's commit and
    stops when every group is `committed`. The sandbox processor answers each transfer, as in the
-   product. A commit is one `allocation_commit` operation whatever the number of recipients.
+   product. A commit is one `allocation_commit` operation whatever the number of recipients; sandbox
+   commits are batched by the product itself (transfers.COMMIT_BATCH to a message, one processor call
+   and one database commit per batch; live ones run alone): bench/README.md says what a batch is.
 
 Target: allocation groups committed per second >= 0.5 x the engine's operations per second, met in
 every round (`--rounds`, 2 by default). After each round, straight in the database: every allocation
@@ -73,6 +75,7 @@ RECIPIENTS = 4
 SHARES = [40, 30, 20, 10]  # of each group's amount, in %: 4 recipients, largest remainder
 SEED_BATCH = 100  # payments (or groups) per seeding transaction
 TARGET = 0.5
+BATCH = transfers.COMMIT_BATCH  # sandbox commits to a message
 PROCESSES = engine_bench.PROCESSES
 
 
@@ -338,11 +341,12 @@ async def count_statements(services: harness.Services, groups: int, accounts: in
     from sqlalchemy.engine import make_url
 
     import moneyrail.domains  # noqa: F401  (every outcome listener, as in a worker)
-    from moneyrail.engine.service import run_operation
+    from moneyrail.engine.service import run_operations
     from tests.engine.probe_actors import execute_probe
     from tests.sql_counter import StatementCounter
 
-    seeded = await seed(services.database_url, groups, accounts)
+    # N commits alone, then N batches of the sandbox's COMMIT_BATCH, as a worker gets them
+    seeded = await seed(services.database_url, groups * (1 + BATCH), accounts)
     url = make_url(services.database_url)
     async with UnitOfWork(
         create_sessionmaker(create_engine(Settings(DATABASE_URL=services.database_url)))
@@ -373,6 +377,9 @@ async def count_statements(services: harness.Services, groups: int, accounts: in
         async def commit(session: Any, operation: Any) -> None:
             await transfer_commit.process_commit(session, operation, processor)
 
+        async def commit_together(session: Any, operations: Any) -> None:
+            await transfer_commit.process_commits(session, operations, processor)
+
         async def four_processor_calls(number: int) -> None:
             # a commit's one batch call of 4 transfers (each under its own key), as process_commit asks it
             await processor.create_transfers(
@@ -391,26 +398,37 @@ async def count_statements(services: harness.Services, groups: int, accounts: in
         tallies: dict[str, list[Any]] = {}
         cpu: dict[str, tuple[float, int]] = {}
         try:
-            for kind, ids, handler in (
-                ("probe", probes, execute_probe),
-                ("allocation_commit", commits, commit),
-                ("processor_calls_alone", [str(n) for n in range(len(commits))], None),
+            alone, batched = commits[:groups], commits[groups:]
+            batches = [batched[start : start + BATCH] for start in range(0, len(batched), BATCH)]
+            for kind, work, handler in (
+                ("probe", [[operation_id] for operation_id in probes], execute_probe),
+                ("allocation_commit", [[operation_id] for operation_id in alone], commit),
+                ("processor_calls_alone", [[str(n)] for n in range(groups)], None),
+                (f"allocation_commit_batch_of_{BATCH}", batches, commit),
             ):
                 tallies[kind] = []
                 thread_s, ticks = 0.0, 0
-                for number, operation_id in enumerate(ids):
+                for number, operation_ids in enumerate(work):
                     counter.take()
                     thread_before, ticks_before = time.thread_time(), postgres_ticks()
                     if handler is None:  # what the processor's batch call of a commit costs by itself
                         await four_processor_calls(number)
                     else:
-                        result = await run_operation(
-                            sessionmaker, operation_id, handler, worker="bench", lease=timedelta(seconds=60)
+                        # a batch as a worker runs it: the engine's batch handler, one unit of work
+                        results = await run_operations(
+                            sessionmaker,
+                            operation_ids,
+                            handler,
+                            worker="bench",
+                            lease=timedelta(seconds=60),
+                            batch_handler=commit_together,
                         )
-                        if result.outcome != "succeeded":
-                            raise harness.BenchError(f"{operation_id} ended {result.outcome}")
-                    if number >= 2:  # the first ones prepare statements and open connections
-                        tallies[kind].append(counter.take())
+                        if any(result.outcome != "succeeded" for result in results):
+                            raise harness.BenchError(f"{operation_ids} ended {results}")
+                    if number >= 2 or len(work) <= 2:  # the first ones prepare statements, open connections
+                        taken = counter.take()
+                        # per operation: a batch's counts are shared by its operations
+                        tallies[kind].append((taken, len(operation_ids)))
                         thread_s += time.thread_time() - thread_before
                         ticks += postgres_ticks() - ticks_before
                 cpu[kind] = (thread_s, ticks)
@@ -421,15 +439,16 @@ async def count_statements(services: harness.Services, groups: int, accounts: in
     summary: dict[str, Any] = {}
     for kind, taken in tallies.items():
         thread_s, ticks = cpu[kind]
+        operations = sum(count for _, count in taken)
         summary[kind] = {
-            "operations": len(taken),
-            "statements": round(sum(len(t.statements) for t in taken) / len(taken), 1),
-            "round_trips": round(sum(t.round_trips for t in taken) / len(taken), 1),
+            "operations": operations,
+            "statements": round(sum(len(t.statements) for t, _ in taken) / operations, 1),
+            "round_trips": round(sum(t.round_trips for t, _ in taken) / operations, 1),
             # one at a time on an otherwise shared machine: the event loop thread's own CPU (the proxy's
             # thread excluded) and PostgreSQL's (this database's backends and the server's own processes)
-            "python_cpu_ms": round(thread_s * 1000 / len(taken), 2),
-            "postgresql_cpu_ms": round(ticks * 1000 / hz / len(taken), 2),
-            "last": dict(taken[-1].by_text().most_common()),
+            "python_cpu_ms": round(thread_s * 1000 / operations, 2),
+            "postgresql_cpu_ms": round(ticks * 1000 / hz / operations, 2),
+            "last": dict(taken[-1][0].by_text().most_common()),
         }
     return summary
 
@@ -448,9 +467,9 @@ def ledger_verify(services: harness.Services) -> tuple[bool, str]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=2, help="engine then allocations, this many times")
-    parser.add_argument("--groups", type=int, default=600, help="allocation groups committed per round")
+    parser.add_argument("--groups", type=int, default=5000, help="allocation groups committed per round")
     parser.add_argument("--accounts", type=int, default=40, help="connected accounts the groups pay")
-    parser.add_argument("--operations", type=int, default=2000, help="probe operations per engine round")
+    parser.add_argument("--operations", type=int, default=6000, help="probe operations per engine round")
     parser.add_argument("--threads", type=int, default=engine_bench.THREADS, help="per worker process")
     parser.add_argument(
         "--statements",

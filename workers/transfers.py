@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import dramatiq
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -16,6 +18,10 @@ async def _commit(session: AsyncSession, operation: Operation) -> None:
     await transfer_commit.process_commit(session, operation, runtime.processor())
 
 
+async def _commit_together(session: AsyncSession, operations: Sequence[Operation]) -> None:
+    await transfer_commit.process_commits(session, operations, runtime.processor())
+
+
 @dramatiq.actor(actor_name=transfers.COMMIT_ACTOR, queue_name="money", broker=broker)
 async def commit(*operation_ids: str) -> None:
-    await runtime.run(operation_ids, _commit)
+    await runtime.run(operation_ids, _commit, _commit_together)

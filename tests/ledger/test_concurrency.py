@@ -173,3 +173,45 @@ def test_sealing_waits_for_a_transaction_still_open_and_then_keeps_insertion_ord
     )
     assert (early_block, early_position) < (late_block, late_position)
     assert block_of(db, early_id) <= block_of(db, late_id)
+
+
+def test_two_batches_first_using_the_same_accounts_in_opposite_orders_never_deadlock(servers, bridge, tenant):
+    # Two allocation-commit batches paying the same new couriers, listed in opposite orders: post_many
+    # creates every new account of a call at once, in one order, so one waits for the other and both
+    # post. (Created entry by entry, each held one account the other wanted next: a deadlock.)
+    ensure_accounts(bridge, tenant.tenant, "balance:available")
+
+    def transfers(accounts: list[str], batch: str) -> list[ledger.Entry]:
+        return [
+            ledger.Entry(
+                kind="transfer",
+                reference=f"{batch}:{account}",
+                idempotency_key=f"{batch}:{account}",
+                postings=[Posting("balance:available", -100, "usd"), Posting(account, 100, "usd")],
+            )
+            for account in accounts
+        ]
+
+    async def poster(sessions, batches: list[list[ledger.Entry]]) -> int:
+        for entries in batches:
+            async with sessions() as session:
+                await ledger.post_many(session, tenant.tenant, entries)
+                await session.commit()
+        return len(batches)
+
+    rounds = 20
+    accounts = [[f"connect:acct_r{number}_{n}:pending" for n in range(6)] for number in range(rounds)]
+
+    async def scenario() -> list[int]:
+        async with two_connections(servers.database_url) as sessions:
+            return await asyncio.wait_for(
+                asyncio.gather(
+                    poster(sessions, [transfers(codes, "a") for codes in accounts]),
+                    poster(sessions, [transfers(list(reversed(codes)), "b") for codes in accounts]),
+                ),
+                timeout=60,
+            )
+
+    assert bridge.run(scenario()) == [rounds, rounds]
+    assert all(balance(bridge, tenant.tenant, code) == 200 for codes in accounts for code in codes)
+    assert balance(bridge, tenant.tenant, "balance:available") == -200 * 6 * rounds

@@ -12,7 +12,14 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from moneyrail.db.pagination import newest_first_page
 from moneyrail.kit.pagination import Position
 from moneyrail.kit.tenant import Tenant
-from moneyrail.models import Price, Product, Subscription, SubscriptionChange, SubscriptionInvoice
+from moneyrail.models import (
+    AllocationGroup,
+    Price,
+    Product,
+    Subscription,
+    SubscriptionChange,
+    SubscriptionInvoice,
+)
 from moneyrail.models.billing import UNAPPLIED_CHANGE_STATUSES
 
 
@@ -62,6 +69,21 @@ async def get_invoice(
 async def invoice_for_payment(session: AsyncSession, payment_id: str) -> SubscriptionInvoice | None:
     statement = select(SubscriptionInvoice).where(SubscriptionInvoice.payment_intent_id == payment_id)
     return await session.scalar(statement.with_for_update())
+
+
+async def invoices_of_groups(
+    session: AsyncSession, group_ids: Sequence[str]
+) -> list[tuple[str, str, SubscriptionInvoice]]:
+    """(group id, group status, invoice, locked) for each of these allocation groups whose source
+    payment pays a subscription invoice, in one statement (across tenants: a batch of commits)."""
+    rows = await session.execute(
+        select(AllocationGroup.id, AllocationGroup.status, SubscriptionInvoice)
+        .join(SubscriptionInvoice, SubscriptionInvoice.payment_intent_id == AllocationGroup.payment_intent_id)
+        .where(AllocationGroup.id.in_(list(group_ids)))
+        .order_by(SubscriptionInvoice.id)
+        .with_for_update(of=SubscriptionInvoice)
+    )
+    return [(group_id, status, invoice) for group_id, status, invoice in rows]
 
 
 async def cycle_invoice(

@@ -170,7 +170,17 @@ async def post_many(
     new = [_new_entry(tenant, e.kind, e.postings, e.reference, e.idempotency_key) for e in entries]
     if not new:
         return []
-    written = await repository.insert_transactions(await driver_connection(session), new)
+    connection = await driver_connection(session)
+    written = await repository.insert_transactions(connection, new)
+    unwritten = [entry for entry in new if entry.id not in written]
+    if unwritten:
+        # Accounts used for the first time: every one these entries need, created in one statement in
+        # one order, then the entries again in one. Entry by entry, two posters meeting the same new
+        # accounts in different orders (two batches of transfers to new couriers) deadlocked.
+        await _ensure_accounts(
+            session, tenant, sorted({(code, currency) for e in unwritten for code, _, currency in e.legs})
+        )
+        written.update(await repository.insert_transactions(connection, unwritten))
     return [written.get(entry.id) or await _post_entry(session, entry) for entry in new]
 
 

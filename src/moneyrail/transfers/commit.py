@@ -7,17 +7,26 @@ re-driven attempt replays the batch's answer, and a batch asked after an operato
 transfers made before from their first call. A transfer the processor refused fails the attempt; the
 dead-letter outcome marks it failed and moves it to its next key, so the retry asks for it alone anew.
 
-Round trips of one commit (bench/allocations.py --statements): the group, its payment and its transfers
-with their allocations locked, with the sandbox clock, in one statement; the processor's one
-call (two statements that commit by themselves), every journal transaction in one statement, the
-transfers', group's and payment's rows in one statement, every event in one statement.
+A batch (sandbox: transfers.COMMIT_BATCH commits to a message, engine batch_handler) runs as one:
+`process_commits` asks the processor once per tenant for every transfer of the batch, each under its own
+operation's key; a refusal or a fault of any fails the batch, which the engine then runs one operation
+at a time, each meeting its own answer under its keys.
+
+Round trips of a commit (bench/allocations.py --statements), however many groups the batch holds: the
+source payments locked alone, in id order, then the groups, payments and transfers with their
+allocations and the sandbox clock in one statement; the processor's one call per tenant (two
+statements that commit by themselves); every journal transaction in one statement per tenant; every
+transfer's, group's and payment's row in one statement; every event in one statement per tenant.
 """
 
 from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import timedelta
+from typing import Any
 
 import structlog
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -29,9 +38,9 @@ from moneyrail.events.service import record_events
 from moneyrail.kit.clock import utcnow
 from moneyrail.kit.tenant import Tenant
 from moneyrail.ledger import service as ledger
-from moneyrail.models import Operation, PaymentIntent, Transfer
+from moneyrail.models import Operation, PaymentIntent, Transfer, TransferReversal
 from moneyrail.payments import fees
-from moneyrail.processor.interface import BatchedTransfer, Processor, TransferRequest, operation_key
+from moneyrail.processor.interface import Processor, TransferRequest, operation_key
 
 from . import repository
 from .schemas import render_group, render_transfer
@@ -74,13 +83,16 @@ def _processor_key(operation: Operation, transfer: Transfer) -> str:
     return operation_key(operation.id, step)
 
 
-def _batch_key(operation: Operation, keys: list[str]) -> str:
-    """One key per set of transfers asked together: the first attempt's is `op_…:transfers`; after a
-    refusal moved some transfer to its next key the set differs, and so does the key (a digest of it)."""
-    if all(key.count(":") == 1 for key in keys):  # every transfer on its first key
-        return operation_key(operation.id, "transfers")
+def _batch_key(operations: Sequence[Operation], keys: list[str]) -> str:
+    """One key per set of transfers asked together. One operation's first attempt: `op_…:transfers`;
+    after a refusal moved some transfer to its next key the set differs, and so does the key (a digest
+    of it). Several operations' (a batch): the first one's id and a digest of every transfer's key, so
+    a re-driven batch of the same operations replays its answer."""
+    if len(operations) == 1 and all(key.count(":") == 1 for key in keys):  # every one on its first key
+        return operation_key(operations[0].id, "transfers")
     digest = hashlib.sha256("\n".join(keys).encode()).hexdigest()[:16]
-    return operation_key(operation.id, f"transfers:{digest}")
+    step = "transfers" if len(operations) == 1 else "batch"
+    return operation_key(operations[0].id, f"{step}:{digest}")
 
 
 def _transfer_entry(payment: PaymentIntent, transfer: Transfer) -> ledger.Entry:
@@ -103,78 +115,145 @@ def _transfer_entry(payment: PaymentIntent, transfer: Transfer) -> ledger.Entry:
     )
 
 
-async def _ask_processor(
-    processor: Processor, tenant: Tenant, operation: Operation, transfers: list[Transfer]
-) -> list[BatchedTransfer]:
-    """Every unfinished transfer in one call; a refusal of any fails the attempt (TransferRefused)."""
+@dataclass
+class _Commit:
+    """One operation's group, locked, and its transfers not paid yet."""
+
+    operation: Operation
+    tenant: Tenant
+    locked: repository.LockedCommit
+    unfinished: list[Transfer]
+
+
+async def _ask_processor(processor: Processor, tenant: Tenant, commits: Sequence[_Commit]) -> None:
+    """Every unfinished transfer of one tenant's commits in one call, each under its own operation's
+    key; a refusal of any fails the attempt (TransferRefused), which splits a batch so that each
+    operation asks again alone, and meets its own answer (its transfers' keys replay it). The processor
+    ids are set on the transfers."""
+    asked = [(commit.operation, transfer) for commit in commits for transfer in commit.unfinished]
+    if not asked:
+        return
     requests = [
-        TransferRequest(_processor_key(operation, t), t.amount, t.currency, t.destination) for t in transfers
+        TransferRequest(_processor_key(operation, t), t.amount, t.currency, t.destination)
+        for operation, t in asked
     ]
     answers = await processor.create_transfers(
         tenant,
-        idempotency_key=_batch_key(operation, [request.idempotency_key for request in requests]),
+        idempotency_key=_batch_key(
+            [commit.operation for commit in commits], [request.idempotency_key for request in requests]
+        ),
         transfers=requests,
     )
     refusals = [
         (transfer.id, answer.failure_code or "processor_error", answer.failure_message or "")
-        for transfer, answer in zip(transfers, answers, strict=True)
+        for (_, transfer), answer in zip(asked, answers, strict=True)
         if answer.status != "paid"
     ]
     if refusals:
         raise TransferRefused(refusals)
-    return answers
+    for (_, transfer), answer in zip(asked, answers, strict=True):
+        transfer.processor_transfer = answer.processor_id
 
 
-async def process_commit(session: AsyncSession, operation: Operation, processor: Processor) -> None:
-    """The allocation_commit (and transfer) handler: every unfinished transfer of the group, once."""
-    tenant = Tenant(operation.installation_id, operation.livemode)
-    locked = await repository.lock_for_commit(session, tenant, operation.payload["allocation_group"])
-    if locked is None or locked.group.status in ("committed", "canceled"):
-        return  # done already, or stopped by a refund before it went out
-    group, payment, rows = locked.group, locked.payment, locked.transfers
-    if group.status == "failed":  # an operator retried the dead letter
-        move_group(group, "committing")
-        group.failure_reason = None
-    transfers = [transfer for transfer, _ in rows]
-    unfinished = [transfer for transfer in transfers if transfer.status not in {"paid", "reversed"}]
-    answers = await _ask_processor(processor, tenant, operation, unfinished) if unfinished else []
-    await ledger.post_many(session, tenant, [_transfer_entry(payment, transfer) for transfer in unfinished])
-    # the tenant's present (sandbox_service.tenant_now), its clock read with the lock
-    now = utcnow() + timedelta(seconds=0 if tenant.livemode else locked.clock_offset)
-    for transfer, answer in zip(unfinished, answers, strict=True):
+def _paid(commit: _Commit) -> repository.CommittedGroup:
+    """The group committed and its unfinished transfers paid, on the rows, at the tenant's present
+    (sandbox_service.tenant_now: its clock was read with the lock)."""
+    locked = commit.locked
+    now = utcnow() + timedelta(seconds=0 if commit.tenant.livemode else locked.clock_offset)
+    for transfer in commit.unfinished:
         if transfer.status == "failed":  # retried: pending again, then paid
             move_transfer(transfer, "pending")
         move_transfer(transfer, "paid")
-        transfer.processor_transfer = answer.processor_id
         transfer.failure_code = None
         transfer.failure_message = None
         transfer.paid_at = now
-    move_group(group, "committed")
-    group.committed_at = now
-    await repository.write_committed(session, group, payment, unfinished)
-    # reversals exist only of transfers paid before this attempt (an operator's retry of a group partly
-    # paid): a first commit has none to read
-    reversals = (
-        await repository.reversals_of(session, [transfer.id for transfer in transfers])
-        if len(unfinished) < len(transfers)
-        else {}
-    )
-    rendered_group = render_group(group, [allocation for _, allocation in rows], transfers, reversals)
-    await record_events(
+    move_group(locked.group, "committed")
+    locked.group.committed_at = now
+    return repository.CommittedGroup(locked.group, locked.payment, commit.unfinished)
+
+
+async def process_commits(
+    session: AsyncSession, operations: Sequence[Operation], processor: Processor
+) -> None:
+    """The allocation_commit (and transfer) handler, set-based: every unfinished transfer of each
+    operation's group, once, for one operation or a batch of them (engine batch_handler). Whatever the
+    number of groups: their payments' and rows' locks in two statements, one processor call per
+    tenant, the journal transactions in one statement per tenant, every row's change in one
+    statement, the events in one statement per tenant."""
+    locked = await repository.lock_for_commits(
         session,
-        tenant,
         [
-            *(
-                (
-                    "transfer.paid",
-                    render_transfer(transfer, reversals.get(transfer.id, [])).model_dump(mode="json"),
-                )
-                for transfer in unfinished
-            ),
-            ("allocation_group.updated", rendered_group.model_dump(mode="json")),
+            (Tenant(operation.installation_id, operation.livemode), operation.payload["allocation_group"])
+            for operation in operations
         ],
     )
-    logger.info("allocation_group_committed", allocation_group=group.id, operation_id=operation.id)
+    by_tenant: dict[Tenant, list[_Commit]] = {}
+    for operation in operations:
+        found = locked.get(operation.payload["allocation_group"])
+        if found is None or found.group.status in ("committed", "canceled"):
+            continue  # done already, or stopped by a refund before it went out
+        if found.group.status == "failed":  # an operator retried the dead letter
+            move_group(found.group, "committing")
+            found.group.failure_reason = None
+        tenant = Tenant(operation.installation_id, operation.livemode)
+        unfinished = [t for t, _ in found.transfers if t.status not in {"paid", "reversed"}]
+        by_tenant.setdefault(tenant, []).append(_Commit(operation, tenant, found, unfinished))
+    for tenant, commits in by_tenant.items():
+        await _ask_processor(processor, tenant, commits)
+    for tenant, commits in by_tenant.items():
+        await ledger.post_many(
+            session,
+            tenant,
+            [
+                _transfer_entry(commit.locked.payment, transfer)
+                for commit in commits
+                for transfer in commit.unfinished
+            ],
+        )
+    every = [commit for commits in by_tenant.values() for commit in commits]
+    if not every:
+        return
+    await repository.write_committed(session, [_paid(commit) for commit in every])
+    # reversals exist only of transfers paid before this attempt (an operator's retry of a group partly
+    # paid): a first commit has none to read
+    partly_paid = [
+        transfer.id
+        for commit in every
+        if len(commit.unfinished) < len(commit.locked.transfers)
+        for transfer, _ in commit.locked.transfers
+    ]
+    reversals = await repository.reversals_of(session, partly_paid) if partly_paid else {}
+    for tenant, commits in by_tenant.items():
+        await record_events(
+            session, tenant, [event for commit in commits for event in _events(commit, reversals)]
+        )
+    for commit in every:
+        logger.info(
+            "allocation_group_committed",
+            allocation_group=commit.locked.group.id,
+            operation_id=commit.operation.id,
+        )
+
+
+def _events(
+    commit: _Commit, reversals: dict[str, list[TransferReversal]]
+) -> list[tuple[str, dict[str, Any]]]:
+    transfers = [transfer for transfer, _ in commit.locked.transfers]
+    group = render_group(
+        commit.locked.group, [allocation for _, allocation in commit.locked.transfers], transfers, reversals
+    )
+    return [
+        *(
+            ("transfer.paid", render_transfer(t, reversals.get(t.id, [])).model_dump(mode="json"))
+            for t in commit.unfinished
+        ),
+        ("allocation_group.updated", group.model_dump(mode="json")),
+    ]
+
+
+async def process_commit(session: AsyncSession, operation: Operation, processor: Processor) -> None:
+    """`process_commits` for one operation: a live one, or one of a batch that split."""
+    await process_commits(session, [operation], processor)
 
 
 async def _on_commit_outcome(session: AsyncSession, operation: Operation) -> None:

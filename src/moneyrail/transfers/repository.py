@@ -64,16 +64,22 @@ class LockedCommit:
     clock_offset: int
 
 
-async def lock_for_commit(session: AsyncSession, tenant: Tenant, group_id: str) -> LockedCommit | None:
-    """Two round trips: the source payment's lock alone first, in the order a refund stopping the group
-    takes them (payment, then group), so the two never deadlock; then a row per transfer, each carrying
-    the group, the payment and the clock (None for a group without transfers, which no commit leaves)."""
-    source = (
-        select(AllocationGroup.payment_intent_id)
-        .where(_owned(AllocationGroup, tenant), AllocationGroup.id == group_id)
-        .scalar_subquery()
+async def lock_for_commits(
+    session: AsyncSession, targets: Sequence[tuple[Tenant, str]]
+) -> dict[str, LockedCommit]:
+    """The groups of (tenant, group id) `targets`, by id, in two round trips however many: the source
+    payments' locks alone first, in id order, so two batches never deadlock and a refund stopping a
+    group (which takes the payment, then the group) waits or is waited for; then a row per transfer,
+    each carrying its group, payment and clock. A group of another tenant, or without transfers (which
+    no commit leaves), is missing from the answer."""
+    group_ids = sorted({group_id for _, group_id in targets})
+    sources = select(AllocationGroup.payment_intent_id).where(AllocationGroup.id.in_(group_ids))
+    await session.execute(
+        select(PaymentIntent.id)
+        .where(PaymentIntent.id.in_(sources))
+        .order_by(PaymentIntent.id)
+        .with_for_update()
     )
-    await session.execute(select(PaymentIntent.id).where(PaymentIntent.id == source).with_for_update())
     offset = (
         select(SandboxClock.offset_seconds)
         .where(SandboxClock.installation_id == AllocationGroup.installation_id)
@@ -84,17 +90,24 @@ async def lock_for_commit(session: AsyncSession, tenant: Tenant, group_id: str) 
         .join(PaymentIntent, PaymentIntent.id == AllocationGroup.payment_intent_id)
         .join(Transfer, Transfer.allocation_group_id == AllocationGroup.id)
         .join(Allocation, Allocation.id == Transfer.allocation_id)
-        .where(_owned(AllocationGroup, tenant), AllocationGroup.id == group_id)
-        .order_by(Allocation.position)
+        .where(AllocationGroup.id.in_(group_ids))
+        .order_by(AllocationGroup.id, Allocation.position)
         .with_for_update(of=[AllocationGroup, PaymentIntent, Transfer])
         .execution_options(populate_existing=True)
     )
-    rows = (await session.execute(statement)).all()
-    if not rows:
-        return None
-    group, payment, clock_offset = rows[0][:3]
-    transfers = [(row[3], row[4]) for row in rows]
-    return LockedCommit(group, payment, transfers, int(clock_offset))
+    rows: dict[str, list[Any]] = defaultdict(list)
+    for row in await session.execute(statement):
+        rows[row[0].id].append(row)
+    owners = {group_id: tenant for tenant, group_id in targets}
+    locked: dict[str, LockedCommit] = {}
+    for group_id, found in rows.items():
+        group, payment, clock_offset = found[0][:3]
+        if Tenant(group.installation_id, group.livemode) != owners[group_id]:
+            continue
+        locked[group_id] = LockedCommit(
+            group, payment, [(row[3], row[4]) for row in found], int(clock_offset)
+        )
+    return locked
 
 
 _PAID_COLUMNS = (
@@ -119,37 +132,52 @@ _WRITE_COMMITTED = """
                   amount_pending_settlement, updated_at)
         WHERE t.id = v.id
         RETURNING 1
-    ), payment AS (
-        UPDATE payment_intents SET amount_pending_settlement = $9 WHERE id = $10
+    ), payments AS (
+        UPDATE payment_intents AS p SET amount_pending_settlement = v.amount_pending_settlement
+        FROM unnest($9::text[], $10::bigint[]) AS v(id, amount_pending_settlement)
+        WHERE p.id = v.id
         RETURNING 1
     )
-    UPDATE allocation_groups
-    SET status = $11, failure_reason = $12, committed_at = $13, updated_at = $14
-    WHERE id = $15
+    UPDATE allocation_groups AS g
+    SET status = v.status, failure_reason = v.failure_reason, committed_at = v.committed_at,
+        updated_at = v.updated_at
+    FROM unnest($11::text[], $12::text[], $13::text[], $14::timestamptz[], $15::timestamptz[])
+         AS v(id, status, failure_reason, committed_at, updated_at)
+    WHERE g.id = v.id
 """
 
 
-async def write_committed(
-    session: AsyncSession, group: AllocationGroup, payment: PaymentIntent, paid: Sequence[Transfer]
-) -> None:
-    """What a commit changed (its transfers paid, the group committed, what of the payment is still
-    pending settlement) in one statement instead of a flush's three, the rows in hand then marked as
-    written so no flush repeats them. The changes were made on the rows (through kit/states) first."""
+@dataclass(frozen=True)
+class CommittedGroup:
+    group: AllocationGroup
+    payment: PaymentIntent
+    paid: Sequence[Transfer]
+
+
+async def write_committed(session: AsyncSession, committed: Sequence[CommittedGroup]) -> None:
+    """What commits changed (their transfers paid, their groups committed, what of each source payment
+    is still pending settlement) in one statement however many groups, instead of a flush's three per
+    group; the rows in hand then marked as written so no flush repeats them. The changes were made on
+    the rows (through kit/states) first. Groups may share a payment: it is written once, as it is now."""
+    paid = [transfer for entry in committed for transfer in entry.paid]
+    payments = list({entry.payment.id: entry.payment for entry in committed}.values())
+    groups = [entry.group for entry in committed]
     connection = await driver_connection(session)
     await connection.execute(
         _WRITE_COMMITTED,
         *([getattr(transfer, column) for transfer in paid] for column in ("id", *_PAID_COLUMNS)),
-        payment.amount_pending_settlement,
-        payment.id,
-        *(getattr(group, column) for column in _COMMITTED_COLUMNS),
-        group.id,
+        [payment.id for payment in payments],
+        [payment.amount_pending_settlement for payment in payments],
+        *([getattr(group, column) for group in groups] for column in ("id", *_COMMITTED_COLUMNS)),
     )
     for transfer in paid:
         for column in _PAID_COLUMNS:
             set_committed_value(transfer, column, getattr(transfer, column))
-    for column in _COMMITTED_COLUMNS:
-        set_committed_value(group, column, getattr(group, column))
-    set_committed_value(payment, "amount_pending_settlement", payment.amount_pending_settlement)
+    for group in groups:
+        for column in _COMMITTED_COLUMNS:
+            set_committed_value(group, column, getattr(group, column))
+    for payment in payments:
+        set_committed_value(payment, "amount_pending_settlement", payment.amount_pending_settlement)
 
 
 async def groups_of_payment(session: AsyncSession, payment_id: str) -> Sequence[AllocationGroup]:

@@ -163,27 +163,39 @@ async def _on_distribution_outcome(session: AsyncSession, operation: Operation) 
     """A paid cycle's distribution: its allocation commit's outcome is the invoice's settlement
     (`pending` until then; a collected payment is not a finished distribution, spec 4.M rule 6). An
     operator's retry of a failed commit that then succeeds settles it."""
-    if operation.type != transfers.COMMIT_TYPE or operation.status not in (
-        "succeeded",
-        "failed",
-        "dead_letter",
-    ):
-        return
-    tenant = Tenant(operation.installation_id, operation.livemode)
-    group = await transfers.get_group(session, tenant, str(operation.payload["allocation_group"]))
-    invoice = await repository.invoice_for_payment(session, group.payment_intent_id)
-    if invoice is None or invoice.distribution is None:
-        return
-    invoice.allocation_group_id = group.id
-    if group.status == "canceled":  # a refund stopped it before it went out: its commit sent nothing
-        invoice.settlement_status = "canceled"
-    else:
-        invoice.settlement_status = "settled" if operation.status == "succeeded" else "failed"
-    invoice.updated_at = utcnow()
-    await session.flush()
+    await _on_distribution_outcomes(session, [operation])
 
 
-register_outcome_listener(_on_distribution_outcome)
+async def _on_distribution_outcomes(session: AsyncSession, operations: Sequence[Operation]) -> None:
+    """`_on_distribution_outcome` for one commit, or a batch of them that succeeded together: one
+    statement finds the invoices their groups distribute, with each group's status."""
+    finished = {
+        str(operation.payload["allocation_group"]): operation
+        for operation in operations
+        if operation.type == transfers.COMMIT_TYPE
+        and operation.status in ("succeeded", "failed", "dead_letter")
+    }
+    if not finished:
+        return
+    found = await repository.invoices_of_groups(session, list(finished))
+    for group_id, group_status, invoice in found:
+        operation = finished[group_id]
+        if invoice.distribution is None or (invoice.installation_id, invoice.livemode) != (
+            operation.installation_id,
+            operation.livemode,
+        ):
+            continue
+        invoice.allocation_group_id = group_id
+        if group_status == "canceled":  # a refund stopped it before it went out: its commit sent nothing
+            invoice.settlement_status = "canceled"
+        else:
+            invoice.settlement_status = "settled" if operation.status == "succeeded" else "failed"
+        invoice.updated_at = utcnow()
+    if found:
+        await session.flush()
+
+
+register_outcome_listener(_on_distribution_outcome, together=_on_distribution_outcomes)
 
 
 async def _stop_distribution_on_refund(
