@@ -31,6 +31,10 @@ CURRENT_VERSION_HEADERS = {
 }
 
 
+# A series per method, route template and status: bounded by the routes, never by the raw paths
+_latency_by_labels: dict[tuple[str, str, int], Any] = {}
+
+
 def api_of(path: str) -> str | None:
     for prefix, api in API_PREFIXES:
         if path == prefix or path.startswith(prefix + "/"):
@@ -138,7 +142,11 @@ class RequestContextMiddleware:
         principal = state.get("principal")
         route = route_template(scope)
         latency = time.perf_counter() - started
-        http_latency.labels(scope["method"], route, str(status)).observe(latency)
+        labels = (scope["method"], route, status)
+        histogram = _latency_by_labels.get(labels)
+        if histogram is None:  # prometheus' labels() validates and locks on every call: once per series
+            histogram = _latency_by_labels[labels] = http_latency.labels(scope["method"], route, str(status))
+        histogram.observe(latency)
         logger.info(
             "request",
             method=scope["method"],

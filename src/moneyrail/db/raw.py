@@ -60,7 +60,6 @@ async def _bind_pooled_connection(session: AsyncSession) -> Any:
     await _begin_on_driver(pooled, bound)
     # Not begun yet, so the session may still change its bind: its ORM statements join this transaction
     session.bind = bound
-    session.sync_session.bind = bound.sync_connection
     return pooled
 
 
