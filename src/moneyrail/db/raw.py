@@ -30,6 +30,10 @@ from moneyrail.models.base import Base
 
 _KEY = "moneyrail.driver_connection"
 _OWNED = "moneyrail.owned_connection"  # the pooled connection driver_connection checked out and bound
+# Set on the sessions a UnitOfWork makes: only it commits, rolls back and releases a connection bound by
+# `driver_connection`. A session used on its own (tests holding two transactions open) keeps SQLAlchemy's
+# connection, so its own commit() and close() still cover the driver's statements.
+UNIT_OF_WORK_SESSION = "moneyrail.unit_of_work_session"
 Model = TypeVar("Model", bound=Base)
 
 
@@ -39,8 +43,9 @@ async def driver_connection(session: AsyncSession) -> Any:
     if cached is not None:
         return cached
     owned: AsyncConnection | None = session.info.get(_OWNED)
-    if session.in_transaction() or owned is not None:
-        # the ORM has a connection already (its own, or the one bound below): the driver joins it
+    if session.in_transaction() or owned is not None or UNIT_OF_WORK_SESSION not in session.info:
+        # the ORM has a connection already (its own, or the one bound below), or the session is not a
+        # unit of work's: the driver joins SQLAlchemy's connection
         connection = owned if owned is not None else await session.connection()
         pooled = await connection.get_raw_connection()
         await _begin_on_driver(pooled, connection)

@@ -15,7 +15,12 @@ from types import TracebackType
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from moneyrail.db.raw import end_driver_transaction, forget_driver_connection, release_bound_connection
+from moneyrail.db.raw import (
+    UNIT_OF_WORK_SESSION,
+    end_driver_transaction,
+    forget_driver_connection,
+    release_bound_connection,
+)
 
 
 class UnitOfWork:
@@ -30,6 +35,7 @@ class UnitOfWork:
             raise RuntimeError("the unit of work is not open")
         if self._session is None:
             self._session = self._sessionmaker()
+            self._session.info[UNIT_OF_WORK_SESSION] = True  # its driver statements may skip SQLAlchemy
         return self._session
 
     async def __aenter__(self) -> UnitOfWork:
