@@ -751,10 +751,9 @@ def profile(py_spy: str, target: Target, run_id: str, args: argparse.Namespace) 
         sampler.wait(timeout=60)
     finally:
         harness.stop_process(sampler)
-    print(
-        f"{result['payments_per_s']} payments/s, {result['requests_per_s']} requests/s under py-spy;"
-        f" collapsed stacks in {output}"
-    )
+    # the intake's flow (bare) counts requests only
+    paid = f"{result['payments_per_s']} payments/s, " if "payments_per_s" in result else ""
+    print(f"{paid}{result['requests_per_s']} requests/s under py-spy; collapsed stacks in {output}")
     summarize_profile(output)
     return 0
 

@@ -76,8 +76,8 @@ def is_processor(text: str) -> bool:
     return any(f" {table}" in text for table in SANDBOX_TABLES)
 
 
-def measure(payments: int) -> dict[str, Any]:
-    with harness.run_context(BENCH_DATABASE) as run:
+def measure(payments: int, database: str = BENCH_DATABASE) -> dict[str, Any]:
+    with harness.run_context(database) as run:
         upstream = make_url(run.services.database_url)
         with StatementCounter(upstream.host or "127.0.0.1", upstream.port or 5432) as counter:
             proxied = upstream.set(host="127.0.0.1", port=counter.port).render_as_string(hide_password=False)
@@ -146,10 +146,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--payments", type=int, default=20, help="measured sequences")
     parser.add_argument("--no-write", action="store_true", help="print only")
     parser.add_argument("--name", default="statements", help="results/<name>-<UTC date>.json")
+    parser.add_argument("--database", default=BENCH_DATABASE, help="dropped and created for the run")
     args = parser.parse_args(argv)
     started = datetime.now(UTC)
     result = {"benchmark": "statements", "started_at": started.isoformat(timespec="seconds")}
-    result |= {"software": harness.software_info(), **measure(args.payments)}
+    result |= {"software": harness.software_info(), **measure(args.payments, args.database)}
     print_result(result)
     if not args.no_write:
         path = harness.write_json(args.name, result)

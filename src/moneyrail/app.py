@@ -11,7 +11,6 @@ from redis.asyncio import Redis
 from moneyrail import __version__
 from moneyrail.api import health, metrics
 from moneyrail.api.errors import install_error_handlers
-from moneyrail.api.input_guard import InputGuardMiddleware
 from moneyrail.api.middleware import RequestContextMiddleware
 from moneyrail.api.openapi import install_openapi
 from moneyrail.billing.endpoints import router as billing_router
@@ -102,6 +101,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         summary="Payments, marketplace distribution and recurring billing",
         description=API_DESCRIPTION,
         lifespan=lifespan,
+        # FastAPI's own OpenTelemetry hooks ask the global providers on every request; moneyrail's
+        # observability is its Prometheus metrics and log lines (api/metrics.py, api/middleware.py)
+        telemetry={"tracing": False, "metrics": False, "logs": False},
         docs_url=None,  # served by install_openapi with local assets, no CDN
         redoc_url=None,
     )
@@ -117,6 +119,5 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(merchant_pages_router)
     app.include_router(onboarding_pages_router)
     install_openapi(app)
-    app.add_middleware(InputGuardMiddleware)  # inside the request context: its refusals carry the ids
-    app.add_middleware(RequestContextMiddleware)
+    app.add_middleware(RequestContextMiddleware)  # the one middleware, the input guard within it
     return app

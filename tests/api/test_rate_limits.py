@@ -15,7 +15,7 @@ import httpx
 import pytest
 
 from tests.conftest import Api
-from tests.harness import OUTPUT_DIR, ROOT, Process, add_key, create_tenant, free_port
+from tests.harness import OUTPUT_DIR, ROOT, Process, add_key, create_tenant, free_port, wait_until_ready
 from tests.helpers import assert_error
 
 
@@ -137,3 +137,29 @@ def test_a_redis_outage_does_not_block_payments_it_is_logged_and_counted(web_wit
         assert metrics.status_code == 200, metrics.text
     unchecked = re.search(r"^moneyrail_rate_limit_unchecked_total ([0-9.e+]+)$", metrics.text, re.MULTILINE)
     assert unchecked is not None and float(unchecked.group(1)) >= 10
+
+
+@pytest.fixture
+def second_web(servers: Any) -> Iterator[str]:
+    """Another web process on the same PostgreSQL and Redis: a fleet of two."""
+    port = free_port()
+    process = Process.start("web", servers, OUTPUT_DIR / "web-second.log", MONEYRAIL_PORT=str(port))
+    base_url = f"http://127.0.0.1:{port}"
+    try:
+        wait_until_ready(base_url, process)
+        yield base_url
+    finally:
+        process.stop()
+
+
+def test_two_web_processes_enforce_one_budget_per_key(servers, web, second_web, api):
+    """The window lives in Redis: a key's requests spread over a fleet still get its limit, not n times it."""
+    set_rate_limit(servers, api.keys.installation_id, 4)
+    headers = {"Authorization": f"Bearer {api.keys.secret}"}
+    with httpx.Client(base_url=second_web, headers=headers) as other:
+        for _attempt in range(3):  # a second boundary in the middle of a burst lets the next one through
+            statuses = [(api if n % 2 else other).get("/v1/customers").status_code for n in range(12)]
+            if statuses.count(200) <= 4:
+                break
+            time.sleep(1.5)
+        assert statuses.count(200) <= 4 and statuses.count(429) == 12 - statuses.count(200), statuses

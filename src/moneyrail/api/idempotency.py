@@ -34,7 +34,8 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from moneyrail.api.context import Principal, request_session
 from moneyrail.config import get_settings
-from moneyrail.db.raw import driver_connection, forget_driver_connection
+from moneyrail.db.raw import driver_connection
+from moneyrail.db.uow import rollback
 from moneyrail.engine.schedule import register_periodic
 from moneyrail.errors import (
     IdempotencyKeyInUse,
@@ -67,8 +68,7 @@ class ClaimedKey:
         False when another request with the key took it in the moment between: the refusal is then
         answered but not stored (nothing of it committed; the key's record will be the other's).
         """
-        forget_driver_connection(session)
-        await session.rollback()  # the effect, and the lock with it: refusals are rare, successes not
+        await rollback(session)  # the effect, and the lock with it: refusals are rare, successes not
         session.expunge_all()  # nothing the refused effect left in the session may be flushed later
         connection = await driver_connection(session)
         tenant = self.principal.tenant

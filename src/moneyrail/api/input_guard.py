@@ -2,9 +2,10 @@
 
 PostgreSQL cannot keep U+0000 in `text` or `jsonb`, and a lone surrogate (U+D800 to U+DFFF) has no
 UTF-8 form, so either one reaching the database used to fail the request with a 500. This pure ASGI
-middleware reads every request's path, query string, headers and body (JSON at any depth, keys and
-values; form posts of the hosted pages) and answers 400 `parameter_invalid` naming the field instead.
-It also caps the body size (413), since it has to hold the body to look at it.
+guard reads every request's path, query string, headers and body (JSON at any depth, keys and values;
+form posts of the hosted pages) and answers 400 `parameter_invalid` naming the field instead. It also
+caps the body size (413), since it has to hold the body to look at it. It runs inside the one request
+middleware (api/middleware.py), so its refusals carry the request's ids.
 """
 
 from __future__ import annotations
@@ -13,14 +14,14 @@ import email.message
 import json
 import re
 from collections.abc import Iterator
+from functools import lru_cache
 from typing import Any
 from urllib.parse import parse_qsl
 
 from fastapi.routing import iter_route_contexts
 from starlette.requests import Request
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from starlette.types import Message, Receive, Scope
 
-from moneyrail.api.errors import error_response
 from moneyrail.errors import MoneyrailError, ParameterInvalid, RequestTooLarge
 
 # U+0000 (PostgreSQL refuses it in text) and the surrogate block (no UTF-8 encoding exists)
@@ -62,6 +63,7 @@ def _json_strings(value: Any, path: list[str], depth: int = 0) -> Iterator[tuple
             yield from _json_strings(item, [*path, str(index)], depth + 1)
 
 
+@lru_cache(maxsize=64)  # a handful of distinct content types, parsed on every request otherwise
 def _content_kind(content_type: str | None) -> str | None:
     """'json' or 'form' as FastAPI would parse the body, else None."""
     if not content_type:
@@ -79,6 +81,7 @@ def _content_kind(content_type: str | None) -> str | None:
     return None
 
 
+@lru_cache(maxsize=64)
 def _is_multipart(content_type: str | None) -> bool:
     if not content_type:
         return False
@@ -120,7 +123,20 @@ def refusal_in_address(scope: Scope) -> MoneyrailError | None:
     return None
 
 
+def _may_hold_unstorable_json(body: bytes) -> bool:
+    """False when no JSON string in the body can hold a NUL or a surrogate, nor nest too deep.
+
+    In ASCII JSON both can only be spelt as a `\\u` escape (a raw NUL is no valid JSON either), and the
+    nesting is at most the number of brackets: most bodies are settled here without parsing them twice.
+    """
+    if not body.isascii() or b"\\u" in body or b"\x00" in body:
+        return True
+    return body.count(b"{") + body.count(b"[") > JSON_MAX_DEPTH
+
+
 def _json_refusal(body: bytes) -> MoneyrailError | None:
+    if not _may_hold_unstorable_json(body):
+        return None
     try:
         document = json.loads(body)
         found = next(
@@ -159,76 +175,65 @@ async def _form_refusal(scope: Scope, body: bytes) -> MoneyrailError | None:
     return None
 
 
-class InputGuardMiddleware:
-    def __init__(self, app: ASGIApp, *, max_body_bytes: int = MAX_BODY_BYTES) -> None:
-        self.app = app
-        self.max_body_bytes = max_body_bytes
+async def guard(
+    scope: Scope, receive: Receive, max_body_bytes: int = MAX_BODY_BYTES
+) -> tuple[MoneyrailError | None, Receive]:
+    """The request's refusal (or None), and the `receive` the app reads the body from afterwards."""
+    refusal = refusal_in_address(scope)
+    if refusal is not None:
+        return refusal, receive
+    content_type: str | None = None
+    declared = b""
+    for name, value in scope["headers"]:
+        if name == b"content-type":
+            content_type = value.decode("latin-1") or None
+        elif name == b"content-length":
+            declared = value
+    if _is_multipart(content_type):
+        # file uploads stream through untouched: the route that takes them reads them in chunks,
+        # checks their content and enforces its own size limit (never held whole in memory here)
+        return None, receive
+    if declared.isdigit() and int(declared) > max_body_bytes:
+        return _too_large(max_body_bytes), receive
+    body, complete = await _read_body(receive, max_body_bytes)
+    if not complete:
+        return _too_large(max_body_bytes), receive
+    kind = _content_kind(content_type) if body else None
+    if kind == "json":
+        refusal = _json_refusal(body)
+    elif kind == "form":
+        refusal = await _form_refusal(scope, body)
+    if refusal is not None:
+        return refusal, receive
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        refusal = refusal_in_address(scope)
-        if refusal is not None:
-            await self._refuse(scope, receive, send, refusal)
-            return
-        headers = dict(scope["headers"])
-        content_type = headers.get(b"content-type", b"").decode("latin-1") or None
-        if _is_multipart(content_type):
-            # file uploads stream through untouched: the route that takes them reads them in chunks,
-            # checks their content and enforces its own size limit (never held whole in memory here)
-            await self.app(scope, receive, send)
-            return
-        kind = _content_kind(content_type)
-        limit = self.max_body_bytes
-        declared = headers.get(b"content-length", b"")
-        if declared.isdigit() and int(declared) > limit:
-            await self._refuse(scope, receive, send, self._too_large(limit))
-            return
-        body, complete = await self._read_body(receive, limit)
-        if not complete:
-            await self._refuse(scope, receive, send, self._too_large(limit))
-            return
-        if body and kind == "json":
-            refusal = _json_refusal(body)
-        elif body and kind == "form":
-            refusal = await _form_refusal(scope, body)
-        if refusal is not None:
-            await self._refuse(scope, receive, send, refusal)
-            return
+    replayed = False
 
-        replayed = False
+    async def receive_again() -> Message:
+        nonlocal replayed
+        if not replayed:
+            replayed = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        return await receive()  # after the body: wait for the disconnect, as the server would
 
-        async def receive_again() -> Message:
-            nonlocal replayed
-            if not replayed:
-                replayed = True
-                return {"type": "http.request", "body": body, "more_body": False}
-            return await receive()  # after the body: wait for the disconnect, as the server would
+    return None, receive_again
 
-        await self.app(scope, receive_again, send)
 
-    async def _read_body(self, receive: Receive, limit: int) -> tuple[bytes, bool]:
-        """The whole body, or (partial, False) once it passes the size cap."""
-        chunks: list[bytes] = []
-        size = 0
-        while True:
-            message = await receive()
-            if message["type"] != "http.request":
-                return b"".join(chunks), True  # the client went away; the app sees an empty body
-            chunk = message.get("body", b"")
-            size += len(chunk)
-            if size > limit:
-                return b"", False
-            chunks.append(chunk)
-            if not message.get("more_body", False):
-                return b"".join(chunks), True
+async def _read_body(receive: Receive, limit: int) -> tuple[bytes, bool]:
+    """The whole body, or (partial, False) once it passes the size cap."""
+    chunks: list[bytes] = []
+    size = 0
+    while True:
+        message = await receive()
+        if message["type"] != "http.request":
+            return b"".join(chunks), True  # the client went away; the app sees an empty body
+        chunk = message.get("body", b"")
+        size += len(chunk)
+        if size > limit:
+            return b"", False
+        chunks.append(chunk)
+        if not message.get("more_body", False):
+            return b"".join(chunks), True
 
-    @staticmethod
-    def _too_large(limit: int) -> MoneyrailError:
-        return RequestTooLarge(f"The request body is larger than {limit} bytes.")
 
-    @staticmethod
-    async def _refuse(scope: Scope, receive: Receive, send: Send, error: MoneyrailError) -> None:
-        request_id = str(scope.get("state", {}).get("request_id", ""))
-        await error_response(error, request_id)(scope, receive, send)
+def _too_large(limit: int) -> MoneyrailError:
+    return RequestTooLarge(f"The request body is larger than {limit} bytes.")

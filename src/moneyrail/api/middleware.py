@@ -1,6 +1,8 @@
-"""The outermost layer: request id, API version, one log line per request, last-resort 500.
+"""The one moneyrail middleware: request id, API version, the input guard, one log line per request,
+last-resort 500.
 
-A pure ASGI middleware (not BaseHTTPMiddleware) so it adds no task hop to every request.
+A pure ASGI middleware (not BaseHTTPMiddleware) so it adds no task hop to every request; the input guard
+(api/input_guard.py) runs inside it rather than as a layer of its own, so its refusals carry the ids.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import orjson
 import structlog
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from moneyrail.api import input_guard
 from moneyrail.api.errors import database_unreachable, error_body
 from moneyrail.api.metrics import http_latency
 from moneyrail.config import API_VERSIONS
@@ -22,6 +25,14 @@ logger = structlog.get_logger("moneyrail.http")
 
 # Path prefix -> API name (CONVENTIONS.md §1); longest prefixes first.
 API_PREFIXES = (("/commerce/v1", "commerce"), ("/fiscal/v1", "fiscal"), ("/v1", "payments"))
+# Each API's current version as the response header, built once
+CURRENT_VERSION_HEADERS = {
+    api: (b"service-version", versions[0].encode("latin-1")) for api, versions in API_VERSIONS.items()
+}
+
+
+# A series per method, route template and status: bounded by the routes, never by the raw paths
+_latency_by_labels: dict[tuple[str, str, int], Any] = {}
 
 
 def api_of(path: str) -> str | None:
@@ -64,12 +75,12 @@ class RequestContextMiddleware:
         scope.setdefault("state", {})["request_id"] = request_id
         api = api_of(scope["path"])
         version: str | None = None
+        extra_headers = [(b"request-id", request_id.encode())]
         if api is not None:
             asked = _header(scope, b"service-version")
             version = asked if asked is not None else API_VERSIONS[api][0]
-        extra_headers = [(b"request-id", request_id.encode())]
-        if version is not None:
-            extra_headers.append((b"service-version", version.encode("latin-1")))
+            current = CURRENT_VERSION_HEADERS[api]
+            extra_headers.append(current if asked is None else (current[0], asked.encode("latin-1")))
         status_holder: dict[str, Any] = {"status": 500, "started": False}
 
         async def send_with_headers(message: Message) -> None:
@@ -83,7 +94,7 @@ class RequestContextMiddleware:
         try:
             if api is not None and version not in API_VERSIONS[api]:
                 # Answer with the version that will serve a retry, not the unknown one asked for.
-                extra_headers[-1] = (b"service-version", API_VERSIONS[api][0].encode())
+                extra_headers[-1] = CURRENT_VERSION_HEADERS[api]
                 await self._send_error(
                     send_with_headers,
                     UnsupportedVersion(
@@ -93,6 +104,10 @@ class RequestContextMiddleware:
                     ),
                     request_id,
                 )
+                return
+            refusal, receive = await input_guard.guard(scope, receive)
+            if refusal is not None:
+                await self._send_error(send_with_headers, refusal, request_id)
                 return
             await self.app(scope, receive, send_with_headers)
         except Exception as failure:
@@ -127,7 +142,11 @@ class RequestContextMiddleware:
         principal = state.get("principal")
         route = route_template(scope)
         latency = time.perf_counter() - started
-        http_latency.labels(scope["method"], route, str(status)).observe(latency)
+        labels = (scope["method"], route, status)
+        histogram = _latency_by_labels.get(labels)
+        if histogram is None:  # prometheus' labels() validates and locks on every call: once per series
+            histogram = _latency_by_labels[labels] = http_latency.labels(scope["method"], route, str(status))
+        histogram.observe(latency)
         logger.info(
             "request",
             method=scope["method"],

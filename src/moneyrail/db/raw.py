@@ -4,6 +4,12 @@ SQLAlchemy's statement building costs more CPU than the round trip itself for on
 every request (authentication, the idempotency claim) and every operation (its claim, its outcome).
 Those use the unit of work's own connection and transaction, so they commit or roll back with it; an
 operation's claim, which must commit alone, takes a pooled connection outside any transaction.
+
+A unit of work whose first statement goes to the driver never runs SQLAlchemy's connection and
+transaction machinery for it (a greenlet hop and several objects each for checkout, begin, commit and
+close): `driver_connection` checks a connection out of the engine's pool itself, begins on the driver,
+and binds the session to that connection, so an ORM statement made later in the same unit of work
+runs in the same transaction. `UnitOfWork` (db/uow.py) commits, rolls back and releases it.
 """
 
 from __future__ import annotations
@@ -15,40 +21,114 @@ from typing import Any, Protocol, TypeVar
 
 import orjson
 from sqlalchemy import JSON, Table, inspect
-from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
+from sqlalchemy.engine import Connection
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, AsyncSession, async_sessionmaker
 from sqlalchemy.orm import configure_mappers
 from sqlalchemy.orm.attributes import set_committed_value
 
 from moneyrail.models.base import Base
 
 _KEY = "moneyrail.driver_connection"
+_OWNED = "moneyrail.owned_connection"  # the pooled connection driver_connection checked out and bound
+# Set on the sessions a UnitOfWork makes: only it commits, rolls back and releases a connection bound by
+# `driver_connection`. A session used on its own (tests holding two transactions open) keeps SQLAlchemy's
+# connection, so its own commit() and close() still cover the driver's statements.
+UNIT_OF_WORK_SESSION = "moneyrail.unit_of_work_session"
 Model = TypeVar("Model", bound=Base)
 
 
 async def driver_connection(session: AsyncSession) -> Any:
     """The asyncpg connection under the session's current transaction (one is begun if needed)."""
     cached = session.info.get(_KEY)
-    if cached is None:
-        connection = await session.connection()
+    if cached is not None:
+        return cached
+    owned: AsyncConnection | None = session.info.get(_OWNED)
+    if session.in_transaction() or owned is not None or UNIT_OF_WORK_SESSION not in session.info:
+        # the ORM has a connection already (its own, or the one bound below), or the session is not a
+        # unit of work's: the driver joins SQLAlchemy's connection
+        connection = owned if owned is not None else await session.connection()
         pooled = await connection.get_raw_connection()
-        adapted: Any = pooled.dbapi_connection
-        # SQLAlchemy's asyncpg adapter sends BEGIN lazily, on its own first statement; a statement sent
-        # straight to the driver before that would run outside the transaction (autocommit).
-        if getattr(adapted, "_transaction", None) is None:
-            start = getattr(adapted, "_start_transaction", None)
-            if start is not None:
-                try:
-                    await start()
-                except Exception:
-                    # SQLAlchemy did not send this statement, so it cannot see a dead connection (as
-                    # after a PostgreSQL restart) and would hand it out again to every later request
-                    await connection.invalidate()
-                    raise
-            else:  # another SQLAlchemy release: a statement through SQLAlchemy begins the transaction
-                await connection.exec_driver_sql("SELECT 1")
-        cached = pooled.driver_connection
-        session.info[_KEY] = cached
+        await _begin_on_driver(pooled, connection)
+    else:
+        pooled = await _bind_pooled_connection(session)
+    cached = pooled.driver_connection
+    session.info[_KEY] = cached
     return cached
+
+
+async def _bind_pooled_connection(session: AsyncSession) -> Any:
+    """A connection from the engine's pool with a transaction begun on the driver, the session bound to it."""
+    engine = engine_of(session)
+    pooled = await engine.raw_connection()
+    bound = AsyncConnection(engine, Connection(engine.sync_engine, connection=pooled))
+    session.info[_OWNED] = bound  # released by the unit of work, whatever happens below
+    await _begin_on_driver(pooled, bound)
+    # Not begun yet, so the session may still change its bind: its ORM statements join this transaction
+    session.bind = bound
+    return pooled
+
+
+async def _begin_on_driver(pooled: Any, connection: AsyncConnection) -> None:
+    adapted: Any = pooled.dbapi_connection
+    # SQLAlchemy's asyncpg adapter sends BEGIN lazily, on its own first statement; a statement sent
+    # straight to the driver before that would run outside the transaction (autocommit).
+    if getattr(adapted, "_transaction", None) is not None:
+        return
+    start = getattr(adapted, "_start_transaction", None)
+    if start is None:  # another SQLAlchemy release: a statement through SQLAlchemy begins the transaction
+        await connection.exec_driver_sql("SELECT 1")
+        return
+    try:
+        await start()
+    except Exception:
+        # SQLAlchemy did not send this statement, so it cannot see a dead connection (as after a
+        # PostgreSQL restart) and would hand it out again to every later request
+        await connection.invalidate()
+        raise
+
+
+def engine_of(session: AsyncSession) -> AsyncEngine:
+    """The engine behind a request's or an actor's session, bound to a connection of its pool or not."""
+    bind = session.bind
+    if isinstance(bind, AsyncConnection):
+        return bind.engine
+    assert isinstance(bind, AsyncEngine)
+    return bind
+
+
+def driver_transaction_open(session: AsyncSession) -> bool:
+    """Whether the connection bound by `driver_connection` has a transaction the ORM does not know of."""
+    owned: AsyncConnection | None = session.info.get(_OWNED)
+    if owned is None or owned.sync_connection is None or owned.sync_connection.closed:
+        return False
+    adapted: Any = owned.sync_connection.connection.dbapi_connection
+    return getattr(adapted, "_transaction", None) is not None
+
+
+async def end_driver_transaction(session: AsyncSession, *, commit: bool) -> None:
+    """Commit or roll back what the driver began on the bound connection, where the ORM did not.
+
+    After the session's own commit or rollback: when the ORM ran in the transaction, it ended it; when
+    only driver statements did, the session never began, so its commit or rollback touched nothing.
+    """
+    session.info.pop(_KEY, None)
+    if not driver_transaction_open(session):
+        return
+    owned: AsyncConnection = session.info[_OWNED]
+    assert owned.sync_connection is not None
+    adapted: Any = owned.sync_connection.connection.dbapi_connection
+    transaction = adapted._transaction
+    # the adapter's own commit and rollback wrap these in a greenlet hop; it discards the transaction
+    # whether the call succeeds or not, as here
+    await adapted._call_and_discard(transaction.commit if commit else transaction.rollback)
+
+
+async def release_bound_connection(session: AsyncSession) -> None:
+    """Back to the pool (rolled back there if a transaction is still open), after the session closed."""
+    owned: AsyncConnection | None = session.info.pop(_OWNED, None)
+    session.info.pop(_KEY, None)
+    if owned is not None:
+        await owned.close()
 
 
 class StatementClaim(Protocol):
@@ -79,12 +159,10 @@ async def lone_statement_connection(session: AsyncSession) -> AsyncIterator[Any]
     own, one round trip instead of BEGIN, statement, COMMIT. A write's caller vouches that nothing else
     in the unit of work writes after it.
     """
-    if session.in_transaction():
+    if session.in_transaction() or driver_transaction_open(session):
         yield await driver_connection(session)
         return
-    engine = session.bind
-    assert isinstance(engine, AsyncEngine)
-    async with engine.connect() as connection:  # no statement through SQLAlchemy: nothing begins
+    async with engine_of(session).connect() as connection:  # no statement through SQLAlchemy: nothing begins
         pooled = await connection.get_raw_connection()
         yield pooled.driver_connection
 

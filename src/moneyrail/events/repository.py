@@ -8,10 +8,10 @@ from typing import Any
 
 import orjson
 from sqlalchemy import and_, select
-from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
+from sqlalchemy.ext.asyncio import AsyncSession
 
 from moneyrail.db.pagination import newest_first_page
-from moneyrail.db.raw import driver_connection, pending_update
+from moneyrail.db.raw import driver_connection, engine_of, pending_update
 from moneyrail.kit.pagination import Position
 from moneyrail.kit.tenant import Tenant
 from moneyrail.models import Event, Operation, WebhookDelivery, WebhookDeliveryAttempt, WebhookEndpoint
@@ -222,9 +222,7 @@ async def record_attempt_now(
 ) -> None:
     """Written on a connection of its own that commits at once: a failed attempt's transaction is rolled
     back by the engine, and the integrator must still see what the receiver answered."""
-    engine = session.bind
-    assert isinstance(engine, AsyncEngine)
-    async with engine.connect() as connection:  # no statement through SQLAlchemy: nothing begins
+    async with engine_of(session).connect() as connection:  # no statement through SQLAlchemy: nothing begins
         pooled = await connection.get_raw_connection()
         driver: Any = pooled.driver_connection
         await driver.execute(

@@ -22,7 +22,7 @@ import structlog
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from moneyrail.config import get_settings
-from moneyrail.db.raw import forget_driver_connection
+from moneyrail.db.uow import commit
 from moneyrail.engine.schedule import register_periodic
 from moneyrail.kit.clock import utcnow
 from moneyrail.kit.tenant import Tenant
@@ -147,8 +147,7 @@ async def _release_if_orphan(
 
 
 async def _commit(session: AsyncSession) -> None:
-    forget_driver_connection(session)  # the next statement may run on another connection
-    await session.commit()
+    await commit(session)  # the driver's statements too; the next may run on another connection
 
 
 async def _scheduled_sweep(session: AsyncSession) -> int:
