@@ -18,7 +18,6 @@ from moneyrail.errors import (
     MoneyrailError,
 )
 from moneyrail.kit.clock import utcnow
-from moneyrail.kit.ids import new_id
 from moneyrail.kit.money import MAX_AMOUNT
 from moneyrail.kit.tenant import Tenant
 from moneyrail.merchants import service as merchants
@@ -45,7 +44,7 @@ from .subscriptions import (
     _end,
     _move,
     _open_invoice,
-    cycle_boundary,
+    cycle_invoice,
     get_subscription,
 )
 
@@ -208,26 +207,7 @@ async def _open_renewals_together(
     )
     written = utcnow()
     invoices = [
-        SubscriptionInvoice(
-            id=new_id("subinv"),
-            installation_id=tenant.installation_id,
-            livemode=tenant.livemode,
-            subscription_id=subscription.id,
-            billing_kind="cycle",
-            cycle=cycle,
-            status="open",
-            amount=amount,
-            currency=subscription.currency,
-            period_start=cycle_boundary(subscription, price, cycle),
-            period_end=cycle_boundary(subscription, price, cycle + 1),
-            payment_intent_id=payment.id,
-            terms_version=subscription.terms_version,
-            distribution_version=None,
-            distribution=None,
-            settlement_status="not_applicable",
-            created_at=written,
-            updated_at=written,
-        )
+        cycle_invoice(tenant, subscription, price, cycle, amount, payment.id, written)
         for (subscription, price, amount, cycle), payment in zip(opening, created, strict=True)
     ]
     operations = await create_operations(

@@ -247,6 +247,41 @@ def cycle_boundary(subscription: Subscription, price: Price, cycle: int) -> date
     )
 
 
+def cycle_invoice(
+    tenant: Tenant,
+    subscription: Subscription,
+    price: Price,
+    cycle: int,
+    amount: int,
+    payment_id: str,
+    now: datetime,
+    *,
+    distribution: dict[str, Any] | None = None,
+) -> SubscriptionInvoice:
+    """A cycle's open invoice, unsaved: its period from the calendar, charged by `payment_id`; with
+    the distribution snapshot it settles by, if the subscription distributes."""
+    return SubscriptionInvoice(
+        id=new_id("subinv"),
+        installation_id=tenant.installation_id,
+        livemode=tenant.livemode,
+        subscription_id=subscription.id,
+        billing_kind="cycle",
+        cycle=cycle,
+        status="open",
+        amount=amount,
+        currency=subscription.currency,
+        period_start=cycle_boundary(subscription, price, cycle),
+        period_end=cycle_boundary(subscription, price, cycle + 1),
+        payment_intent_id=payment_id,
+        terms_version=subscription.terms_version,
+        distribution_version=subscription.distribution_version if distribution is not None else None,
+        distribution=distribution,
+        settlement_status="not_applicable",
+        created_at=now,
+        updated_at=now,
+    )
+
+
 async def _open_invoice(
     session: AsyncSession,
     tenant: Tenant,
@@ -271,25 +306,8 @@ async def _open_invoice(
         ),
     )
     now = utcnow()
-    invoice = SubscriptionInvoice(
-        id=new_id("subinv"),
-        installation_id=tenant.installation_id,
-        livemode=tenant.livemode,
-        subscription_id=subscription.id,
-        billing_kind="cycle",
-        cycle=cycle,
-        status="open",
-        amount=amount,
-        currency=subscription.currency,
-        period_start=cycle_boundary(subscription, price, cycle),
-        period_end=cycle_boundary(subscription, price, cycle + 1),
-        payment_intent_id=created.payment.id,
-        terms_version=subscription.terms_version,
-        distribution_version=subscription.distribution_version if snapshot is not None else None,
-        distribution=snapshot,
-        settlement_status="not_applicable",
-        created_at=now,
-        updated_at=now,
+    invoice = cycle_invoice(
+        tenant, subscription, price, cycle, amount, created.payment.id, now, distribution=snapshot
     )
     await repository.add(session, invoice)
     subscription.latest_invoice_id = invoice.id
