@@ -17,7 +17,7 @@ from moneyrail.processor.interface import (
     ProcessorRefused,
     ProcessorUnavailable,
 )
-from moneyrail.processor.sandbox import ALLOWED_FROM, processing_cost
+from moneyrail.processor.sandbox import ALLOWED_FROM, SandboxProcessor, processing_cost
 from tests.harness import create_tenant
 from tests.processor.network import SUCCEEDS, Network, card
 
@@ -283,6 +283,29 @@ def test_a_partial_capture_captures_that_amount_at_the_tenants_clock(network, db
     status, amount, _, captured, refunded, captured_at, _ = authorization_row(db, authorization.id)
     assert (status, amount, captured, refunded) == ("captured", 1000, 600, 0)
     assert abs((captured_at - (utcnow() + timedelta(days=5))).total_seconds()) < 60
+
+
+def test_a_capture_answers_when_it_captured_and_a_replay_answers_the_same_time(network, db):
+    network.advance_clock(2 * DAY)
+    authorization = network.authorize(amount=1000)
+    first = network.call("capture", key="op_when:capture", authorization_id=authorization.id, amount=1000)
+    assert first.captured_at == authorization_row(db, authorization.id)[5]  # the row's, tenant's clock
+    again = network.call("capture", key="op_when:capture", authorization_id=authorization.id, amount=1000)
+    assert again.captured_at == first.captured_at
+
+
+def test_the_risk_level_of_a_card_is_its_tenants_only_remembered_or_read(network, bridge, processor):
+    risky = network.tokenize(RISK_REVIEW).token
+    plain = network.tokenize().token
+    fresh = SandboxProcessor(processor._sessionmaker)  # remembers nothing: reads the cards' rows
+    for reader in (processor, fresh, fresh):
+        assert bridge.run(reader.card_risk(network.tenant, card_token=risky)).risk_level == "elevated"
+        assert bridge.run(reader.card_risk(network.tenant, card_token=plain)).risk_level == "normal"
+    for other in (create_tenant(bridge).tenant, Tenant(network.tenant.installation_id, True)):
+        for reader in (processor, fresh):
+            with pytest.raises(ProcessorRefused) as refused:
+                bridge.run(reader.card_risk(other, card_token=risky))
+            assert refused.value.code == "no_such_card"
 
 
 def test_a_capture_over_the_authorized_amount_or_under_one_is_refused(network, db):

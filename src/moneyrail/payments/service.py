@@ -994,7 +994,8 @@ async def _capture(
         )
     payment.amount_received = capture.amount_captured
     payment.amount_capturable = 0
-    payment.captured_at = await tenant_now(session, tenant)
+    # the network's own time of capture when it gives one (the sandbox does, on the tenant's clock)
+    payment.captured_at = capture.captured_at or await tenant_now(session, tenant)
     _move(payment, "succeeded")
     await fees.post_capture(session, tenant, payment)
     # not flushed here: the row goes with its event (announce), unless a listener's flush writes it first

@@ -30,6 +30,7 @@ SANDBOX_CARDS: dict[str, str] = {
     "4100000000000019": RISK_REVIEW,
     "4000000000000341": CHARGES_DECLINED,
 }
+BEHAVIOURS = tuple(dict.fromkeys(SANDBOX_CARDS.values()))
 
 LIVE_CARD_MESSAGE = (
     "Your card was declined: this is the sandbox, use a sandbox card such as 4242 4242 4242 4242."

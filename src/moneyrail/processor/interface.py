@@ -4,7 +4,7 @@ operation (`"<operation id>:<step>"`), so a retried or re-driven attempt never m
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Protocol
 
@@ -176,6 +176,9 @@ class Authorization:
 class Capture:
     authorization_id: str
     amount_captured: int
+    # when the network captured, on the tenant's clock (the sandbox's); None when it did not say (an
+    # answer recorded before it said): the caller takes its own clock. Not part of what the answer is.
+    captured_at: datetime | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True)

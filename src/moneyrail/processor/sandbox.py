@@ -129,10 +129,22 @@ class _Books:
 
 Answer = Callable[[_Books], Awaitable[dict[str, Any]]]
 
+# A tokenized card's behaviour never changes (its row is never updated), so the simulator remembers the
+# behaviours it wrote or read, without a lifetime: the risk read of a card just tokenized costs no round
+# trip. Keyed by tenant too, so another tenant's token still looks unknown. Bounded: the oldest go first.
+REMEMBERED_CARDS = 10_000
+CardKey = tuple[str, str, bool]  # token, installation, livemode
+
 
 class SandboxProcessor:
     def __init__(self, sessionmaker: async_sessionmaker[AsyncSession]) -> None:
         self._sessionmaker = sessionmaker
+        self._behaviours: dict[CardKey, str] = {}
+
+    def _remember_behaviour(self, key: CardKey, behaviour: str) -> None:
+        if len(self._behaviours) >= REMEMBERED_CARDS:
+            del self._behaviours[next(iter(self._behaviours))]
+        self._behaviours[key] = behaviour
 
     # cards ------------------------------------------------------------------------------------------
     async def tokenize_card(self, tenant: Tenant, card: CardDetails) -> TokenizedCard:
@@ -159,18 +171,20 @@ class SandboxProcessor:
                 exp_year=cards.full_expiry_year(card.exp_year),
                 fingerprint=cards.card_fingerprint(tenant.installation_id, digits),
             )
+            behaviour = cards.sandbox_behaviour(digits)
             await connection.execute(
                 _INSERT_CARD,
                 tokenized.token,
                 tenant.installation_id,
                 tenant.livemode,
-                cards.sandbox_behaviour(digits),
+                behaviour,
                 tokenized.brand,
                 tokenized.last4,
                 tokenized.exp_month,
                 tokenized.exp_year,
                 tokenized.fingerprint,
             )
+        self._remember_behaviour((tokenized.token, tenant.installation_id, tenant.livemode), behaviour)
         return tokenized
 
     async def authorize(
@@ -195,8 +209,41 @@ class SandboxProcessor:
             "reference": reference,
         }
 
+        if amount >= 0:
+            answered = await self._authorize_at_once(tenant, idempotency_key, card_token, request)
+            if answered is not None:
+                return _authorization(answered)
         answer = _authorize_answer(tenant, card_token, amount, currency, reference, off_session)
         return _authorization(await self._call(tenant, "authorize", idempotency_key, request, answer))
+
+    async def _authorize_at_once(
+        self, tenant: Tenant, idempotency_key: str, card_token: str, request: dict[str, Any]
+    ) -> dict[str, Any] | None:
+        """The usual authorization (`_authorize_answer` under `_keyed`) as one statement that commits
+        alone: the call recorded with its authorization, as `_call` would. None, with nothing written,
+        when it is not the usual one (a key asked before, a fault armed, a card unknown to this tenant,
+        a concurrent call with the key): `_call` then answers it."""
+        amount, off_session = request["amount"], request["off_session"]
+        # the outcome of each behaviour for this amount, so the statement picks the card's own
+        outcomes = {
+            behaviour: cards.authorization_outcome(behaviour, amount, off_session=off_session)
+            for behaviour in cards.BEHAVIOURS
+        }
+        async with autocommit_connection(self._sessionmaker) as connection:
+            response = await connection.fetchval(
+                _AUTHORIZE_AT_ONCE,
+                tenant.installation_id,
+                tenant.livemode,
+                idempotency_key,
+                card_token,
+                _sandbox_id("sbx_auth"),
+                amount,
+                request["currency"],
+                request["reference"],
+                _dumps(outcomes),
+                _dumps(request),
+            )
+        return None if response is None else dict(_json(response))
 
     async def complete_authentication(
         self, tenant: Tenant, *, idempotency_key: str, authorization_id: str, approved: bool
@@ -219,9 +266,24 @@ class SandboxProcessor:
     ) -> Capture:
         request = {"authorization_id": authorization_id, "amount": amount}
 
+        if amount >= 1:
+            async with autocommit_connection(self._sessionmaker) as connection:
+                # the usual capture (`_capture_answer` under `_keyed`) in one statement that commits alone;
+                # no row when it is not the usual one, and nothing written: `_call` answers it
+                response = await connection.fetchval(
+                    _CAPTURE_AT_ONCE,
+                    tenant.installation_id,
+                    tenant.livemode,
+                    idempotency_key,
+                    authorization_id,
+                    amount,
+                    _dumps(request),
+                    utcnow(),
+                )
+            if response is not None:
+                return _capture(_json(response))
         answer = _capture_answer(tenant, authorization_id, amount)
-        answered = await self._call(tenant, "capture", idempotency_key, request, answer)
-        return Capture(answered["authorization_id"], answered["amount_captured"])
+        return _capture(await self._call(tenant, "capture", idempotency_key, request, answer))
 
     async def charge_off_session_many(
         self, tenant: Tenant, charges: Sequence[OffSessionCharge]
@@ -512,13 +574,14 @@ class SandboxProcessor:
     # risk ------------------------------------------------------------------------------------------
     async def card_risk(self, tenant: Tenant, *, card_token: str) -> CardRisk:
         """The risk card (4100 0000 0000 0019) is `elevated`; all are issued in SANDBOX_CARD_COUNTRY."""
-        async with UnitOfWork(self._sessionmaker) as uow:
-            books = await _open_books(uow, tenant)
-            behaviour = await books.connection.fetchval(
-                _CARD_BEHAVIOUR, card_token, tenant.installation_id, tenant.livemode
-            )
+        key = (card_token, tenant.installation_id, tenant.livemode)
+        behaviour = self._behaviours.get(key)
         if behaviour is None:
-            raise ProcessorRefused("no_such_card", "No such card: the token is unknown.")
+            async with autocommit_connection(self._sessionmaker) as connection:  # a read: one statement
+                behaviour = await connection.fetchval(_CARD_BEHAVIOUR, *key)
+            if behaviour is None:
+                raise ProcessorRefused("no_such_card", "No such card: the token is unknown.")
+            self._remember_behaviour(key, behaviour)
         level = "elevated" if behaviour == cards.RISK_REVIEW else "normal"
         return CardRisk(risk_level=level, country=SANDBOX_CARD_COUNTRY)
 
@@ -730,7 +793,11 @@ def _capture_answer(tenant: Tenant, authorization_id: str, amount: int) -> Answe
         offset = 0 if tenant.livemode else row["clock_offset_seconds"]  # as tenant_now: live is real time
         captured_at = utcnow() + timedelta(seconds=offset)
         await books.connection.execute(_CAPTURE, authorization_id, amount, captured_at)
-        return {"authorization_id": authorization_id, "amount_captured": amount}
+        return {
+            "authorization_id": authorization_id,
+            "amount_captured": amount,
+            "captured_at": captured_at.isoformat(),
+        }
 
     return answer
 
@@ -844,7 +911,7 @@ async def _charge(books: _Books, tenant: Tenant, charge: OffSessionCharge) -> Ch
         )
     except ProcessorRefused as refused:
         return ChargeAnswer(authorization, refused)
-    return ChargeAnswer(authorization, Capture(captured["authorization_id"], captured["amount_captured"]))
+    return ChargeAnswer(authorization, _capture(captured))
 
 
 async def _open_books(uow: UnitOfWork, tenant: Tenant) -> _Books:
@@ -881,6 +948,16 @@ def _authorization_answer(
         "currency": currency,
         "decline_code": decline_code,
     }
+
+
+def _capture(answer: dict[str, Any]) -> Capture:
+    # an answer recorded before captures said when (and a batch's) has no `captured_at`
+    captured_at = answer.get("captured_at")
+    return Capture(
+        answer["authorization_id"],
+        answer["amount_captured"],
+        datetime.fromisoformat(captured_at) if captured_at is not None else None,
+    )
 
 
 def _authorization(answer: dict[str, Any]) -> Authorization:
@@ -1040,6 +1117,70 @@ _ALTER_TRANSFER = """
     UPDATE sandbox_processor_calls SET response = response || $4::jsonb
     WHERE installation_id = $1 AND livemode = $2 AND operation_type = 'transfer' AND response->>'id' = $3
     RETURNING idempotency_key
+"""
+# `authorize`'s usual case: no answer stored under the key ($3), no authorization fault armed, the card
+# ($4) this tenant's. The call is recorded first; the authorization is written only with it, so a
+# concurrent call with the key (its record first) leaves nothing written here. $9: behaviour -> [status,
+# decline code]; the response is `_authorization_answer`'s.
+_AUTHORIZE_AT_ONCE = """
+    WITH usual AS (
+        SELECT $9::jsonb -> c.behaviour AS outcome FROM sandbox_cards c
+        WHERE c.token = $4 AND c.installation_id = $1 AND c.livemode = $2
+          AND NOT EXISTS (SELECT 1 FROM sandbox_processor_calls
+                          WHERE installation_id = $1 AND livemode = $2 AND idempotency_key = $3)
+          AND NOT EXISTS (SELECT 1 FROM sandbox_processor_faults
+                          WHERE installation_id = $1 AND livemode = $2 AND operation_type = 'authorize'
+                            AND remaining > 0)
+    ), recorded AS (
+        INSERT INTO sandbox_processor_calls
+            (installation_id, livemode, idempotency_key, operation_type, request, response, succeeded)
+        SELECT $1, $2, $3, 'authorize', $10::jsonb,
+               jsonb_build_object('id', $5::text, 'status', outcome -> 0, 'amount', $6::bigint,
+                                  'currency', $7::text, 'decline_code', outcome -> 1),
+               true
+        FROM usual
+        ON CONFLICT DO NOTHING
+        RETURNING response
+    ), held AS (
+        INSERT INTO sandbox_authorizations
+            (id, installation_id, livemode, card_token, amount, currency, status, decline_code, reference)
+        SELECT $5, $1, $2, $4, $6, $7, response ->> 'status', response ->> 'decline_code', $8 FROM recorded
+    )
+    SELECT response FROM recorded
+"""
+# `capture`'s usual case: no answer stored under the key ($3), no capture fault armed, the authorization
+# ($4) this tenant's, authorized, holding at least the amount ($5, at least 1). Locked, so a concurrent
+# capture waits and then finds it captured (no row: `_call` refuses it). Captured at $7 (now) on the
+# tenant's clock, as `_capture_answer`; the response is `_capture_answer`'s.
+_CAPTURE_AT_ONCE = """
+    WITH usual AS (
+        SELECT a.id, $7::timestamptz + make_interval(
+                         secs => CASE WHEN $2 THEN 0 ELSE COALESCE(k.offset_seconds, 0) END) AS captured_at
+        FROM sandbox_authorizations a LEFT JOIN sandbox_clocks k ON k.installation_id = a.installation_id
+        WHERE a.id = $4 AND a.installation_id = $1 AND a.livemode = $2 AND a.status = 'authorized'
+          AND a.amount >= $5
+          AND NOT EXISTS (SELECT 1 FROM sandbox_processor_calls
+                          WHERE installation_id = $1 AND livemode = $2 AND idempotency_key = $3)
+          AND NOT EXISTS (SELECT 1 FROM sandbox_processor_faults
+                          WHERE installation_id = $1 AND livemode = $2 AND operation_type = 'capture'
+                            AND remaining > 0)
+        FOR UPDATE OF a
+    ), recorded AS (
+        INSERT INTO sandbox_processor_calls
+            (installation_id, livemode, idempotency_key, operation_type, request, response, succeeded)
+        SELECT $1, $2, $3, 'capture', $6::jsonb,
+               jsonb_build_object('authorization_id', usual.id, 'amount_captured', $5::bigint,
+                                  'captured_at', usual.captured_at),
+               true
+        FROM usual
+        ON CONFLICT DO NOTHING
+        RETURNING response
+    )
+    UPDATE sandbox_authorizations a
+    SET status = 'captured', amount_captured = $5, captured_at = usual.captured_at, updated_at = now()
+    FROM usual, recorded
+    WHERE a.id = usual.id
+    RETURNING recorded.response
 """
 _CARD_BEHAVIOUR = """
     SELECT behaviour FROM sandbox_cards WHERE token = $1 AND installation_id = $2 AND livemode = $3
