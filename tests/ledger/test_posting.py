@@ -312,3 +312,38 @@ def test_posting_is_a_frozen_value():
     posting = Posting("platform:fees", 290, "usd")
     with pytest.raises(AttributeError):
         posting.amount = 1  # type: ignore[misc]
+
+
+def post_if_not_negative(bridge, tenant, guard, *legs, idempotency_key=None):
+    async def work(session):
+        return await ledger.post_if_not_negative(
+            session,
+            tenant,
+            guard=guard,
+            kind="guarded",
+            postings=[Posting(code, amount, currency) for code, amount, currency in legs],
+            idempotency_key=idempotency_key,
+        )
+
+    return bridge.in_unit_of_work(work)
+
+
+def test_a_guarded_posting_is_written_only_while_its_guard_account_is_not_negative(bridge, db, tenant):
+    owner = tenant.tenant
+    legs = (("world:in", -500, "usd"), ("balance:in", 500, "usd"))
+    # the guard account does not exist yet (0), nor do the legs' accounts: written all the same
+    first = post_if_not_negative(bridge, owner, ("owed", "usd"), *legs, idempotency_key="g1")
+    assert first is not None and balance(bridge, owner, "balance:in") == 500
+    # a repeated key replays the first transaction
+    again = post_if_not_negative(bridge, owner, ("owed", "usd"), *legs, idempotency_key="g1")
+    assert again is not None and again.id == first.id and balance(bridge, owner, "balance:in") == 500
+    post(bridge, owner, ("owed", -1, "usd"), ("lender", 1, "usd"))
+    before = count_rows(db, "journal_transactions", owner.installation_id)
+    assert post_if_not_negative(bridge, owner, ("owed", "usd"), *legs, idempotency_key="g2") is None
+    assert count_rows(db, "journal_transactions", owner.installation_id) == before
+    assert balance(bridge, owner, "balance:in") == 500
+    # the guard is per currency and per tenant: the account in euros owes nothing
+    assert post_if_not_negative(bridge, owner, ("owed", "eur"), *legs, idempotency_key="g3") is not None
+    post(bridge, owner, ("owed", 1, "usd"), ("lender", -1, "usd"))
+    assert post_if_not_negative(bridge, owner, ("owed", "usd"), *legs, idempotency_key="g4") is not None
+    assert balance(bridge, owner, "balance:in") == 1_500

@@ -146,6 +146,31 @@ async def insert_transaction(connection: Any, entry: NewJournalTransaction) -> J
     return (await insert_transactions(connection, [entry])).get(entry.id)
 
 
+async def insert_transaction_if_not_negative(
+    connection: Any, entry: NewJournalTransaction, code: str, currency: str
+) -> tuple[int, JournalTransaction | None]:
+    """The balance of the tenant's account (code, currency) and, if it is 0 or more, the journal
+    transaction written in the same statement (None when it is negative, or see POST_SQL)."""
+    row = await connection.fetchrow(
+        GUARDED_POST_SQL,
+        [entry.id],
+        [entry.tenant.installation_id],
+        [entry.tenant.livemode],
+        [entry.kind],
+        [entry.reference],
+        [entry.idempotency_key],
+        [1 for _ in entry.legs],
+        [code for code, _, _ in entry.legs],
+        [amount for _, amount, _ in entry.legs],
+        [currency for _, _, currency in entry.legs],
+        code,
+        currency,
+    )
+    found = dict(row)
+    balance = int(found.pop("guard_balance"))
+    return balance, from_row(JournalTransaction, found) if found["id"] is not None else None
+
+
 async def find_by_idempotency_key(
     session: AsyncSession, tenant: Tenant, idempotency_key: str
 ) -> JournalTransaction | None:
@@ -190,24 +215,52 @@ BALANCE = text(
 
 # The same, for an account named by its code and currency: its lookup in the same statement (0 when it
 # does not exist yet), one round trip instead of two on every capture's fee check.
-BALANCE_BY_CODE = text(
-    """
+_BALANCE_OF_CODE = """
     SELECT coalesce(checkpoint.balance, 0) + coalesce((
         SELECT sum(p.amount) FROM postings p
         WHERE p.account_id = account.id AND p.txid >= coalesce(checkpoint.txid_horizon, 0)
-    ), 0)
+    ), 0) AS balance
     FROM (SELECT 1) AS one
     LEFT JOIN ledger_accounts AS account
-           ON account.installation_id = :installation_id AND account.livemode = :livemode
-          AND account.code = :code AND account.currency = :currency
+           ON account.installation_id = {installation_id} AND account.livemode = {livemode}
+          AND account.code = {code} AND account.currency = {currency}
     LEFT JOIN LATERAL (
         SELECT c.balance, b.txid_horizon
         FROM ledger_balance_checkpoints c JOIN ledger_blocks b ON b.height = c.block_height
         WHERE c.account_id = account.id
         ORDER BY c.block_height DESC LIMIT 1
     ) AS checkpoint ON true
-    """
+"""
+BALANCE_BY_CODE = text(
+    _BALANCE_OF_CODE.format(
+        installation_id=":installation_id", livemode=":livemode", code=":code", currency=":currency"
+    )
 )
+# POST_SQL for one journal transaction, written only if the account named by $11 (code) and $12
+# (currency) of the entry's tenant has a balance of 0 or more in the statement's own snapshot: a check
+# that decides what to post, in the posting's round trip. `guard_balance` says what it found.
+GUARDED_POST_SQL = (
+    POST_SQL.replace(
+        "WITH entry AS (",
+        "WITH guard AS ("
+        + _BALANCE_OF_CODE.format(
+            installation_id="($2::text[])[1]", livemode="($3::boolean[])[1]", code="$11", currency="$12"
+        )
+        + "), entry AS (",
+        1,
+    )
+    .replace(
+        "legs.account_id IS NULL)\n",
+        "legs.account_id IS NULL)\n      AND (SELECT balance FROM guard) >= 0\n",
+        1,
+    )
+    .replace(
+        "SELECT * FROM journal\n",
+        "SELECT guard.balance AS guard_balance, journal.* FROM guard LEFT JOIN journal ON true\n",
+        1,
+    )
+)
+assert GUARDED_POST_SQL.count("guard") == 5, "POST_SQL changed shape: GUARDED_POST_SQL needs a look"
 
 
 async def accounts_with_codes(

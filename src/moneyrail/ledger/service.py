@@ -151,6 +151,35 @@ async def post(
     return await _post_entry(session, _new_entry(tenant, kind, postings, reference, idempotency_key))
 
 
+async def post_if_not_negative(
+    session: AsyncSession,
+    tenant: Tenant,
+    *,
+    guard: tuple[str, str],
+    kind: str,
+    postings: Sequence[Posting],
+    reference: str | None = None,
+    idempotency_key: str | None = None,
+) -> JournalTransaction | None:
+    """`post`, provided the tenant's account `guard` (code, currency) has a balance of 0 or more.
+
+    For a caller whose postings depend on that balance only when it is negative (a capture recovering
+    an earlier fee shortfall): the balance is read in the posting's own statement, one round trip for
+    both. None, with nothing written, when it is negative. It takes no lock: a caller that must hold
+    the balance while it decides takes `lock_accounts` and posts with `post`.
+    """
+    entry = _new_entry(tenant, kind, postings, reference, idempotency_key)
+    code, currency = guard
+    balance, journal = await repository.insert_transaction_if_not_negative(
+        await driver_connection(session), entry, code, currency
+    )
+    if balance < 0:
+        return None
+    # not written although the balance allowed it: an account used for the first time, or a key posted
+    # before (replayed, or refused as a conflict)
+    return journal if journal is not None else await _post_entry(session, entry)
+
+
 @dataclass(frozen=True, slots=True)
 class Entry:
     """One journal transaction of `post_many`: what `post` takes, for one of several."""

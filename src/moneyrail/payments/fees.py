@@ -95,24 +95,30 @@ async def prior_recovery_for(
 async def post_capture(session: AsyncSession, tenant: Tenant, payment: PaymentIntent) -> None:
     captured = payment.amount_received
     reserve = payment.fee_reserve or 0
-    recovery = await prior_recovery_for(session, tenant, payment.currency, captured - reserve, lock=True)
-    proceeds = captured - reserve - recovery
-    await ledger.post(
-        session,
-        tenant,
-        kind="payment_capture",
-        reference=payment.id,
-        idempotency_key=f"{payment.id}:capture",
-        postings=_legs(
+
+    def capture_legs(recovery: int) -> list[ledger.Posting]:
+        return _legs(
             payment.currency,
             (WORLD_CARD_NETWORK, -captured),
-            (BALANCE_PENDING, proceeds),
+            (BALANCE_PENDING, captured - reserve - recovery),
             (SERVICE_RESERVE, reserve),
             (FEES_OWED, recovery),
-        ),
-    )
+        )
+
+    journal = {"kind": "payment_capture", "reference": payment.id, "idempotency_key": f"{payment.id}:capture"}
+    recovery = 0
+    # The usual case, no earlier shortfall to recover: the check rides in the posting's statement. With
+    # one, nothing was written: the debt is recovered under its lock, as `prior_recovery_for` does.
+    if (
+        await ledger.post_if_not_negative(
+            session, tenant, guard=(FEES_OWED, payment.currency), postings=capture_legs(0), **journal
+        )
+        is None
+    ):
+        recovery = await prior_recovery_for(session, tenant, payment.currency, captured - reserve, lock=True)
+        await ledger.post(session, tenant, postings=capture_legs(recovery), **journal)
     payment.fee_prior_recovery = recovery
-    payment.amount_pending_settlement = proceeds
+    payment.amount_pending_settlement = captured - reserve - recovery
 
 
 async def post_captures(session: AsyncSession, tenant: Tenant, payments: Sequence[PaymentIntent]) -> None:
