@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta
+
 import pytest
 
 from moneyrail.processor import cards
+from moneyrail.processor.interface import CardDetails, CardNotAccepted
 
 
 @pytest.mark.parametrize(
@@ -62,3 +65,21 @@ def test_every_sandbox_card_is_a_luhn_valid_visa_with_a_distinct_behaviour():
 def test_two_digit_expiry_years_are_read_as_this_century():
     assert cards.full_expiry_year(31) == 2031
     assert cards.full_expiry_year(2031) == 2031
+
+
+@pytest.mark.parametrize(
+    ("exp_month", "exp_year", "end"),
+    [
+        (12, 2030, datetime(2031, 1, 1, tzinfo=UTC)),
+        (2, 28, datetime(2028, 3, 1, tzinfo=UTC)),
+        (12, 9999, None),
+        (11, 9999, datetime(9999, 12, 1, tzinfo=UTC)),
+    ],
+)
+def test_a_card_is_good_until_its_expiry_month_is_over(exp_month, exp_year, end):
+    details = CardDetails(number="4242424242424242", exp_month=exp_month, exp_year=exp_year, cvc="123")
+    assert cards.expiry_end(details) == end
+    if end is not None:  # the same verdict as checked_card_number's, either side of that instant
+        cards.checked_card_number(details, end - timedelta(microseconds=1))
+        with pytest.raises(CardNotAccepted):
+            cards.checked_card_number(details, end)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-from datetime import datetime
+from datetime import UTC, datetime
 
 from moneyrail.kit.ids import BASE62
 from moneyrail.processor.interface import CardDetails, CardNotAccepted
@@ -89,6 +89,17 @@ def checked_card_number(card: CardDetails, now: datetime) -> str:
     if (exp_year, card.exp_month) < (now.year, now.month):
         raise CardNotAccepted("expired_card", "Your card has expired.")
     return digits
+
+
+def expiry_end(card: CardDetails) -> datetime | None:
+    """The first instant a card is no longer good (its expiry month over, UTC), for a card whose month
+    and year `checked_card_number` accepts; None for one good past the last representable date."""
+    exp_year = full_expiry_year(card.exp_year)
+    if (exp_year, card.exp_month) == (9999, 12):
+        return None
+    if card.exp_month == 12:
+        return datetime(exp_year + 1, 1, 1, tzinfo=UTC)
+    return datetime(exp_year, card.exp_month + 1, 1, tzinfo=UTC)
 
 
 def sandbox_behaviour(digits: str) -> str:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import orjson
@@ -129,6 +129,9 @@ class _Books:
 
 Answer = Callable[[_Books], Awaitable[dict[str, Any]]]
 
+# Before any card's expiry: `checked_card_number` then checks all but the expiry.
+NOT_YET_EXPIRED = datetime(1, 1, 1, tzinfo=UTC)
+
 # A tokenized card's behaviour never changes (its row is never updated), so the simulator remembers the
 # behaviours it wrote or read, without a lifetime: the risk read of a card just tokenized costs no round
 # trip. Keyed by tenant too, so another tenant's token still looks unknown. Bounded: the oldest go first.
@@ -154,15 +157,16 @@ class SandboxProcessor:
                 "live_mode_not_connected",
                 "No card network is connected to live mode yet: live cards cannot be charged.",
             )
-        # Two statements, each committing alone (no transaction to open and close): the fault (used up
-        # even though the call "fails") and the clock, then the card. Nothing is written between them.
-        async with autocommit_connection(self._sessionmaker) as connection:
-            row = await connection.fetchrow(_TAKE_FAULT_AND_CLOCK, tenant.installation_id, tenant.livemode)
-            if row["mode"] == "transient":
-                raise _injected_unavailable("tokenize")
-            if row["mode"] is not None:
-                raise _injected_refusal("tokenize")
-            digits = cards.checked_card_number(card, utcnow() + timedelta(seconds=row["offset_seconds"]))
+        # One statement, committing alone: the fault taken (used up even though the call "fails"), the
+        # tenant's clock read, and the card saved unless the fault or the card's checks refuse it. Only
+        # the expiry needs that clock, so the statement compares it; the refusal is raised after, in
+        # the order of the checks, by the same checks on the same time.
+        now = utcnow()
+        tokenized: TokenizedCard | None = None
+        behaviour: str | None = None
+        try:
+            digits = cards.checked_card_number(card, NOT_YET_EXPIRED)
+            behaviour = cards.sandbox_behaviour(digits)
             tokenized = TokenizedCard(
                 token=_sandbox_id("sbx_card"),
                 brand=cards.card_brand(digits),
@@ -171,19 +175,31 @@ class SandboxProcessor:
                 exp_year=cards.full_expiry_year(card.exp_year),
                 fingerprint=cards.card_fingerprint(tenant.installation_id, digits),
             )
-            behaviour = cards.sandbox_behaviour(digits)
-            await connection.execute(
-                _INSERT_CARD,
-                tokenized.token,
+        except CardNotAccepted:
+            pass  # raised below, once the fault is taken
+        async with autocommit_connection(self._sessionmaker) as connection:
+            row = await connection.fetchrow(
+                _TOKENIZE,
                 tenant.installation_id,
                 tenant.livemode,
+                tokenized.token if tokenized is not None else None,
                 behaviour,
-                tokenized.brand,
-                tokenized.last4,
-                tokenized.exp_month,
-                tokenized.exp_year,
-                tokenized.fingerprint,
+                tokenized.brand if tokenized is not None else None,
+                tokenized.last4 if tokenized is not None else None,
+                card.exp_month,
+                tokenized.exp_year if tokenized is not None else None,
+                tokenized.fingerprint if tokenized is not None else None,
+                cards.expiry_end(card) if tokenized is not None else None,
+                now,
             )
+        if row["mode"] == "transient":
+            raise _injected_unavailable("tokenize")
+        if row["mode"] is not None:
+            raise _injected_refusal("tokenize")
+        digits = cards.checked_card_number(card, now + timedelta(seconds=row["offset_seconds"]))
+        cards.sandbox_behaviour(digits)
+        if tokenized is None or behaviour is None or not row["saved"]:
+            raise RuntimeError("the card's checks and the tokenizing statement disagree")
         self._remember_behaviour((tokenized.token, tenant.installation_id, tenant.livemode), behaviour)
         return tokenized
 
@@ -1022,15 +1038,28 @@ _STORED_CALL_OR_FAULT = """
     SELECT s.operation_type, s.request, s.response, s.succeeded, (SELECT mode FROM fault) AS fault_mode
     FROM (SELECT 1) AS one LEFT JOIN stored AS s ON true
 """
-_TAKE_FAULT_AND_CLOCK = """
+# A tokenizing: the fault taken, the tenant's clock, and the card ($3, NULL when its checks refused it)
+# saved when no fault was armed and, on the tenant's clock ($11, now, plus the offset), before $10 (when
+# the card expires; NULL: never, within dates).
+_TOKENIZE = """
     WITH fault AS (
         UPDATE sandbox_processor_faults SET remaining = remaining - 1, updated_at = now()
         WHERE installation_id = $1 AND livemode = $2 AND operation_type = 'tokenize' AND remaining > 0
         RETURNING mode
+    ), clock AS (
+        SELECT offset_seconds, $11::timestamptz + make_interval(secs => offset_seconds) AS tenant_now
+        FROM (SELECT COALESCE((SELECT offset_seconds FROM sandbox_clocks WHERE installation_id = $1), 0)
+                  AS offset_seconds) AS offset_of_tenant
+    ), saved AS (
+        INSERT INTO sandbox_cards
+            (token, installation_id, livemode, behaviour, brand, last4, exp_month, exp_year, fingerprint)
+        SELECT $3, $1, $2, $4, $5, $6, $7, $8, $9 FROM clock
+        WHERE $3::varchar IS NOT NULL AND NOT EXISTS (SELECT 1 FROM fault)
+          AND ($10::timestamptz IS NULL OR clock.tenant_now < $10)
+        RETURNING 1
     )
-    SELECT (SELECT mode FROM fault) AS mode,
-           COALESCE((SELECT offset_seconds FROM sandbox_clocks WHERE installation_id = $1), 0)
-               AS offset_seconds
+    SELECT (SELECT mode FROM fault) AS mode, clock.offset_seconds, EXISTS (SELECT 1 FROM saved) AS saved
+    FROM clock
 """
 _TAKE_FAULT = """
     UPDATE sandbox_processor_faults SET remaining = remaining - 1, updated_at = now()
@@ -1079,11 +1108,6 @@ _RECORD_CALL = """
     VALUES ($1, $2, $3, $4, $5, $6, $7)
     ON CONFLICT DO NOTHING
     RETURNING idempotency_key
-"""
-_INSERT_CARD = """
-    INSERT INTO sandbox_cards
-        (token, installation_id, livemode, behaviour, brand, last4, exp_month, exp_year, fingerprint)
-    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
 """
 _LOCK_TRANSFER = """
     SELECT (request->>'amount')::bigint FROM sandbox_processor_calls
