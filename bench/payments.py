@@ -702,9 +702,11 @@ def results_page(latest: dict[str, Any], name: str, notes: str) -> str:
     return "\n".join([*lines, "", NOTES_MARK, notes.strip("\n"), ""])
 
 
-def write_results(document: dict[str, Any]) -> Path:
-    path = harness.RESULTS_DIR / f"payments-{document['started_at'][:10]}.json"
+def write_results(document: dict[str, Any], name: str = "payments") -> Path:
+    path = harness.RESULTS_DIR / f"{name}-{document['started_at'][:10]}.json"
     path.write_text(json.dumps(document, indent=2) + "\n")
+    if name != "payments":  # a side measurement (an A/B): the results page keeps the recorded run
+        return path
     old = RESULTS_PAGE.read_text() if RESULTS_PAGE.exists() else ""
     notes = old.split(NOTES_MARK, 1)[1] if NOTES_MARK in old else ""
     RESULTS_PAGE.write_text(results_page(document, path.name, notes))
@@ -772,6 +774,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     )
     parser.add_argument("--wrk-threads", type=int, default=2, help="wrk threads for the bare reference")
     parser.add_argument("--database", default=BENCH_DATABASE, help="dropped and created for the run")
+    parser.add_argument(
+        "--name", default="payments", help="results/<name>-<UTC date>.json; PAYMENTS.md only for the default"
+    )
     parser.add_argument(
         "--quiet-wait",
         type=float,
@@ -901,8 +906,11 @@ def bench(args: argparse.Namespace, argv: list[str]) -> int:
         print(f"INVALID RUN: {problem}")
     for warning in warnings:
         print(f"NOISY MACHINE: {warning}")
-    path = write_results(document)
-    print(f"wrote {path.relative_to(REPO_DIR)} and {RESULTS_PAGE.relative_to(REPO_DIR)}")
+    path = write_results(document, args.name)
+    print(
+        f"wrote {path.relative_to(REPO_DIR)}"
+        + (f" and {RESULTS_PAGE.relative_to(REPO_DIR)}" if args.name == "payments" else "")
+    )
     return 1 if problems else 0
 
 
