@@ -2,7 +2,9 @@
 
 It keeps its own books in its own transactions, apart from moneyrail's unit of work, because it plays
 an outside system: a call it answered stays answered even if moneyrail's transaction then rolls back
-or its worker is killed. Repeating an idempotency key returns the stored answer.
+or its worker is killed. Repeating an idempotency key returns the stored answer. The calls on every
+payment's path (tokenize, authorize, capture) are, in the usual case, one statement on a connection
+outside any transaction: PostgreSQL commits it alone, with no BEGIN and COMMIT round trips.
 
 Card numbers reach `tokenize_card` and go no further: a tokenized card keeps its scripted behaviour,
 brand, last4, expiry and fingerprint (cards.py).
