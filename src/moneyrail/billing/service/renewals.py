@@ -12,7 +12,7 @@ import structlog
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from moneyrail.billing import calendar, catalog, repository
-from moneyrail.engine.schedule import register_periodic
+from moneyrail.engine.schedule import CommitChunk, commit_at_the_end, register_periodic_in_chunks
 from moneyrail.engine.service import create_operation, create_operations
 from moneyrail.errors import (
     MoneyrailError,
@@ -27,7 +27,7 @@ from moneyrail.payment_methods import service as methods
 from moneyrail.payments import service as payments
 from moneyrail.processor import provider
 from moneyrail.processor.interface import Processor
-from moneyrail.sandbox.service import register_due_work, tenant_now
+from moneyrail.sandbox.service import register_due_work_in_chunks, tenant_now
 
 from .collection import _fail, _on_payment_captured
 from .subscriptions import (
@@ -245,9 +245,25 @@ async def _settle_due(
 
 
 async def _settle_due_subscriptions(
-    session: AsyncSession, *, tenant: Tenant | None, livemode: bool | None, now: datetime, rounds: int
+    session: AsyncSession,
+    *,
+    tenant: Tenant | None,
+    livemode: bool | None,
+    now: datetime,
+    rounds: int,
+    commit_chunk: CommitChunk,
 ) -> int:
-    """Up to `rounds` batches of due subscriptions; what is left waits for the next run."""
+    """Up to `rounds` batches of due subscriptions, each committed whole by `commit_chunk`; what is
+    left waits for the next run.
+
+    Why a batch may commit on its own: a due subscription is found by its latest invoice being paid
+    (or by ending), and locked (SKIP LOCKED). Within the batch's transaction its next cycle's invoice,
+    payment and `renewal` operation are written and `latest_invoice` points at the new, open invoice.
+    Committed, the subscription is no longer due to any sweep (and the unique cycle index would refuse
+    a second invoice anyway); rolled back or never reached (a crash), it is still due, with nothing
+    written, and the next advance or sweep opens it. So each subscription is opened once or not yet,
+    never twice, whichever batch a crash interrupts; the committed batches' renewals are published by
+    the relay at their commit (NOTIFY) and charged while the next batch opens."""
     done = 0
     after: tuple[datetime, str] | None = None
     for _ in range(rounds):
@@ -289,34 +305,37 @@ async def _settle_due_subscriptions(
                 if subscription.status != "active":
                     raise
                 await _stop_for_review(session, owner, subscription, refused.code)
+        await commit_chunk()
         done += len(due)
         if len(due) < SWEEP_BATCH:
             break
     return done
 
 
-async def renew_due(session: AsyncSession, tenant: Tenant, now: datetime) -> int:
+async def renew_due(
+    session: AsyncSession, tenant: Tenant, now: datetime, commit_chunk: CommitChunk = commit_at_the_end
+) -> int:
     """Due work of a sandbox clock advance: this tenant's subscriptions due at `now`."""
     return await _settle_due_subscriptions(
-        session, tenant=tenant, livemode=None, now=now, rounds=SWEEP_ROUNDS
+        session, tenant=tenant, livemode=None, now=now, rounds=SWEEP_ROUNDS, commit_chunk=commit_chunk
     )
 
 
-async def sweep(session: AsyncSession) -> int:
+async def sweep(session: AsyncSession, commit_chunk: CommitChunk = commit_at_the_end) -> int:
     """The leading scheduler's billing calendar: found by query, live on real time, each sandbox on
     its own clock. A sweep is safe to run late, twice, or on two schedulers at once (SKIP LOCKED,
-    and the unique cycle index)."""
+    and the unique cycle index), and beside a clock advance opening the same sandbox's renewals."""
     done = await _settle_due_subscriptions(
-        session, tenant=None, livemode=True, now=utcnow(), rounds=SWEEP_ROUNDS
+        session, tenant=None, livemode=True, now=utcnow(), rounds=SWEEP_ROUNDS, commit_chunk=commit_chunk
     )
     for installation_id in await repository.sandboxes_with_subscriptions(session, SWEEP_SANDBOXES):
         sandbox = Tenant(installation_id, False)
-        done += await renew_due(session, sandbox, await tenant_now(session, sandbox))
+        done += await renew_due(session, sandbox, await tenant_now(session, sandbox), commit_chunk)
     return done
 
 
-register_periodic("billing.renewals", timedelta(seconds=20), sweep)
-register_due_work("billing.renewals", renew_due)
+register_periodic_in_chunks("billing.renewals", timedelta(seconds=20), sweep)
+register_due_work_in_chunks("billing.renewals", renew_due)
 
 
 async def process_renewal(session: AsyncSession, operation: Operation, processor: Processor) -> None:
