@@ -306,6 +306,23 @@ async def lock_subscriptions(
     return {subscription.id: subscription for subscription in (await session.scalars(statement)).all()}
 
 
+async def lock_subscriptions_of_invoices(
+    session: AsyncSession, tenant: Tenant, invoice_ids: Sequence[str]
+) -> dict[str, Subscription]:
+    """The subscriptions these invoices bill, locked in id order, in one statement (no read of the
+    invoices before their own lock: the subscription is locked first, as everywhere)."""
+    billed = select(SubscriptionInvoice.subscription_id).where(
+        _owned_by(SubscriptionInvoice, tenant), SubscriptionInvoice.id.in_(set(invoice_ids))
+    )
+    statement = (
+        select(Subscription)
+        .where(_owned_by(Subscription, tenant), Subscription.id.in_(billed.scalar_subquery()))
+        .order_by(Subscription.id)
+        .with_for_update()
+    )
+    return {subscription.id: subscription for subscription in (await session.scalars(statement)).all()}
+
+
 async def invoices_by_id(
     session: AsyncSession, tenant: Tenant, invoice_ids: Sequence[str], *, for_update: bool = False
 ) -> dict[str, SubscriptionInvoice]:

@@ -388,13 +388,10 @@ async def _renew_together(
     session: AsyncSession, tenant: Tenant, operations: Sequence[Operation], processor: Processor
 ) -> None:
     invoice_ids = [str(operation.payload["subscription_invoice"]) for operation in operations]
-    found = await repository.invoices_by_id(session, tenant, invoice_ids)
     # locked in process_renewal's order (the subscription, then its invoice, then the payment), each
-    # set in id order
-    subscriptions = await repository.lock_subscriptions(
-        session, tenant, [invoice.subscription_id for invoice in found.values()]
-    )
-    invoices = await repository.invoices_by_id(session, tenant, list(found), for_update=True)
+    # set in id order; the invoices read only once locked, so their status is the one that holds
+    subscriptions = await repository.lock_subscriptions_of_invoices(session, tenant, invoice_ids)
+    invoices = await repository.invoices_by_id(session, tenant, invoice_ids, for_update=True)
     prices = await repository.prices_by_id(session, tenant, [s.price_id for s in subscriptions.values()])
     cards = await methods.preferred_methods(session, tenant, [s.customer_id for s in subscriptions.values()])
     due: list[tuple[Operation, Subscription, SubscriptionInvoice]] = []
