@@ -210,7 +210,7 @@ async def _open_renewals_together(
         cycle_invoice(tenant, subscription, price, cycle, amount, payment.id, written)
         for (subscription, price, amount, cycle), payment in zip(opening, created, strict=True)
     ]
-    operations = await create_operations(
+    operation_ids = await create_operations(
         session,
         tenant,
         operation_type=RENEWAL_TYPE,
@@ -218,16 +218,16 @@ async def _open_renewals_together(
         work=[(invoice.id, {"subscription_invoice": invoice.id}) for invoice in invoices],
         batch_size=1 if tenant.livemode else RENEWAL_BATCH,
     )
-    for invoice, operation in zip(invoices, operations, strict=True):
-        invoice.operation_id = operation.id
-    session.add_all(invoices)
-    await session.flush()
-    for (subscription, *_), invoice in zip(opening, invoices, strict=True):
-        subscription.latest_invoice_id = invoice.id
-        subscription.updated_at = written
-    await session.flush()
-    # written and not needed again in this (clock advance's) transaction: keep its session small
-    for row in [*created, *invoices, *operations, *(subscription for subscription, *_ in opening)]:
+    for invoice, operation_id in zip(invoices, operation_ids, strict=True):
+        invoice.operation_id = operation_id
+    # the invoices and the subscriptions' latest invoice in one statement each, straight on the driver:
+    # built, flushed and read back as ORM rows they were a third of the opening's CPU
+    await repository.insert_cycle_invoices(session, tenant, invoices)
+    latest = [(s.id, invoice.id) for (s, *_), invoice in zip(opening, invoices, strict=True)]
+    await repository.point_latest_invoices(session, latest, written)
+    # written and not needed again in this (clock advance's) transaction: keep its session small (the
+    # subscriptions' loaded rows no longer match theirs)
+    for row in [*created, *(subscription for subscription, *_ in opening)]:
         session.expunge(row)
     logger.info("subscription_renewals_opened", installation=tenant.installation_id, count=len(opening))
     return left
