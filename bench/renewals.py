@@ -63,7 +63,7 @@ DATABASE = "moneyrail_bench_renewals"
 PROCESSES = 2
 # The renewal workers' threads and pools, kept small: the machine's PostgreSQL is shared (100 connections
 # in all, most taken by others' runs) and a renewal thread holds one connection of the main pool and,
-# while it charges, one of the sandbox processor's. A message carries up to 64 renewals (RENEWAL_BATCH),
+# while it charges, one of the sandbox processor's. A message carries up to 128 renewals (RENEWAL_BATCH),
 # charged set-based, so 4 threads a process keep both processes busy. The engine's reference keeps its
 # own 8 threads (bench/engine.py).
 THREADS = 4

@@ -108,8 +108,10 @@ def _charge_key(invoice: SubscriptionInvoice) -> str:
 # must not hold up the others. A whole batch must finish well within one operation lease on a loaded
 # machine (a superseded batch is redone whole): set-based, the usual batch is some 20 statements whatever
 # its size, by the code (it was 40-50 per renewal, and 32 renewals then outlived a 60 s lease at load
-# average 20); 64 charged 10,000 at 360-395/s on a loaded machine, about a second a batch.
-RENEWAL_BATCH = 64
+# average 20); 64 charged 10,000 at 360-395/s on a loaded machine, about a second a batch. 128 halves
+# what each renewal pays of the batch's fixed statements (claim, commit, outcomes): the workers' CPU per
+# renewal fell from about 1.0 to 0.8 ms at 10,000 (bench/results/RENEWALS.md, 2026-11-26).
+RENEWAL_BATCH = 128
 
 
 async def _charge_later(session: AsyncSession, tenant: Tenant, invoice: SubscriptionInvoice) -> None:
