@@ -223,7 +223,8 @@ async def _open_renewals_together(
     for invoice, operation_id in zip(invoices, operation_ids, strict=True):
         invoice.operation_id = operation_id
     # the invoices and the subscriptions' latest invoice in one statement each, straight on the driver:
-    # built, flushed and read back as ORM rows they were a third of the opening's CPU
+    # flushed and read back as ORM rows (with the operations) they cost about a sixth of the advance's
+    # CPU per renewal (bench/results/RENEWALS.md, 2026-11-26)
     await repository.insert_cycle_invoices(session, tenant, invoices)
     latest = [(s.id, invoice.id) for (s, *_), invoice in zip(opening, invoices, strict=True)]
     await repository.point_latest_invoices(session, latest, written)
