@@ -110,7 +110,7 @@ def _charge_key(invoice: SubscriptionInvoice) -> str:
 # its size, by the code (it was 40-50 per renewal, and 32 renewals then outlived a 60 s lease at load
 # average 20); 64 charged 10,000 at 360-395/s on a loaded machine, about a second a batch. 128 halves
 # what each renewal pays of the batch's fixed statements (claim, commit, outcomes): the workers' CPU per
-# renewal fell from about 1.0 to 0.8 ms at 10,000 (bench/results/RENEWALS.md, 2026-11-26).
+# renewal fell from 0.88 to 0.79 ms at 10,000, under the same load (bench/results/RENEWALS.md, 2026-11-26).
 RENEWAL_BATCH = 128
 
 
