@@ -18,9 +18,11 @@ One run, with bench/harness.py: a fresh database `moneyrail_bench_renewals`, mig
      (its own installation in the same database, its own 2 x 8 fleet, stopped afterwards);
    - the renewals: `moneyrail worker --processes 2` and `moneyrail scheduler` started; one sandbox
      clock advance to a minute past the latest period end, so every subscription falls due at that
-     instant; the advance's transaction opens every next-cycle invoice and its `renewal` operation (the
-     product's due work of a clock advance); timed from the advance's start until every invoice of the
-     cycle is paid, and split into opening (the advance's commit) and charging (commit to last paid);
+     instant; the advance opens every next-cycle invoice and its `renewal` operation (the product's due
+     work of a clock advance), committing each sweep batch of 500 on its own so that the workers charge
+     while the rest opens; timed from the advance's start until every invoice of the cycle is paid, and
+     split into opening (until the advance returns, its last chunk committed) and charging (from
+     there to the last paid: the charging before it overlaps the opening);
    - the checks, straight in the database: one invoice per subscription for the cycle, all paid; at
      the processor, one `authorize` call under each invoice's charge key and one captured authorization
      per invoice's payment; in the database, one succeeded payment per subscription for the cycle and
@@ -61,7 +63,7 @@ DATABASE = "moneyrail_bench_renewals"
 PROCESSES = 2
 # The renewal workers' threads and pools, kept small: the machine's PostgreSQL is shared (100 connections
 # in all, most taken by others' runs) and a renewal thread holds one connection of the main pool and,
-# while it charges, one of the sandbox processor's. A message carries up to 64 renewals (RENEWAL_BATCH),
+# while it charges, one of the sandbox processor's. A message carries up to 128 renewals (RENEWAL_BATCH),
 # charged set-based, so 4 threads a process keep both processes busy. The engine's reference keeps its
 # own 8 threads (bench/engine.py).
 THREADS = 4
@@ -271,10 +273,27 @@ async def _advance(installation_id: str, seconds: int) -> dict[str, Any]:
     provider._processor = None
     engine = create_engine(get_settings())
     async with UnitOfWork(create_sessionmaker(engine)) as uow:
-        view = await sandbox.advance_clock(uow.session, Tenant(installation_id, False), seconds)
+        # committed a chunk at a time, as the HTTP advance does (without an Idempotency-Key)
+        view = await sandbox.advance_clock(
+            uow.session, Tenant(installation_id, False), seconds, commit_chunk=uow.commit
+        )
         await uow.commit()
     await engine.dispose()
     return dict(view.work_done)
+
+
+async def _vacuum_analyze(database_url: str) -> float:
+    """`VACUUM (ANALYZE)` of the whole database, untimed, between phases: the shared server runs with
+    autovacuum off (its CI configuration), and without it the second cycle runs on the first one's dead
+    rows and on plans made for empty tables. In service autovacuum does this as the tables grow (a
+    month passes between two cycles)."""
+    connection = await _connect(database_url)
+    try:
+        started = time.perf_counter()
+        await connection.execute("VACUUM (ANALYZE)")
+        return round(time.perf_counter() - started, 1)
+    finally:
+        await connection.close()
 
 
 _PAID = "SELECT count(*) FILTER (WHERE status = 'paid'), count(*) FROM subscription_invoices WHERE cycle = $1"
@@ -376,12 +395,12 @@ def renew_round(
     }
     database_url = run.services.database_url
     moneyrail = [str(harness.MONEYRAIL)]
-    run.processes.start(
+    workers = run.processes.start(
         f"renewals-workers-{cycle}",
         [*moneyrail, "worker", "--processes", str(PROCESSES), "--threads", str(THREADS)],
         env,
     )
-    run.processes.start(f"renewals-scheduler-{cycle}", [*moneyrail, "scheduler"], env)
+    scheduler = run.processes.start(f"renewals-scheduler-{cycle}", [*moneyrail, "scheduler"], env)
     try:
         time.sleep(8)  # the fleet boots before the clock starts
         seconds = asyncio.run(_due_instant_advance(database_url, catalog_.installation_id))
@@ -390,9 +409,12 @@ def renew_round(
         started = time.perf_counter()
         work_done = _when_connections_allow(lambda: asyncio.run(_advance(catalog_.installation_id, seconds)))
         opened_at = time.perf_counter()
+        # charged while the advance was still opening (its chunks overlap the charging): one poll
+        paid_at_opening, _ = asyncio.run(_wait_until_paid(database_url, cycle, expected, 0))
         paid, opened = asyncio.run(_wait_until_paid(database_url, cycle, expected, started + limit_s))
         finished = time.perf_counter()
-        cpu = window.until_now(DATABASE)
+        # the advance runs in this process (and the observer's one poll each 0.5 s)
+        cpu = window.until_now(DATABASE, workers=workers.pid, scheduler=scheduler.pid, advance=os.getpid())
         load_after = harness.load_average()
     finally:
         run.processes.stop_all()
@@ -406,9 +428,16 @@ def renew_round(
         "all_paid": paid >= expected,
         "seconds_opening": round(opened_at - started, 2),
         "seconds_charging": round(charging, 2),
+        "renewals_paid_when_opened": paid_at_opening,
         "seconds_until_all_paid": round(elapsed, 2),
         "renewals_per_second": round(paid / elapsed, 1),
         "renewals_per_second_charging_only": round(paid / charging, 1),
+        # CPU per renewal, what the shared machine's load disturbs least: the run's own processes and
+        # PostgreSQL (its server processes serve every database of the shared server: an upper bound)
+        "cpu_ms_per_renewal": {
+            role: round(cpu["cpu_percent_of_one_core"][role] * 10 * elapsed / max(paid, 1), 3)
+            for role in ("workers", "scheduler", "advance", "postgres")
+        },
         "machine_cpu_busy_percent": cpu["machine_cpu_busy_percent"],
         "cpu_percent_of_one_core": cpu["cpu_percent_of_one_core"],
         "other_processes": cpu["other_processes"],
@@ -460,6 +489,12 @@ def main() -> None:
     parser.add_argument("--engine-operations", type=int, default=3000)
     parser.add_argument("--round-timeout", type=float, default=1800, help="seconds a round may take")
     parser.add_argument("--name", default="renewals", help="results/<name>-<date>.json")
+    parser.add_argument(
+        "--no-vacuum",
+        dest="vacuum",
+        action="store_false",
+        help="skip the untimed VACUUM (ANALYZE) before each round (to compare with runs before it)",
+    )
     args = parser.parse_args()
     started_at = datetime.now(UTC).isoformat(timespec="seconds")
     rounds: list[dict[str, Any]] = []
@@ -485,11 +520,20 @@ def main() -> None:
             "load_average_after": harness.load_average(),
         }
         for cycle in range(1, args.rounds + 1):
+            vacuumed = asyncio.run(_vacuum_analyze(run.services.database_url)) if args.vacuum else None
+            print(f"round {cycle}: VACUUM (ANALYZE) in {vacuumed} s", flush=True)
             engine = _when_connections_allow(engine_one_operation_rate, run, args.engine_operations)
             print(f"round {cycle}: engine one operation per message {engine['per_second']}/s", flush=True)
             renewal = renew_round(run, catalog_, cycle, args.subscriptions, args.round_timeout)
             ratio = renewal["renewals_per_second"] / engine["per_second"]
-            rounds.append({"engine_one_operation": engine, "renewals": renewal, "ratio": round(ratio, 3)})
+            rounds.append(
+                {
+                    "vacuum_analyze_seconds_before": vacuumed,
+                    "engine_one_operation": engine,
+                    "renewals": renewal,
+                    "ratio": round(ratio, 3),
+                }
+            )
             print(
                 f"round {cycle}: {renewal['renewals_paid']} renewals in"
                 f" {renewal['seconds_until_all_paid']} s, {renewal['renewals_per_second']}/s,"

@@ -48,7 +48,10 @@ class Scheduler:
     async def run_job(self, job: PeriodicJob) -> None:
         try:
             async with UnitOfWork(self.sessionmaker) as uow:
-                done = await job.sweep(uow.session)
+                if job.in_chunks is not None:
+                    done = await job.in_chunks(uow.session, uow.commit)
+                else:
+                    done = await job.sweep(uow.session)
                 await uow.commit()
         except Exception:  # one failing sweep must not stop the others; the next run tries again
             logger.exception("job_failed", job=job.name)

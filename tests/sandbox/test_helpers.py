@@ -21,6 +21,17 @@ def test_the_sandbox_clock_starts_at_real_time_and_advances(api):
     assert again["offset_seconds"] == 86_460
 
 
+def test_an_advance_under_an_idempotency_key_moves_the_clock_once(api):
+    """With a key the advance is one transaction (its stored answer commits with the whole effect):
+    a retry replays the answer, the clock moved once."""
+    headers = {"Idempotency-Key": "advance-once"}
+    first = api.post("/v1/test-helpers/clock/advance", json={"seconds": 3600}, headers=headers)
+    again = api.post("/v1/test-helpers/clock/advance", json={"seconds": 3600}, headers=headers)
+    assert first.status_code == again.status_code == 200, again.text
+    assert again.headers.get("Idempotent-Replayed") == "true" and again.json() == first.json()
+    assert api.get("/v1/test-helpers/clock").json()["offset_seconds"] == 3600
+
+
 def test_one_installation_s_clock_does_not_move_another_s(make_api):
     one, two = make_api(), make_api()
     one.post("/v1/test-helpers/clock/advance", json={"seconds": 3600})

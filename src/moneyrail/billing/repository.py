@@ -10,6 +10,7 @@ from sqlalchemy import and_, or_, select, tuple_
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from moneyrail.db.pagination import newest_first_page
+from moneyrail.db.raw import driver_connection
 from moneyrail.kit.pagination import Position
 from moneyrail.kit.tenant import Tenant
 from moneyrail.models import (
@@ -306,6 +307,23 @@ async def lock_subscriptions(
     return {subscription.id: subscription for subscription in (await session.scalars(statement)).all()}
 
 
+async def lock_subscriptions_of_invoices(
+    session: AsyncSession, tenant: Tenant, invoice_ids: Sequence[str]
+) -> dict[str, Subscription]:
+    """The subscriptions these invoices bill, locked in id order, in one statement (no read of the
+    invoices before their own lock: the subscription is locked first, as everywhere)."""
+    billed = select(SubscriptionInvoice.subscription_id).where(
+        _owned_by(SubscriptionInvoice, tenant), SubscriptionInvoice.id.in_(set(invoice_ids))
+    )
+    statement = (
+        select(Subscription)
+        .where(_owned_by(Subscription, tenant), Subscription.id.in_(billed.scalar_subquery()))
+        .order_by(Subscription.id)
+        .with_for_update()
+    )
+    return {subscription.id: subscription for subscription in (await session.scalars(statement)).all()}
+
+
 async def invoices_by_id(
     session: AsyncSession, tenant: Tenant, invoice_ids: Sequence[str], *, for_update: bool = False
 ) -> dict[str, SubscriptionInvoice]:
@@ -317,3 +335,65 @@ async def invoices_by_id(
     if for_update:
         statement = statement.with_for_update()
     return {invoice.id: invoice for invoice in (await session.scalars(statement)).all()}
+
+
+# --- the set-based opening of renewals: many rows in one statement each, on the driver (no ORM rows to
+# flush and read back: a clock advance opens 100,000 renewals) ---------------------------------------
+_INSERT_CYCLE_INVOICES = """
+    INSERT INTO subscription_invoices (
+        id, installation_id, livemode, subscription_id, billing_kind, cycle, status, amount, currency,
+        period_start, period_end, payment_intent_id, terms_version, settlement_status, operation_id,
+        created_at, updated_at)
+    SELECT new.id, $1, $2, new.subscription_id, 'cycle', new.cycle, 'open', new.amount, new.currency,
+        new.period_start, new.period_end, new.payment_intent_id, new.terms_version, 'not_applicable',
+        new.operation_id, new.created_at, new.created_at
+    FROM unnest($3::text[], $4::text[], $5::int[], $6::bigint[], $7::text[], $8::timestamptz[],
+                $9::timestamptz[], $10::text[], $11::int[], $12::text[], $13::timestamptz[])
+        AS new(id, subscription_id, cycle, amount, currency, period_start, period_end, payment_intent_id,
+               terms_version, operation_id, created_at)
+"""
+
+_POINT_LATEST_INVOICES = """
+    UPDATE subscriptions AS s SET latest_invoice_id = new.invoice_id, updated_at = $3
+    FROM unnest($1::text[], $2::text[]) AS new(id, invoice_id)
+    WHERE s.id = new.id
+"""
+
+
+async def insert_cycle_invoices(
+    session: AsyncSession, tenant: Tenant, invoices: Sequence[SubscriptionInvoice]
+) -> None:
+    """Open cycle invoices without a distribution (built by `cycle_invoice`, never added to the session),
+    written as the ORM would write them."""
+    if any(invoice.distribution is not None or invoice.billing_kind != "cycle" for invoice in invoices):
+        raise ValueError("only plain cycle invoices are inserted together")
+    connection = await driver_connection(session)
+    await connection.execute(
+        _INSERT_CYCLE_INVOICES,
+        tenant.installation_id,
+        tenant.livemode,
+        [invoice.id for invoice in invoices],
+        [invoice.subscription_id for invoice in invoices],
+        [invoice.cycle for invoice in invoices],
+        [invoice.amount for invoice in invoices],
+        [invoice.currency for invoice in invoices],
+        [invoice.period_start for invoice in invoices],
+        [invoice.period_end for invoice in invoices],
+        [invoice.payment_intent_id for invoice in invoices],
+        [invoice.terms_version for invoice in invoices],
+        [invoice.operation_id for invoice in invoices],
+        [invoice.created_at for invoice in invoices],
+    )
+
+
+async def point_latest_invoices(
+    session: AsyncSession, latest: Sequence[tuple[str, str]], updated_at: datetime
+) -> None:
+    """(subscription id, invoice id) each: the subscriptions' `latest_invoice`, in one statement."""
+    connection = await driver_connection(session)
+    await connection.execute(
+        _POINT_LATEST_INVOICES,
+        [subscription_id for subscription_id, _ in latest],
+        [invoice_id for _, invoice_id in latest],
+        updated_at,
+    )

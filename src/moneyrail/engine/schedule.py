@@ -13,6 +13,11 @@ from datetime import timedelta
 from sqlalchemy.ext.asyncio import AsyncSession
 
 Sweep = Callable[[AsyncSession], Awaitable[int]]  # returns how many things it did, for the log
+# The caller's commit, offered to work large enough to be done in chunks (100,000 renewals due at one
+# instant): called after each whole chunk, so what is done is published at once and a crash loses only
+# the chunk in hand, which stays due for the next run. The caller still commits at its end.
+CommitChunk = Callable[[], Awaitable[None]]
+ChunkedSweep = Callable[[AsyncSession, CommitChunk], Awaitable[int]]
 
 
 @dataclass(frozen=True)
@@ -20,6 +25,7 @@ class PeriodicJob:
     name: str
     every: timedelta
     sweep: Sweep
+    in_chunks: ChunkedSweep | None = None  # when set, the scheduler runs this one with its commit
 
 
 _jobs: dict[str, PeriodicJob] = {}
@@ -27,6 +33,20 @@ _jobs: dict[str, PeriodicJob] = {}
 
 def register_periodic(name: str, every: timedelta, sweep: Sweep) -> None:
     _jobs[name] = PeriodicJob(name, every, sweep)
+
+
+async def commit_at_the_end() -> None:
+    """The `CommitChunk` of a caller that commits everything once, at its end."""
+
+
+def register_periodic_in_chunks(name: str, every: timedelta, sweep: ChunkedSweep) -> None:
+    """A sweep that commits each whole chunk through the scheduler's `CommitChunk`. Its `sweep` (for
+    callers without one) does the same work in their one transaction."""
+
+    async def in_one_transaction(session: AsyncSession) -> int:
+        return await sweep(session, commit_at_the_end)
+
+    _jobs[name] = PeriodicJob(name, every, in_one_transaction, in_chunks=sweep)
 
 
 def periodic_jobs() -> list[PeriodicJob]:

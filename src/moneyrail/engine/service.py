@@ -124,31 +124,32 @@ async def create_operations(
     actor_name: str,
     work: Sequence[tuple[str, dict[str, Any]]],
     batch_size: int | None = None,
-) -> list[Operation]:
+) -> list[str]:
     """`create_operation` for many operations of one type and tenant, `(resource, payload)` each: one
-    INSERT and one wake-up of the relay (it reads what is due, not the notification's id)."""
-    policy = policy_for(operation_type)
-    operations = [
-        Operation(
-            id=new_id("op"),
-            installation_id=tenant.installation_id,
-            livemode=tenant.livemode,
-            type=operation_type,
-            resource=resource,
-            payload=payload,
-            actor_name=actor_name,
-            queue_name=policy.queue_name,
-            max_attempts=policy.max_attempts,
-            batch_size=policy.batch_size if batch_size is None else batch_size,
-        )
-        for resource, payload in work
-    ]
-    if not operations:
+    INSERT and one wake-up of the relay (it reads what is due, not the notification's id). Returns
+    their ids, in order; the rows are not loaded into the session."""
+    if not work:
         return []
-    session.add_all(operations)
-    await session.flush()
-    await repository.notify_relay(session, operations[0].id)
-    return operations
+    policy = policy_for(operation_type)
+    ids = [new_id("op") for _ in work]
+    shared = repository.NewOperations(
+        operation_type=operation_type,
+        actor_name=actor_name,
+        queue_name=policy.queue_name,
+        max_attempts=policy.max_attempts,
+        batch_size=policy.batch_size if batch_size is None else batch_size,
+    )
+    await repository.insert_operations(
+        session,
+        tenant,
+        shared,
+        [
+            (operation_id, resource, orjson.dumps(payload).decode())
+            for operation_id, (resource, payload) in zip(ids, work, strict=True)
+        ],
+    )
+    await repository.notify_relay(session, ids[0])
+    return ids
 
 
 async def get_operation(session: AsyncSession, tenant: Tenant, operation_id: str) -> Operation:

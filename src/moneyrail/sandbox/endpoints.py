@@ -4,8 +4,10 @@ from typing import Annotated, Literal, cast
 
 from fastapi import APIRouter, Query, Request
 
-from moneyrail.api.context import Principal, request_session
+from moneyrail.api import idempotency
+from moneyrail.api.context import Principal, request_session, request_uow
 from moneyrail.api.routing import MoneyrailRoute, scoped
+from moneyrail.engine.schedule import commit_at_the_end
 from moneyrail.kit.clock import to_unix
 
 from . import service
@@ -37,7 +39,15 @@ async def advance_clock(
     Moves the sandbox clock forward by `seconds` and runs the work that fell due (expiries, cost
     reports, renewals). Sandbox keys only.
     """
-    return render_clock(await service.advance_clock(request_session(request), principal.tenant, body.seconds))
+    # Renewals are opened and committed a chunk at a time, so workers charge while the rest opens; but
+    # an answer stored under an Idempotency-Key must commit with the whole effect (and a commit would
+    # release the key's claim): with a key, one transaction.
+    uow = request_uow(request)
+    commit_chunk = uow.commit if idempotency.claimed_key(request) is None else commit_at_the_end
+    clock = await service.advance_clock(
+        request_session(request), principal.tenant, body.seconds, commit_chunk=commit_chunk
+    )
+    return render_clock(clock)
 
 
 @router.post("/processor-faults", response_model=FaultOut)

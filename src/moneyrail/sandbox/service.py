@@ -9,6 +9,7 @@ from datetime import datetime, timedelta
 import structlog
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from moneyrail.engine.schedule import CommitChunk, commit_at_the_end
 from moneyrail.errors import ParameterInvalid, ResourceMissing
 from moneyrail.kit.clock import utcnow
 from moneyrail.kit.tenant import Tenant
@@ -23,9 +24,20 @@ logger = structlog.get_logger("moneyrail.sandbox")
 DueWork = Callable[[AsyncSession, Tenant, datetime], Awaitable[int]]
 _due_work: dict[str, DueWork] = {}
 
+# Due work large enough to be done in chunks (renewals: 100,000 subscriptions due at one instant) gets
+# the caller's commit. A chunk must be whole on its own: each commit leaves every item either done once
+# or still due, to be found again by the next advance or by the scheduler's sweep on the same clock.
+ChunkedDueWork = Callable[[AsyncSession, Tenant, datetime, CommitChunk], Awaitable[int]]
+_chunked_due_work: dict[str, ChunkedDueWork] = {}
+
 
 def register_due_work(name: str, work: DueWork) -> None:
     _due_work[name] = work
+
+
+def register_due_work_in_chunks(name: str, work: ChunkedDueWork) -> None:
+    """Due work that calls `commit_chunk` after each whole chunk (see `advance_clock`)."""
+    _chunked_due_work[name] = work
 
 
 def require_sandbox(tenant: Tenant) -> None:
@@ -56,13 +68,27 @@ async def read_clock(session: AsyncSession, tenant: Tenant) -> ClockView:
 MAX_ADVANCE_SECONDS = 5 * 366 * 24 * 3600
 
 
-async def advance_clock(session: AsyncSession, tenant: Tenant, seconds: int) -> ClockView:
+async def advance_clock(
+    session: AsyncSession, tenant: Tenant, seconds: int, *, commit_chunk: CommitChunk = commit_at_the_end
+) -> ClockView:
+    """Move the clock and run the work that fell due. By default all of it in the caller's one
+    transaction. With `commit_chunk` (the caller's commit, when it has no stored answer that must
+    commit with the whole effect), the clock, every plain due work and the first chunk of the
+    chunked work commit first, then each further chunk on its own: workers start on the first
+    chunk's renewals seconds after the advance instead of after the whole opening. A crash between
+    two commits leaves the clock moved, the plain due work done, and each chunked item opened once
+    or still due: the next advance or the scheduler's sweep (on the same clock) finds the rest, never
+    an item twice. The answer's `work_done` counts every chunk; an error in a later chunk answers
+    the error with the earlier chunks kept, as a sweep's would be."""
     require_sandbox(tenant)
     if not 1 <= seconds <= MAX_ADVANCE_SECONDS:
         raise ParameterInvalid(f"seconds must be 1 to {MAX_ADVANCE_SECONDS} (five years).", param="seconds")
     offset = await repository.advance_clock(session, tenant.installation_id, seconds)
     now = utcnow() + timedelta(seconds=offset)
     work_done = {name: await work(session, tenant, now) for name, work in sorted(_due_work.items())}
+    for name, chunked in sorted(_chunked_due_work.items()):
+        work_done[name] = await chunked(session, tenant, now, commit_chunk)
+    work_done = dict(sorted(work_done.items()))
     logger.info(
         "sandbox_clock_advanced", installation=tenant.installation_id, seconds=seconds, work_done=work_done
     )

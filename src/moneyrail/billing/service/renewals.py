@@ -12,7 +12,7 @@ import structlog
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from moneyrail.billing import calendar, catalog, repository
-from moneyrail.engine.schedule import register_periodic
+from moneyrail.engine.schedule import CommitChunk, commit_at_the_end, register_periodic_in_chunks
 from moneyrail.engine.service import create_operation, create_operations
 from moneyrail.errors import (
     MoneyrailError,
@@ -27,7 +27,7 @@ from moneyrail.payment_methods import service as methods
 from moneyrail.payments import service as payments
 from moneyrail.processor import provider
 from moneyrail.processor.interface import Processor
-from moneyrail.sandbox.service import register_due_work, tenant_now
+from moneyrail.sandbox.service import register_due_work_in_chunks, tenant_now
 
 from .collection import _fail, _on_payment_captured
 from .subscriptions import (
@@ -108,8 +108,10 @@ def _charge_key(invoice: SubscriptionInvoice) -> str:
 # must not hold up the others. A whole batch must finish well within one operation lease on a loaded
 # machine (a superseded batch is redone whole): set-based, the usual batch is some 20 statements whatever
 # its size, by the code (it was 40-50 per renewal, and 32 renewals then outlived a 60 s lease at load
-# average 20); 64 charged 10,000 at 360-395/s on a loaded machine, about a second a batch.
-RENEWAL_BATCH = 64
+# average 20); 64 charged 10,000 at 360-395/s on a loaded machine, about a second a batch. 128 halves
+# what each renewal pays of the batch's fixed statements (claim, commit, outcomes): the workers' CPU per
+# renewal fell from 0.88 to 0.79 ms at 10,000, under the same load (bench/results/RENEWALS.md, 2026-11-26).
+RENEWAL_BATCH = 128
 
 
 async def _charge_later(session: AsyncSession, tenant: Tenant, invoice: SubscriptionInvoice) -> None:
@@ -210,7 +212,7 @@ async def _open_renewals_together(
         cycle_invoice(tenant, subscription, price, cycle, amount, payment.id, written)
         for (subscription, price, amount, cycle), payment in zip(opening, created, strict=True)
     ]
-    operations = await create_operations(
+    operation_ids = await create_operations(
         session,
         tenant,
         operation_type=RENEWAL_TYPE,
@@ -218,16 +220,17 @@ async def _open_renewals_together(
         work=[(invoice.id, {"subscription_invoice": invoice.id}) for invoice in invoices],
         batch_size=1 if tenant.livemode else RENEWAL_BATCH,
     )
-    for invoice, operation in zip(invoices, operations, strict=True):
-        invoice.operation_id = operation.id
-    session.add_all(invoices)
-    await session.flush()
-    for (subscription, *_), invoice in zip(opening, invoices, strict=True):
-        subscription.latest_invoice_id = invoice.id
-        subscription.updated_at = written
-    await session.flush()
-    # written and not needed again in this (clock advance's) transaction: keep its session small
-    for row in [*created, *invoices, *operations, *(subscription for subscription, *_ in opening)]:
+    for invoice, operation_id in zip(invoices, operation_ids, strict=True):
+        invoice.operation_id = operation_id
+    # the invoices and the subscriptions' latest invoice in one statement each, straight on the driver:
+    # flushed and read back as ORM rows (with the operations) they cost about a sixth of the advance's
+    # CPU per renewal (bench/results/RENEWALS.md, 2026-11-26)
+    await repository.insert_cycle_invoices(session, tenant, invoices)
+    latest = [(s.id, invoice.id) for (s, *_), invoice in zip(opening, invoices, strict=True)]
+    await repository.point_latest_invoices(session, latest, written)
+    # written and not needed again in this (clock advance's) transaction: keep its session small (the
+    # subscriptions' loaded rows no longer match theirs)
+    for row in [*created, *(subscription for subscription, *_ in opening)]:
         session.expunge(row)
     logger.info("subscription_renewals_opened", installation=tenant.installation_id, count=len(opening))
     return left
@@ -245,9 +248,25 @@ async def _settle_due(
 
 
 async def _settle_due_subscriptions(
-    session: AsyncSession, *, tenant: Tenant | None, livemode: bool | None, now: datetime, rounds: int
+    session: AsyncSession,
+    *,
+    tenant: Tenant | None,
+    livemode: bool | None,
+    now: datetime,
+    rounds: int,
+    commit_chunk: CommitChunk,
 ) -> int:
-    """Up to `rounds` batches of due subscriptions; what is left waits for the next run."""
+    """Up to `rounds` batches of due subscriptions, each committed whole by `commit_chunk`; what is
+    left waits for the next run.
+
+    Why a batch may commit on its own: a due subscription is found by its latest invoice being paid
+    (or by ending), and locked (SKIP LOCKED). Within the batch's transaction its next cycle's invoice,
+    payment and `renewal` operation are written and `latest_invoice` points at the new, open invoice.
+    Committed, the subscription is no longer due to any sweep (and the unique cycle index would refuse
+    a second invoice anyway); rolled back or never reached (a crash), it is still due, with nothing
+    written, and the next advance or sweep opens it. So each subscription is opened once or not yet,
+    never twice, whichever batch a crash interrupts; the committed batches' renewals are published by
+    the relay at their commit (NOTIFY) and charged while the next batch opens."""
     done = 0
     after: tuple[datetime, str] | None = None
     for _ in range(rounds):
@@ -289,34 +308,37 @@ async def _settle_due_subscriptions(
                 if subscription.status != "active":
                     raise
                 await _stop_for_review(session, owner, subscription, refused.code)
+        await commit_chunk()
         done += len(due)
         if len(due) < SWEEP_BATCH:
             break
     return done
 
 
-async def renew_due(session: AsyncSession, tenant: Tenant, now: datetime) -> int:
+async def renew_due(
+    session: AsyncSession, tenant: Tenant, now: datetime, commit_chunk: CommitChunk = commit_at_the_end
+) -> int:
     """Due work of a sandbox clock advance: this tenant's subscriptions due at `now`."""
     return await _settle_due_subscriptions(
-        session, tenant=tenant, livemode=None, now=now, rounds=SWEEP_ROUNDS
+        session, tenant=tenant, livemode=None, now=now, rounds=SWEEP_ROUNDS, commit_chunk=commit_chunk
     )
 
 
-async def sweep(session: AsyncSession) -> int:
+async def sweep(session: AsyncSession, commit_chunk: CommitChunk = commit_at_the_end) -> int:
     """The leading scheduler's billing calendar: found by query, live on real time, each sandbox on
     its own clock. A sweep is safe to run late, twice, or on two schedulers at once (SKIP LOCKED,
-    and the unique cycle index)."""
+    and the unique cycle index), and beside a clock advance opening the same sandbox's renewals."""
     done = await _settle_due_subscriptions(
-        session, tenant=None, livemode=True, now=utcnow(), rounds=SWEEP_ROUNDS
+        session, tenant=None, livemode=True, now=utcnow(), rounds=SWEEP_ROUNDS, commit_chunk=commit_chunk
     )
     for installation_id in await repository.sandboxes_with_subscriptions(session, SWEEP_SANDBOXES):
         sandbox = Tenant(installation_id, False)
-        done += await renew_due(session, sandbox, await tenant_now(session, sandbox))
+        done += await renew_due(session, sandbox, await tenant_now(session, sandbox), commit_chunk)
     return done
 
 
-register_periodic("billing.renewals", timedelta(seconds=20), sweep)
-register_due_work("billing.renewals", renew_due)
+register_periodic_in_chunks("billing.renewals", timedelta(seconds=20), sweep)
+register_due_work_in_chunks("billing.renewals", renew_due)
 
 
 async def process_renewal(session: AsyncSession, operation: Operation, processor: Processor) -> None:
@@ -369,13 +391,10 @@ async def _renew_together(
     session: AsyncSession, tenant: Tenant, operations: Sequence[Operation], processor: Processor
 ) -> None:
     invoice_ids = [str(operation.payload["subscription_invoice"]) for operation in operations]
-    found = await repository.invoices_by_id(session, tenant, invoice_ids)
     # locked in process_renewal's order (the subscription, then its invoice, then the payment), each
-    # set in id order
-    subscriptions = await repository.lock_subscriptions(
-        session, tenant, [invoice.subscription_id for invoice in found.values()]
-    )
-    invoices = await repository.invoices_by_id(session, tenant, list(found), for_update=True)
+    # set in id order; the invoices read only once locked, so their status is the one that holds
+    subscriptions = await repository.lock_subscriptions_of_invoices(session, tenant, invoice_ids)
+    invoices = await repository.invoices_by_id(session, tenant, invoice_ids, for_update=True)
     prices = await repository.prices_by_id(session, tenant, [s.price_id for s in subscriptions.values()])
     cards = await methods.preferred_methods(session, tenant, [s.customer_id for s in subscriptions.values()])
     due: list[tuple[Operation, Subscription, SubscriptionInvoice]] = []
