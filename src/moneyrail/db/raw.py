@@ -147,6 +147,15 @@ class StatementClaim(Protocol):
 
     def settle(self, claim_row: Mapping[str, Any]) -> None: ...
 
+    def answer_write(self, status_code: int, template: bytes, first_parameter: int) -> Write:
+        """The key's stored answer as a CTE of the same statement (no transaction of its own)."""
+        ...
+
+
+def transaction_open(session: AsyncSession) -> bool:
+    """Whether the unit of work has begun a transaction, through the ORM or on the driver."""
+    return session.in_transaction() or driver_transaction_open(session)
+
 
 @asynccontextmanager
 async def lone_statement_connection(session: AsyncSession) -> AsyncIterator[Any]:
@@ -159,7 +168,7 @@ async def lone_statement_connection(session: AsyncSession) -> AsyncIterator[Any]
     own, one round trip instead of BEGIN, statement, COMMIT. A write's caller vouches that nothing else
     in the unit of work writes after it.
     """
-    if session.in_transaction() or driver_transaction_open(session):
+    if transaction_open(session):
         yield await driver_connection(session)
         return
     async with engine_of(session).connect() as connection:  # no statement through SQLAlchemy: nothing begins
