@@ -70,7 +70,7 @@ _CLAIM_INSERT_AND_ANSWER = """
 _ANSWER_FIRST_PARAMETER = 13
 # asyncpg's name for the stored answers' primary key (models/base.py's naming convention)
 _ANSWER_KEY = "pk_idempotency_records"
-_ANSWER_STATUS = 200  # a created or reused customer's answer
+_ANSWER_STATUS = 200  # the route's status for a created customer
 
 
 @cache
