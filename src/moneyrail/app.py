@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
-from fastapi import APIRouter, FastAPI
+from fastapi import FastAPI
 from redis.asyncio import Redis
 
 from moneyrail import __version__
@@ -52,28 +52,30 @@ API_DESCRIPTION = (
 )
 
 
-def payments_api() -> APIRouter:
-    v1 = APIRouter(prefix="/v1")
-    v1.include_router(account_router)
-    v1.include_router(customers_router)
-    v1.include_router(payment_methods_router)
-    v1.include_router(payments_router)
-    v1.include_router(checkout_router)
-    v1.include_router(merchants_router)
-    v1.include_router(deliveries_router)
-    v1.include_router(operations_router)
-    v1.include_router(events_router)
-    v1.include_router(sandbox_router)
-    v1.include_router(connect_router)
-    v1.include_router(transfers_router)
-    v1.include_router(payouts_router)
-    v1.include_router(reconciliation_router)
-    v1.include_router(disputes_router)
-    v1.include_router(dispute_helpers_router)
-    v1.include_router(risk_router)
-    v1.include_router(invoices_router)
-    v1.include_router(billing_router)
-    return v1
+# The payments API's routers, each included at /v1 directly: FastAPI walks every nested router level
+# on each request to match it (and to check the routes did not change), so one level less is cheaper.
+PAYMENTS_API_PREFIX = "/v1"
+PAYMENTS_API_ROUTERS = (
+    account_router,
+    customers_router,
+    payment_methods_router,
+    payments_router,
+    checkout_router,
+    merchants_router,
+    deliveries_router,
+    operations_router,
+    events_router,
+    sandbox_router,
+    connect_router,
+    transfers_router,
+    payouts_router,
+    reconciliation_router,
+    disputes_router,
+    dispute_helpers_router,
+    risk_router,
+    invoices_router,
+    billing_router,
+)
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:
@@ -111,7 +113,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     install_error_handlers(app)
     app.include_router(health.router)
     app.include_router(metrics.router)
-    app.include_router(payments_api())
+    for router in PAYMENTS_API_ROUTERS:
+        app.include_router(router, prefix=PAYMENTS_API_PREFIX)
     app.include_router(commerce_router)  # /commerce/v1
     app.include_router(fiscal_router)  # /fiscal/v1
     app.include_router(payment_pages_router)

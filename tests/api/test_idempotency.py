@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import concurrent.futures
+import time
 
 import httpx
 import psycopg
@@ -110,6 +111,49 @@ def test_a_key_past_its_retention_window_is_free_again(api, db):
     assert again.status_code == 200
     assert "Idempotent-Replayed" not in again.headers
     assert again.json()["id"] != first.json()["id"]
+
+
+def test_a_first_answer_committed_during_the_one_statement_intake_keeps_the_key(api, servers, db):
+    """The keyed create is one statement (claim, customer, stored answer). A first request's answer
+    that commits after that statement's snapshot, without holding the key's lock, is invisible to its
+    claim: the answer's INSERT then fails on the key, the whole statement (its customer too) goes, and
+    the transactional path claims again and sees the first answer (here another body: 422)."""
+    # the key and its rate limit remembered: no lookup begins a transaction before the one statement
+    assert api.get("/v1/customers").status_code == 200
+    with psycopg.connect(libpq_url(servers.database_url)) as first:
+        first.execute(
+            "INSERT INTO idempotency_records (installation_id, livemode, key, fingerprint, status_code, "
+            "response_body) VALUES (%s, false, 'raced', 'another request', 200, %s)",
+            (api.keys.installation_id, b"sealed elsewhere"),
+        )
+        with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
+            pending = pool.submit(
+                api.post, "/v1/customers", json={"name": "second"}, headers={"Idempotency-Key": "raced"}
+            )
+            # the second request's answer waits on the first's uncommitted key, then the first commits
+            wait_for_a_lock_wait(db)
+            first.commit()
+            response = pending.result(timeout=30)
+    assert_error(response, 422, "idempotency_key_reused")
+    assert count_rows(db, "customers", api.keys.installation_id) == 0
+    (fingerprint,) = db.execute(
+        "SELECT fingerprint FROM idempotency_records WHERE installation_id = %s AND key = 'raced'",
+        (api.keys.installation_id,),
+    ).fetchone()
+    assert fingerprint == "another request"
+
+
+def wait_for_a_lock_wait(db: psycopg.Connection) -> None:
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        waiting = db.execute(
+            "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+            "AND wait_event_type = 'Lock' AND query LIKE '%INSERT INTO idempotency_records%'"
+        ).fetchone()
+        if waiting is not None and waiting[0] > 0:
+            return
+        time.sleep(0.02)
+    raise AssertionError("the second request never waited on the first's key")
 
 
 def test_the_purge_job_deletes_only_expired_records(api, db, bridge):

@@ -105,3 +105,37 @@ def test_bad_list_parameters_are_refused(api):
         assert_error(api.get("/v1/customers", params={"limit": limit}), 400, "parameter_invalid", "limit")
     assert_error(api.get("/v1/customers", params={"cursor": "garbage!"}), 400, "parameter_invalid", "cursor")
     assert api.get("/v1/customers", params={"limit": "100"}).status_code == 200
+
+
+def test_a_keyed_create_reusing_a_reference_answers_and_replays_the_first_customer(api, db):
+    """The one-statement intake inserts nothing for a used reference: the transactional path answers."""
+    first = api.post("/v1/customers", json={"external_reference": "user-7", "email": "a@example.com"})
+    body = {"external_reference": "user-7", "email": "b@example.com"}
+    reused = api.post("/v1/customers", json=body, headers={"Idempotency-Key": "reuse-7"})
+    assert reused.status_code == 200, reused.text
+    assert reused.json() == first.json()
+    again = api.post("/v1/customers", json=body, headers={"Idempotency-Key": "reuse-7"})
+    assert again.headers["Idempotent-Replayed"] == "true"
+    assert again.content == reused.content
+    assert count_rows(db, "customers", api.keys.installation_id) == 1
+
+
+def test_a_keyed_create_on_an_advanced_sandbox_clock_replays_the_stamped_created(api, db):
+    """The answer is sealed before the database stamps `created` (the tenant's clock): the record keeps
+    the stamped moment and the replay fills it in, so first answer, replay and read all agree."""
+    clock_now = api.post("/v1/test-helpers/clock/advance", json={"seconds": 10 * 86_400}).json()["now"]
+    headers = {"Idempotency-Key": "on-the-clock"}
+    first = api.post("/v1/customers", json={"name": "Ada"}, headers=headers)
+    assert first.status_code == 200, first.text
+    assert abs(first.json()["created"] - clock_now) < 120
+    again = api.post("/v1/customers", json={"name": "Ada"}, headers=headers)
+    assert again.headers["Idempotent-Replayed"] == "true"
+    assert again.content == first.content
+    read = api.get(f"/v1/customers/{first.json()['id']}").json()
+    assert read == first.json()
+    (stamped,) = db.execute(
+        "SELECT floor(extract(epoch FROM answer_created_at))::bigint FROM idempotency_records "
+        "WHERE installation_id = %s AND key = 'on-the-clock'",
+        (api.keys.installation_id,),
+    ).fetchone()
+    assert stamped == first.json()["created"]

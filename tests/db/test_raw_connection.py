@@ -6,7 +6,7 @@ import asyncio
 
 from sqlalchemy import text
 
-from moneyrail.db.raw import driver_connection
+from moneyrail.db.raw import driver_connection, lone_statement_connection
 
 
 def test_a_raw_statement_runs_in_the_sessions_transaction_and_rolls_back_with_it(bridge, db):
@@ -60,4 +60,37 @@ def test_a_dead_pooled_connection_fails_one_request_then_is_dropped_not_handed_o
         except Exception:
             failures += 1
     assert failures <= len(pooled)
+    assert bridge.run(_in_session(bridge, backend_pid)) not in pooled
+
+
+def test_a_lone_statement_runs_outside_any_transaction_on_a_pooled_connection(bridge):
+    """No BEGIN: PostgreSQL runs the statement in a transaction of its own (one round trip)."""
+
+    async def outside(session):
+        async with lone_statement_connection(session) as connection:
+            first = await connection.fetchval("SELECT txid_current()")
+            second = await connection.fetchval("SELECT txid_current()")
+            return first != second, connection.is_in_transaction(), session.in_transaction()
+
+    assert bridge.run(_in_session(bridge, outside)) == (True, False, False)
+
+
+def test_a_dead_pooled_connection_fails_one_lone_statement_then_is_dropped(bridge, db):
+    """The lone statement's connection is checked out without SQLAlchemy's Connection, which would
+    otherwise notice the failure: a dead one must still leave the pool after failing once."""
+
+    async def backend_pid(session):
+        async with lone_statement_connection(session) as connection:
+            return await connection.fetchval("SELECT pg_backend_pid()")
+
+    pooled = {bridge.run(_in_session(bridge, backend_pid)) for _ in range(3)}
+    for pid in pooled:
+        db.execute("SELECT pg_terminate_backend(%s)", (pid,))
+    failures = 0
+    for _ in range(6):
+        try:
+            bridge.run(_in_session(bridge, backend_pid))
+        except Exception:
+            failures += 1
+    assert 1 <= failures <= len(pooled)
     assert bridge.run(_in_session(bridge, backend_pid)) not in pooled

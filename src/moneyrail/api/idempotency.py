@@ -12,7 +12,14 @@ rolls back with 409 `idempotency_key_in_use` (a retry replays the first answer).
 a refused effect is undone by rolling the whole transaction back and taking the key's lock again.
 A route whose effect is one statement may run the claim inside that statement instead (`PendingClaim`,
 `scoped(..., claim_in_statement=True)`): the same lock and lookup in a CTE, the effect conditioned on
-them, so the gate's own round trip goes.
+them, so the gate's own round trip goes. Such a route may also write its stored answer in that one
+statement (`PendingClaim.answer_write`), which then commits by itself: no BEGIN, no COMMIT. Its
+answer is sealed before the statement, so before the database stamps the new object's `created`
+(a sandbox row's is its tenant's clock): it is sealed with `CREATED_MARK` where `created` goes, the
+statement copies the stamped moment into the record's `answer_created_at`, and a replay fills it in.
+A record the one statement cannot write (a stale one under the key, or a first answer committed
+while its claim looked) fails the whole statement on the key's primary key, so nothing of the effect
+stays: the route then takes the transactional path.
 
 Stored answers are sealed (kit/crypto.py): creation answers carry credentials (a payment's or setup
 intent's `client_secret`, a checkout session's URL) that the database must not hold readable. Every
@@ -24,7 +31,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Awaitable, Mapping
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 import orjson
@@ -34,7 +41,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from moneyrail.api.context import Principal, request_session
 from moneyrail.config import get_settings
-from moneyrail.db.raw import driver_connection
+from moneyrail.db.raw import Write, driver_connection
 from moneyrail.db.uow import rollback
 from moneyrail.engine.schedule import register_periodic
 from moneyrail.errors import (
@@ -44,7 +51,7 @@ from moneyrail.errors import (
     IdempotencyKeyReused,
 )
 from moneyrail.kit import crypto
-from moneyrail.kit.clock import utcnow
+from moneyrail.kit.clock import to_unix, utcnow
 from moneyrail.kit.tenant import Tenant
 from moneyrail.models import IdempotencyRecord
 
@@ -61,6 +68,8 @@ class ClaimedKey:
     fingerprint: str
     principal: Principal
     retention: timedelta
+    # the answer went in the effect's own statement (`PendingClaim.answer_write`): nothing left to store
+    answered: bool = False
 
     async def undo_effect(self, session: AsyncSession) -> bool:
         """A business refusal: undo what the request wrote, then hold the key again to store the refusal.
@@ -139,14 +148,42 @@ def advisory_lock_id(tenant: Tenant, key: str) -> int:
 
 
 # The claim: the key's lock and its live record (one past its retention window frees the key; the purge job
-# deletes it later). Its parameters are $1 to $5, so a route that claims in its own first statement
-# (`PendingClaim`) puts it in a CTE ahead of that statement's own parameters.
+# deletes it later). Its parameters are $1 to $5 ($2 to $4 the key's scope and the key), so a route that
+# claims in its own first statement (`PendingClaim`) puts it in a CTE ahead of that statement's own.
 CLAIM_SQL = (
-    "SELECT pg_try_advisory_xact_lock($1) AS locked, r.fingerprint, r.status_code, r.response_body "
+    "SELECT pg_try_advisory_xact_lock($1) AS locked, r.fingerprint, r.status_code, r.response_body, "
+    "r.answer_created_at "
     "FROM (SELECT 1) AS one LEFT JOIN idempotency_records AS r "
     "ON r.installation_id = $2 AND r.livemode = $3 AND r.key = $4 "
     "AND r.created_at >= now() - $5::interval"
 )
+
+
+# Where `created` goes in an answer sealed before the database stamped it: a raw NUL byte, which JSON
+# text never holds (control characters inside strings are escaped), so it cannot be mistaken for content.
+CREATED_MARK = b"\x00"
+
+
+def awaiting_created(body: bytes) -> bytes:
+    """An answer rendered with `created` 0, its `created` turned into the mark.
+
+    The first `"created":0` is the object's own: `created` comes before any caller-given field in
+    every resource (`ResourceOut`), and inside a JSON string a quote is always escaped.
+    """
+    template = body.replace(b'"created":0', b'"created":' + CREATED_MARK, 1)
+    if template == body:
+        raise ValueError("the answer has no top-level created of 0 to mark")
+    return template
+
+
+def with_created(template: bytes, created_at: datetime) -> bytes:
+    return template.replace(CREATED_MARK, str(to_unix(created_at)).encode(), 1)
+
+
+def _stored_answer(claim_row: Mapping[str, Any]) -> bytes:
+    body = crypto.open_sealed(bytes(claim_row["response_body"]))
+    created_at: datetime | None = claim_row["answer_created_at"]
+    return body if created_at is None else with_created(body, created_at)
 
 
 @dataclass
@@ -191,12 +228,33 @@ class PendingClaim:
                 raise IdempotencyKeyReused(
                     "This Idempotency-Key was used with another request (method, path or body differ)."
                 )
-            raise IdempotentReplay(
-                claim_row["status_code"], crypto.open_sealed(bytes(claim_row["response_body"]))
-            )
+            raise IdempotentReplay(claim_row["status_code"], _stored_answer(claim_row))
         self.request.state.idempotency = ClaimedKey(
-            key=self.key, fingerprint=self.fingerprint, principal=self.principal, retention=self.retention
+            key=self.key,
+            fingerprint=self.fingerprint,
+            principal=self.principal,
+            retention=self.retention,
+            answered=bool(claim_row.get("answered")),
         )
+
+    def answer_write(self, status_code: int, template: bytes, first_parameter: int) -> Write:
+        """The stored answer's INSERT, for a CTE of the statement that runs this claim and its effect.
+
+        `template` is the answer with `CREATED_MARK` for `created` (`awaiting_created`). The statement
+        names its effect's CTE `effect`, with the stamped `created_at` in its RETURNING: the record is
+        written only where the effect was. No ON CONFLICT: a record under the key (a stale one, or a
+        first answer committed after this statement's snapshot) fails the whole statement with a
+        unique violation on `pk_idempotency_records`, and the caller takes the transactional path.
+        The statement must select `stored.answered` as `answered`, for `settle`.
+        """
+        n = first_parameter
+        # only parameter numbers are formatted in
+        sql = (
+            "INSERT INTO idempotency_records (installation_id, livemode, key, fingerprint, status_code, "  # noqa: S608
+            f"response_body, answer_created_at) SELECT $2, $3, $4, ${n}::text, ${n + 1}::int, "
+            f"${n + 2}::bytea, effect.created_at FROM effect RETURNING true AS answered"
+        )
+        return Write(sql, (self.fingerprint, status_code, crypto.seal(template)))
 
 
 async def claim(request: Request, principal: Principal, retention: timedelta, *, defer: bool = False) -> None:

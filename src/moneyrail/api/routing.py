@@ -110,6 +110,8 @@ class MoneyrailRoute(APIRoute):
                     raise  # a request that never ran: nothing stored, the key stays free
                 except MoneyrailError as error:
                     claimed = idempotency.claimed_key(request)
+                    if claimed is not None and claimed.answered:
+                        raise  # its answer committed with its effect: nothing of it to undo or store
                     stored = claimed is not None and idempotency.is_storable(error.status)
                     if not (stored or error.keeps_effect):
                         raise
@@ -125,7 +127,11 @@ class MoneyrailRoute(APIRoute):
                 if idempotency.pending_claim(request) is not None:
                     raise RuntimeError(f"{request.url.path} answered without running its key's claim")
                 claimed = idempotency.claimed_key(request)
-                if claimed is not None and idempotency.is_storable(response.status_code):
+                if (
+                    claimed is not None
+                    and not claimed.answered
+                    and idempotency.is_storable(response.status_code)
+                ):
                     await idempotency.store(uow.session, claimed, response.status_code, bytes(response.body))
                 await uow.commit()
                 return response

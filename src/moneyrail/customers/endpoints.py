@@ -2,10 +2,10 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Depends, Request
+from fastapi import APIRouter, Depends, Request, Response
 
 from moneyrail.api.context import Principal, request_session
-from moneyrail.api.idempotency import pending_claim
+from moneyrail.api.idempotency import awaiting_created, pending_claim
 from moneyrail.api.pagination import ListEnvelope, PageRequest, list_envelope, page_request
 from moneyrail.api.routing import MoneyrailRoute, scoped
 from moneyrail.kit.clock import to_unix
@@ -18,10 +18,14 @@ router = APIRouter(route_class=MoneyrailRoute, tags=["customers"])
 
 
 def render(customer: Customer) -> CustomerOut:
+    return _rendered(customer, to_unix(customer.created_at))
+
+
+def _rendered(customer: Customer, created: int) -> CustomerOut:
     return CustomerOut(
         id=customer.id,
         livemode=customer.livemode,
-        created=to_unix(customer.created_at),
+        created=created,
         external_reference=customer.external_reference,
         email=customer.email,
         name=customer.name,
@@ -29,21 +33,35 @@ def render(customer: Customer) -> CustomerOut:
     )
 
 
+def _json(answer: CustomerOut) -> bytes:
+    return answer.__pydantic_serializer__.to_json(answer)
+
+
+def _answer_awaiting_created(customer: Customer) -> bytes:
+    """The answer sealed into the key's record before the database stamps the customer's `created`."""
+    return awaiting_created(_json(_rendered(customer, 0)))
+
+
 @router.post("/customers", response_model=CustomerOut)
 async def create_customer(
     request: Request,
     principal: Annotated[Principal, scoped("customers:write", claim_in_statement=True)],
     body: CustomerCreate | None = None,
-) -> CustomerOut:
+) -> Response:
     """Create a customer.
 
     Creates a customer. With an `external_reference` already used in this environment, answers the
     existing customer instead of creating a second one.
     """
     customer = await service.create_or_reuse_customer(
-        request_session(request), principal.tenant, body or CustomerCreate(), pending_claim(request)
+        request_session(request),
+        principal.tenant,
+        body or CustomerCreate(),
+        pending_claim(request),
+        _answer_awaiting_created,
     )
-    return render(customer)
+    # serialized once, here: the same bytes as the stored answer (response_model stays for the docs)
+    return Response(_json(render(customer)), media_type="application/json")
 
 
 @router.get("/customers", response_model=ListEnvelope[CustomerOut])

@@ -6,12 +6,18 @@ from collections.abc import Sequence
 from functools import cache
 from typing import Any
 
+import asyncpg
 import orjson
 from sqlalchemy import and_, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from moneyrail.db.pagination import newest_first_page
-from moneyrail.db.raw import StatementClaim, driver_connection, lone_statement_connection
+from moneyrail.db.raw import (
+    StatementClaim,
+    driver_connection,
+    lone_statement_connection,
+    transaction_open,
+)
 from moneyrail.kit.pagination import Position
 from moneyrail.kit.tenant import Tenant
 from moneyrail.models import Customer
@@ -44,9 +50,81 @@ _CLAIM_AND_INSERT = """
 """
 
 
+# The keyed intake whole, as one self-committing statement: the claim, the insert (`effect`, $6 to $12)
+# and the key's stored answer ($13 on), written only where the customer was. No BEGIN, no COMMIT: the
+# claim's lock holds for the statement's own transaction, and the answer commits with the customer.
+_CLAIM_INSERT_AND_ANSWER = """
+    WITH claim AS MATERIALIZED (CLAIM),
+    effect AS (
+        INSERT INTO customers (id, installation_id, livemode, external_reference, email, name, metadata)
+        SELECT $6::text, $7::text, $8::boolean, $9::text, $10::text, $11::text, $12::jsonb
+        FROM claim WHERE claim.locked AND claim.fingerprint IS NULL
+        ON CONFLICT (installation_id, livemode, external_reference) WHERE external_reference IS NOT NULL
+        DO NOTHING
+        RETURNING created_at
+    ),
+    stored AS (ANSWER)
+    SELECT claim.*, effect.created_at, stored.answered
+    FROM claim LEFT JOIN effect ON true LEFT JOIN stored ON true
+"""
+_ANSWER_FIRST_PARAMETER = 13
+# asyncpg's name for the stored answers' primary key (models/base.py's naming convention)
+_ANSWER_KEY = "pk_idempotency_records"
+_ANSWER_STATUS = 200  # the route's status for a created customer
+
+
 @cache
 def _claimed_insert(claim_sql: str) -> str:
     return _CLAIM_AND_INSERT.replace("CLAIM", claim_sql, 1)
+
+
+@cache
+def _claimed_insert_and_answer(claim_sql: str, answer_sql: str) -> str:
+    return _CLAIM_INSERT_AND_ANSWER.replace("CLAIM", claim_sql, 1).replace("ANSWER", answer_sql, 1)
+
+
+def _values(customer: Customer) -> tuple[Any, ...]:
+    return (
+        customer.id,
+        customer.installation_id,
+        customer.livemode,
+        customer.external_reference,
+        customer.email,
+        customer.name,
+        orjson.dumps(customer.metadata_).decode(),
+    )
+
+
+async def insert_answered(
+    session: AsyncSession, customer: Customer, claim: StatementClaim, answer: bytes
+) -> Customer | None:
+    """Insert the customer and store the key's answer, in one statement that commits by itself.
+
+    `answer` is the request's answer with its `created` still to come (api/idempotency.py,
+    `awaiting_created`). The claim's replay or refusal is raised as usual. None when this statement
+    could not settle the request alone, with nothing of it kept: the reference belongs to a customer
+    already (its answer is that customer), or a record under the key stopped the stored answer (a stale
+    one to replace, or a first answer committed after this statement's snapshot). The caller then takes
+    the transactional path (`insert_unless_referenced`), which claims the key again.
+    """
+    if transaction_open(session):
+        # inside a transaction the unit of work began already (a lookup the gate made through the ORM),
+        # a failed statement would leave that transaction unusable for the transactional path
+        return None
+    write = claim.answer_write(_ANSWER_STATUS, answer, _ANSWER_FIRST_PARAMETER)
+    sql = _claimed_insert_and_answer(claim.sql, write.sql)
+    try:
+        async with lone_statement_connection(session) as connection:
+            row = await connection.fetchrow(sql, *claim.parameters, *_values(customer), *write.parameters)
+    except asyncpg.UniqueViolationError as error:
+        if error.constraint_name != _ANSWER_KEY:
+            raise
+        return None
+    claim.settle(row)
+    if not row["answered"]:
+        return None
+    customer.created_at = row["created_at"]
+    return customer
 
 
 async def insert_unless_referenced(
@@ -58,15 +136,7 @@ async def insert_unless_referenced(
     the key's claim rides in the same statement and is settled before anything else; without one the
     insert is the request's only write, so it runs in a transaction of its own (no BEGIN, no COMMIT).
     """
-    values = (
-        customer.id,
-        customer.installation_id,
-        customer.livemode,
-        customer.external_reference,
-        customer.email,
-        customer.name,
-        orjson.dumps(customer.metadata_).decode(),
-    )
+    values = _values(customer)
     if claim is None:
         async with lone_statement_connection(session) as connection:
             created_at = await connection.fetchval(_INSERT, *values)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -18,26 +18,34 @@ from .schemas import CustomerCreate
 
 
 async def create_or_reuse_customer(
-    session: AsyncSession, tenant: Tenant, command: CustomerCreate, claim: StatementClaim | None = None
+    session: AsyncSession,
+    tenant: Tenant,
+    command: CustomerCreate,
+    claim: StatementClaim | None = None,
+    answer: Callable[[Customer], bytes] | None = None,
 ) -> Customer:
     """A second create with the same external_reference returns the first customer unchanged.
 
     Safe under concurrent identical requests: the unique index decides, so one customer, never two.
     `claim`: the request's Idempotency-Key, claimed by the insert itself (its replay or refusal raised).
+    `answer`: the request's answer for a new customer, with its `created` to come; given with a claim,
+    the key's answer is stored by the insert's own statement (one round trip, nothing to commit after).
     """
-    inserted = await repository.insert_unless_referenced(
-        session,
-        Customer(
-            id=new_id("cus"),
-            installation_id=tenant.installation_id,
-            livemode=tenant.livemode,
-            external_reference=command.external_reference,
-            email=command.email,
-            name=command.name,
-            metadata_=command.metadata,
-        ),
-        claim,
+    customer = Customer(
+        id=new_id("cus"),
+        installation_id=tenant.installation_id,
+        livemode=tenant.livemode,
+        external_reference=command.external_reference,
+        email=command.email,
+        name=command.name,
+        metadata_=command.metadata,
     )
+    if claim is not None and answer is not None:
+        answered = await repository.insert_answered(session, customer, claim, answer(customer))
+        if answered is not None:
+            return answered
+        # a reused reference or a record under the key: the transactional path, which claims again
+    inserted = await repository.insert_unless_referenced(session, customer, claim)
     if inserted is not None:
         return inserted
     assert command.external_reference is not None  # only a reference can conflict

@@ -14,6 +14,7 @@ runs in the same transaction. `UnitOfWork` (db/uow.py) commits, rolls back and r
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -22,9 +23,12 @@ from typing import Any, Protocol, TypeVar
 import orjson
 from sqlalchemy import JSON, Table, inspect
 from sqlalchemy.engine import Connection
+from sqlalchemy.exc import MissingGreenlet
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, AsyncSession, async_sessionmaker
 from sqlalchemy.orm import configure_mappers
 from sqlalchemy.orm.attributes import set_committed_value
+from sqlalchemy.pool import Pool, PoolProxiedConnection, QueuePool
+from sqlalchemy.util import greenlet_spawn
 
 from moneyrail.models.base import Base
 
@@ -147,6 +151,15 @@ class StatementClaim(Protocol):
 
     def settle(self, claim_row: Mapping[str, Any]) -> None: ...
 
+    def answer_write(self, status_code: int, template: bytes, first_parameter: int) -> Write:
+        """The key's stored answer as a CTE of the same statement (no transaction of its own)."""
+        ...
+
+
+def transaction_open(session: AsyncSession) -> bool:
+    """Whether the unit of work has begun a transaction, through the ORM or on the driver."""
+    return session.in_transaction() or driver_transaction_open(session)
+
 
 @asynccontextmanager
 async def lone_statement_connection(session: AsyncSession) -> AsyncIterator[Any]:
@@ -159,12 +172,51 @@ async def lone_statement_connection(session: AsyncSession) -> AsyncIterator[Any]
     own, one round trip instead of BEGIN, statement, COMMIT. A write's caller vouches that nothing else
     in the unit of work writes after it.
     """
-    if session.in_transaction() or driver_transaction_open(session):
+    if transaction_open(session):
         yield await driver_connection(session)
         return
-    async with engine_of(session).connect() as connection:  # no statement through SQLAlchemy: nothing begins
-        pooled = await connection.get_raw_connection()
-        yield pooled.driver_connection
+    async with _outside_any_transaction(engine_of(session)) as connection:
+        yield connection
+
+
+def _idle_connection(pool: Pool) -> PoolProxiedConnection | None:
+    """An open connection from the pool, or None when one must be opened first (I/O)."""
+    if not isinstance(pool, QueuePool) or pool.checkedin() == 0:
+        return None
+    # An idle one invalidated after an outage reconnects on checkout: SQLAlchemy refuses that outside a
+    # greenlet (MissingGreenlet, before any I/O, the slot given back) and drops the connect coroutine
+    # it made, which Python would report as never awaited.
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        try:
+            return pool.connect()
+        except MissingGreenlet:
+            return None
+
+
+@asynccontextmanager
+async def _outside_any_transaction(engine: AsyncEngine) -> AsyncIterator[Any]:
+    """An asyncpg connection of the engine's pool, checked out and back in without SQLAlchemy's
+    Connection and its two greenlet hops (on the intake's path, every request).
+
+    Taking an idle connection from the pool and giving it back does no I/O: no pre-ping, and the reset
+    on return sends nothing when the adapter began no transaction (nothing here goes through it). Only a
+    connection still to be opened (a new one, or one invalidated after an outage) needs I/O, so needs
+    the greenlet.
+    """
+    pool = engine.sync_engine.pool
+    pooled = _idle_connection(pool)
+    if pooled is None:
+        pooled = await greenlet_spawn(pool.connect)
+    connection: Any = pooled.driver_connection
+    try:
+        yield connection
+    except BaseException:
+        if connection.is_closed():  # dead (as after a PostgreSQL restart): never handed out again
+            pooled.invalidate()
+        raise
+    finally:
+        pooled.close()
 
 
 def forget_driver_connection(session: AsyncSession) -> None:
@@ -180,9 +232,8 @@ async def autocommit_connection(sessionmaker: async_sessionmaker[AsyncSession]) 
     one round trip instead of BEGIN, statement, COMMIT.
     """
     engine: AsyncEngine = sessionmaker.kw["bind"]
-    async with engine.connect() as connection:  # no statement through SQLAlchemy: nothing begins
-        pooled = await connection.get_raw_connection()
-        yield pooled.driver_connection
+    async with _outside_any_transaction(engine) as connection:
+        yield connection
 
 
 @dataclass(frozen=True, slots=True)

@@ -24,4 +24,7 @@ class IdempotencyRecord(Base):
     status_code: Mapped[int]
     # the exact bytes sent, so a replay is byte-for-byte the original answer
     response_body: Mapped[bytes] = mapped_column(LargeBinary)
+    # an answer sealed before the database stamped its object's `created` (api/idempotency.py,
+    # `CREATED_MARK`): that moment, filled in at replay; None when the answer was sealed whole
+    answer_created_at: Mapped[datetime | None]
     created_at: Mapped[datetime] = mapped_column(server_default=func.now())
