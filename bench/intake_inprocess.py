@@ -1,9 +1,10 @@
 """The intake's CPU per request without uvicorn or client sockets: `POST /v1/customers` in-process.
 
-    .venv/bin/python bench/intake_inprocess.py [--requests 4000] [--in-flight 32] [--rounds 3]
+    .venv/bin/python bench/intake_inprocess.py [--requests 4000] [--in-flight 32] [--rounds 3] [--keyless]
 
 A fresh database (bench/harness.py), then moneyrail's ASGI app called directly by this process, 32
-requests in flight, each with a new Idempotency-Key and a distinct customer (as bench/intake.lua),
+requests in flight, each with a new Idempotency-Key (none with `--keyless`) and a distinct customer
+(as bench/intake.lua),
 against real PostgreSQL and Redis. It prints this process's CPU time (user + system, from the kernel)
 per request: the app's whole request path plus a thin ASGI driver that is the same for any code
 under test, so an A/B of two trees (`PYTHONPATH=<other src>`) alternated in the same minutes compares
@@ -29,7 +30,7 @@ def cpu_seconds() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-async def post_customer(app: Any, secret: str, number: int, run: str) -> int:
+async def post_customer(app: Any, secret: str, number: int, run: str | None) -> int:
     body = orjson.dumps({"email": f"c{number}@example.com", "name": f"Bench {number}"})
     scope = {
         "type": "http",
@@ -46,11 +47,12 @@ async def post_customer(app: Any, secret: str, number: int, run: str) -> int:
             (b"authorization", f"Bearer {secret}".encode()),
             (b"content-type", b"application/json"),
             (b"content-length", str(len(body)).encode()),
-            (b"idempotency-key", f"{run}-{number}".encode()),
         ],
         "client": ("127.0.0.1", 1),
         "server": ("127.0.0.1", 80),
     }
+    if run is not None:
+        scope["headers"].append((b"idempotency-key", f"{run}-{number}".encode()))
     messages = [{"type": "http.request", "body": body, "more_body": False}]
     status = 0
 
@@ -66,7 +68,9 @@ async def post_customer(app: Any, secret: str, number: int, run: str) -> int:
     return status
 
 
-async def load(app: Any, secret: str, requests: int, in_flight: int, run: str) -> tuple[float, float, int]:
+async def load(
+    app: Any, secret: str, requests: int, in_flight: int, run: str | None
+) -> tuple[float, float, int]:
     numbers = iter(range(requests))
     failures = 0
 
@@ -88,9 +92,8 @@ async def bench(secret: str, args: argparse.Namespace) -> None:
     async with app.router.lifespan_context(app):
         await load(app, secret, 300, args.in_flight, "warm")  # pools fill, caches warm
         for round_number in range(args.rounds):
-            wall, cpu, failures = await load(
-                app, secret, args.requests, args.in_flight, f"r{round_number}-{time.time_ns()}"
-            )
+            run = None if args.keyless else f"r{round_number}-{time.time_ns()}"
+            wall, cpu, failures = await load(app, secret, args.requests, args.in_flight, run)
             print(
                 f"round {round_number + 1}: {1e6 * cpu / args.requests:.0f} µs CPU per request,"
                 f" {args.requests / wall:.0f} req/s, {failures} failed, load average"
@@ -104,6 +107,7 @@ def main() -> int:
     parser.add_argument("--requests", type=int, default=4000)
     parser.add_argument("--in-flight", type=int, default=32)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--keyless", action="store_true", help="no Idempotency-Key (the keyless create)")
     parser.add_argument("--database", default=harness.BENCH_DATABASE + "_inprocess")
     args = parser.parse_args()
     with harness.run_context(args.database) as run:

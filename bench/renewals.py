@@ -139,7 +139,7 @@ async def _prepare(customers: int) -> Catalog:
             session = uow.session
             # no e-mail: receipts are operations of their own, not renewals
             buyer = await customer_service.create_or_reuse_customer(
-                session, tenant, CustomerCreate(name=f"Bench customer {number}")
+                uow, tenant, CustomerCreate(name=f"Bench customer {number}")
             )
             card = await methods.save_card(
                 session,

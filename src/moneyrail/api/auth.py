@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from fastapi import Request
 
-from moneyrail.api.context import Principal, request_session
+from moneyrail.api.context import Principal, request_uow
 from moneyrail.errors import AuthenticationRequired, InvalidApiKey
 from moneyrail.installations import service as keys
 from moneyrail.kit.tenant import Tenant
@@ -23,11 +23,11 @@ def _bearer_token(request: Request) -> str:
 
 async def authenticate(request: Request, *, allow_publishable: bool = False) -> Principal:
     token = _bearer_token(request)
-    session = request_session(request)
+    uow = request_uow(request)  # a remembered key needs no session, a lookup a lone statement
     if token.startswith(("pk_test_", "pk_live_")):
         if not allow_publishable:
             raise InvalidApiKey("A publishable key cannot be used on this server route; use a secret key.")
-        publishable = await keys.find_active_publishable_key(session, token)
+        publishable = await keys.find_active_publishable_key(uow, token)
         if publishable is None:
             raise InvalidApiKey("Invalid publishable key.")
         return Principal(
@@ -38,7 +38,7 @@ async def authenticate(request: Request, *, allow_publishable: bool = False) -> 
         )
     if not token.startswith(("sk_test_", "sk_live_")):
         raise InvalidApiKey("Invalid API key.")
-    key = await keys.find_active_secret_key(session, token)
+    key = await keys.find_active_secret_key(uow, token)
     if key is None:
         # Never echo the key back: a mistyped live key in an error message is a leaked live key.
         raise InvalidApiKey("Invalid API key.")

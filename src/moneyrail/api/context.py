@@ -26,6 +26,8 @@ def request_uow(request: Request) -> UnitOfWork:
 
 
 def request_session(request: Request) -> AsyncSession:
+    """The unit of work's session, made by the first call: for ORM work (see db/uow.py for who takes
+    the unit of work instead)."""
     return request_uow(request).session
 
 

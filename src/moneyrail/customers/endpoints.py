@@ -4,7 +4,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Depends, Request, Response
 
-from moneyrail.api.context import Principal, request_session
+from moneyrail.api.context import Principal, request_session, request_uow
 from moneyrail.api.idempotency import awaiting_created, pending_claim
 from moneyrail.api.pagination import ListEnvelope, PageRequest, list_envelope, page_request
 from moneyrail.api.routing import MoneyrailRoute, scoped
@@ -54,7 +54,7 @@ async def create_customer(
     existing customer instead of creating a second one.
     """
     customer = await service.create_or_reuse_customer(
-        request_session(request),
+        request_uow(request),  # not its session: the usual create makes none (db/uow.py)
         principal.tenant,
         body or CustomerCreate(),
         pending_claim(request),

@@ -18,6 +18,7 @@ from moneyrail.db.raw import (
     lone_statement_connection,
     transaction_open,
 )
+from moneyrail.db.uow import UnitOfWork
 from moneyrail.kit.pagination import Position
 from moneyrail.kit.tenant import Tenant
 from moneyrail.models import Customer
@@ -96,7 +97,7 @@ def _values(customer: Customer) -> tuple[Any, ...]:
 
 
 async def insert_answered(
-    session: AsyncSession, customer: Customer, claim: StatementClaim, answer: bytes
+    uow: UnitOfWork, customer: Customer, claim: StatementClaim, answer: bytes
 ) -> Customer | None:
     """Insert the customer and store the key's answer, in one statement that commits by itself.
 
@@ -107,14 +108,14 @@ async def insert_answered(
     one to replace, or a first answer committed after this statement's snapshot). The caller then takes
     the transactional path (`insert_unless_referenced`), which claims the key again.
     """
-    if transaction_open(session):
+    if transaction_open(uow):
         # inside a transaction the unit of work began already (a lookup the gate made through the ORM),
         # a failed statement would leave that transaction unusable for the transactional path
         return None
     write = claim.answer_write(_ANSWER_STATUS, answer, _ANSWER_FIRST_PARAMETER)
     sql = _claimed_insert_and_answer(claim.sql, write.sql)
     try:
-        async with lone_statement_connection(session) as connection:
+        async with lone_statement_connection(uow) as connection:
             row = await connection.fetchrow(sql, *claim.parameters, *_values(customer), *write.parameters)
     except asyncpg.UniqueViolationError as error:
         if error.constraint_name != _ANSWER_KEY:
@@ -128,20 +129,21 @@ async def insert_answered(
 
 
 async def insert_unless_referenced(
-    session: AsyncSession, customer: Customer, claim: StatementClaim | None
+    uow: UnitOfWork, customer: Customer, claim: StatementClaim | None
 ) -> Customer | None:
     """Insert; if a customer with the same external_reference exists already, insert nothing.
 
     The intake's hottest statement, so straight on the driver (db/raw.py). With an Idempotency-Key,
-    the key's claim rides in the same statement and is settled before anything else; without one the
-    insert is the request's only write, so it runs in a transaction of its own (no BEGIN, no COMMIT).
+    the key's claim rides in the same statement and is settled before anything else, in the unit of
+    work's transaction (its session made here); without one the insert is the request's only write,
+    so it runs in a transaction of its own (no BEGIN, no COMMIT, no session).
     """
     values = _values(customer)
     if claim is None:
-        async with lone_statement_connection(session) as connection:
+        async with lone_statement_connection(uow) as connection:
             created_at = await connection.fetchval(_INSERT, *values)
     else:
-        connection = await driver_connection(session)  # the stored answer commits with the customer
+        connection = await driver_connection(uow.session)  # the stored answer commits with the customer
         row = await connection.fetchrow(_claimed_insert(claim.sql), *claim.parameters, *values)
         claim.settle(row)
         created_at = row["created_at"]

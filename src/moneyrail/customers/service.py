@@ -7,6 +7,7 @@ from collections.abc import Callable, Sequence
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from moneyrail.db.raw import StatementClaim
+from moneyrail.db.uow import UnitOfWork
 from moneyrail.errors import ResourceMissing
 from moneyrail.kit.ids import new_id
 from moneyrail.kit.pagination import Position
@@ -18,7 +19,7 @@ from .schemas import CustomerCreate
 
 
 async def create_or_reuse_customer(
-    session: AsyncSession,
+    uow: UnitOfWork,
     tenant: Tenant,
     command: CustomerCreate,
     claim: StatementClaim | None = None,
@@ -30,6 +31,8 @@ async def create_or_reuse_customer(
     `claim`: the request's Idempotency-Key, claimed by the insert itself (its replay or refusal raised).
     `answer`: the request's answer for a new customer, with its `created` to come; given with a claim,
     the key's answer is stored by the insert's own statement (one round trip, nothing to commit after).
+    Takes the unit of work, not its session (db/uow.py): the usual create, keyed or not, is one lone
+    statement and makes no session; a reused reference or a key's record makes one to finish.
     """
     customer = Customer(
         id=new_id("cus"),
@@ -41,15 +44,15 @@ async def create_or_reuse_customer(
         metadata_=command.metadata,
     )
     if claim is not None and answer is not None:
-        answered = await repository.insert_answered(session, customer, claim, answer(customer))
+        answered = await repository.insert_answered(uow, customer, claim, answer(customer))
         if answered is not None:
             return answered
         # a reused reference or a record under the key: the transactional path, which claims again
-    inserted = await repository.insert_unless_referenced(session, customer, claim)
+    inserted = await repository.insert_unless_referenced(uow, customer, claim)
     if inserted is not None:
         return inserted
     assert command.external_reference is not None  # only a reference can conflict
-    existing = await repository.get_by_reference(session, tenant, command.external_reference)
+    existing = await repository.get_by_reference(uow.session, tenant, command.external_reference)
     assert existing is not None  # the conflicting row committed before our insert gave up
     return existing
 

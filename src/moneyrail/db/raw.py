@@ -10,6 +10,9 @@ transaction machinery for it (a greenlet hop and several objects each for checko
 close): `driver_connection` checks a connection out of the engine's pool itself, begins on the driver,
 and binds the session to that connection, so an ORM statement made later in the same unit of work
 runs in the same transaction. `UnitOfWork` (db/uow.py) commits, rolls back and releases it.
+
+A lone statement needs no session at all when the unit of work has begun no transaction: it takes the
+unit of work itself (`SessionOnDemand`), whose session may never be made.
 """
 
 from __future__ import annotations
@@ -156,13 +159,29 @@ class StatementClaim(Protocol):
         ...
 
 
-def transaction_open(session: AsyncSession) -> bool:
-    """Whether the unit of work has begun a transaction, through the ORM or on the driver."""
-    return session.in_transaction() or driver_transaction_open(session)
+class SessionOnDemand(Protocol):
+    """A unit of work (db/uow.py) as a lone statement sees it: its session only if one was made."""
+
+    @property
+    def made_session(self) -> AsyncSession | None: ...
+
+    @property
+    def engine(self) -> AsyncEngine: ...
+
+
+def _made_session(work: AsyncSession | SessionOnDemand) -> AsyncSession | None:
+    return work if isinstance(work, AsyncSession) else work.made_session
+
+
+def transaction_open(work: AsyncSession | SessionOnDemand) -> bool:
+    """Whether the unit of work has begun a transaction, through the ORM or on the driver (never
+    without a session)."""
+    session = _made_session(work)
+    return session is not None and (session.in_transaction() or driver_transaction_open(session))
 
 
 @asynccontextmanager
-async def lone_statement_connection(session: AsyncSession) -> AsyncIterator[Any]:
+async def lone_statement_connection(work: AsyncSession | SessionOnDemand) -> AsyncIterator[Any]:
     """The connection for a statement that needs no transaction of the unit of work's: the whole of its
     writes, or a read of committed state (a key's lookup).
 
@@ -170,12 +189,14 @@ async def lone_statement_connection(session: AsyncSession) -> AsyncIterator[Any]
     stored answer commits with the effect), that transaction's connection. Otherwise a pooled
     connection outside any transaction: PostgreSQL runs the lone statement in a transaction of its
     own, one round trip instead of BEGIN, statement, COMMIT. A write's caller vouches that nothing else
-    in the unit of work writes after it.
+    in the unit of work writes after it. Given the unit of work, this makes no session.
     """
-    if transaction_open(session):
+    session = _made_session(work)
+    if session is not None and transaction_open(session):
         yield await driver_connection(session)
         return
-    async with _outside_any_transaction(engine_of(session)) as connection:
+    engine = engine_of(work) if isinstance(work, AsyncSession) else work.engine
+    async with _outside_any_transaction(engine) as connection:
         yield connection
 
 

@@ -3,17 +3,34 @@
 A request (see `api/routing.py`) and an actor run each open one, call service functions that
 flush but never commit, and commit at the edge.
 
-The session is made on first use, and its connection is not SQLAlchemy's until the ORM needs one: a
-unit of work whose statements all go to the driver (db/raw.py) runs them on a pooled connection it
-checked out itself, and commits or rolls that back here, with no greenlet hop. Either way one
-transaction, committed here.
+Its SQLAlchemy session is made on the first use of `session`, never before: making one costs more
+than the intake's whole SQL statement (mostly SQLAlchemy's weak registry of sessions), and the intake
+runs driver statements only. So service and repository functions take one of two things:
+
+- the `AsyncSession`, when they run ORM statements or need the unit of work's transaction: the
+  default, most of moneyrail;
+- the `UnitOfWork` itself, when their usual path runs lone driver statements only (db/raw.py,
+  `lone_statement_connection`: a read of committed state, or a write that commits by itself): the
+  key lookups (`installations.service.find_active_*`, which also take a session from callers that
+  hold one) and the customers intake (`customers.service.create_or_reuse_customer`). They ask for
+  `uow.session` only on a branch that needs the ORM or the transaction; the session made there is
+  this unit of work's, so what it does commits here, with the rest, in one transaction.
+
+Endpoints pass `request_uow(request)` to the latter and `request_session(request)` to the former
+(api/context.py). A unit of work that never made a session has nothing to commit or roll back: its
+lone statements committed, or failed, by themselves.
+
+Once made, the session's connection is not SQLAlchemy's until the ORM needs one: a unit of work
+whose statements all go to the driver (db/raw.py) runs them on a pooled connection it checked out
+itself, and commits or rolls that back here, with no greenlet hop. Either way one transaction,
+committed here.
 """
 
 from __future__ import annotations
 
 from types import TracebackType
 
-from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from moneyrail.db.raw import (
     UNIT_OF_WORK_SESSION,
@@ -31,12 +48,28 @@ class UnitOfWork:
 
     @property
     def session(self) -> AsyncSession:
-        if not self._open:
-            raise RuntimeError("the unit of work is not open")
+        """The unit of work's session, made on first use (see the module's docstring for who asks)."""
+        self._require_open()
         if self._session is None:
             self._session = self._sessionmaker()
             self._session.info[UNIT_OF_WORK_SESSION] = True  # its driver statements may skip SQLAlchemy
         return self._session
+
+    @property
+    def made_session(self) -> AsyncSession | None:
+        """The session if one was made, without making one: no session, no transaction begun."""
+        return self._session
+
+    @property
+    def engine(self) -> AsyncEngine:
+        """Where a lone statement takes its connection when no transaction has begun."""
+        engine = self._sessionmaker.kw["bind"]
+        assert isinstance(engine, AsyncEngine)
+        return engine
+
+    def _require_open(self) -> None:
+        if not self._open:
+            raise RuntimeError("the unit of work is not open")
 
     async def __aenter__(self) -> UnitOfWork:
         self._open = True
@@ -66,10 +99,14 @@ class UnitOfWork:
                 await release_bound_connection(session)  # a transaction still open is rolled back there
 
     async def commit(self) -> None:
-        await commit(self.session)
+        self._require_open()
+        if self._session is not None:  # else nothing began: lone statements committed by themselves
+            await commit(self._session)
 
     async def rollback(self) -> None:
-        await rollback(self.session)
+        self._require_open()
+        if self._session is not None:
+            await rollback(self._session)
 
 
 async def commit(session: AsyncSession) -> None:

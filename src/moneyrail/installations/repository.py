@@ -10,6 +10,7 @@ from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from moneyrail.db.raw import driver_connection, lone_statement_connection
+from moneyrail.db.uow import UnitOfWork
 from moneyrail.models import ApiKey, EnvironmentSettings, Installation
 
 
@@ -21,10 +22,11 @@ class ActiveKey:
     scopes: list[str]
 
 
-async def find_active_secret_key(session: AsyncSession, secret_hash: str) -> ActiveKey | None:
+async def find_active_secret_key(work: AsyncSession | UnitOfWork, secret_hash: str) -> ActiveKey | None:
     """Run on every request whose key is not remembered, so straight on the driver (see db/raw.py), and
-    outside the request's transaction when none has begun: a read of committed state needs no BEGIN."""
-    async with lone_statement_connection(session) as connection:
+    outside the request's transaction when none has begun: a read of committed state needs no BEGIN
+    (and, given the unit of work, no session)."""
+    async with lone_statement_connection(work) as connection:
         row = await connection.fetchrow(
             "SELECT id, installation_id, livemode, scopes FROM api_keys "
             "WHERE secret_hash = $1 AND revoked_at IS NULL",
@@ -40,9 +42,11 @@ class ActivePublishableKey:
     livemode: bool
 
 
-async def find_active_publishable_key(session: AsyncSession, key_id: str) -> ActivePublishableKey | None:
+async def find_active_publishable_key(
+    work: AsyncSession | UnitOfWork, key_id: str
+) -> ActivePublishableKey | None:
     """Run on every client-side request whose key is not remembered: as the secret key's lookup."""
-    async with lone_statement_connection(session) as connection:
+    async with lone_statement_connection(work) as connection:
         row = await connection.fetchrow(
             "SELECT id, installation_id, livemode FROM publishable_keys WHERE id = $1 AND revoked_at IS NULL",
             key_id,

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from moneyrail.config import get_settings
+from moneyrail.db.uow import UnitOfWork
 from moneyrail.errors import ParameterInvalid, ResourceMissing
 from moneyrail.kit.clock import utcnow
 from moneyrail.kit.ids import new_id, random_base62
@@ -53,20 +54,23 @@ def forget_cached_keys() -> None:
     _commission_terms.clear()
 
 
-async def find_active_secret_key(session: AsyncSession, secret: str) -> ActiveKey | None:
+async def find_active_secret_key(work: AsyncSession | UnitOfWork, secret: str) -> ActiveKey | None:
+    """The gate's lookup: given the unit of work, it makes no session (a lone statement on a miss)."""
     secret_hash = hash_secret(secret)
     key = _secret_keys.get(secret_hash)
     if key is None:
-        key = await repository.find_active_secret_key(session, secret_hash)
+        key = await repository.find_active_secret_key(work, secret_hash)
         if key is not None:
             _secret_keys.put(secret_hash, key)
     return key
 
 
-async def find_active_publishable_key(session: AsyncSession, key_id: str) -> ActivePublishableKey | None:
+async def find_active_publishable_key(
+    work: AsyncSession | UnitOfWork, key_id: str
+) -> ActivePublishableKey | None:
     key = _publishable_keys.get(key_id)
     if key is None:
-        key = await repository.find_active_publishable_key(session, key_id)
+        key = await repository.find_active_publishable_key(work, key_id)
         if key is not None:
             _publishable_keys.put(key_id, key)
     return key
