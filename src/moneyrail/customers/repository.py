@@ -37,18 +37,19 @@ _INSERT = """
 """
 # The Idempotency-Key's claim ($1 to $5, a SELECT the claim brings) and the insert ($6 to $12) in one
 # round trip: the row goes in only where the claim holds the key's lock and found no answer under it.
-_CLAIM_AND_INSERT = """
-    WITH claim AS MATERIALIZED (CLAIM),
-    inserted AS (
+_INSERT_WHERE_CLAIMED = """
         INSERT INTO customers (id, installation_id, livemode, external_reference, email, name, metadata)
         SELECT $6::text, $7::text, $8::boolean, $9::text, $10::text, $11::text, $12::jsonb
         FROM claim WHERE claim.locked AND claim.fingerprint IS NULL
         ON CONFLICT (installation_id, livemode, external_reference) WHERE external_reference IS NOT NULL
         DO NOTHING
         RETURNING created_at
-    )
-    SELECT claim.*, inserted.created_at FROM claim LEFT JOIN inserted ON true
 """
+_CLAIM_AND_INSERT = """
+    WITH claim AS MATERIALIZED (CLAIM),
+    inserted AS (INSERT_WHERE_CLAIMED)
+    SELECT claim.*, inserted.created_at FROM claim LEFT JOIN inserted ON true
+""".replace("INSERT_WHERE_CLAIMED", _INSERT_WHERE_CLAIMED)
 
 
 # The keyed intake whole, as one self-committing statement: the claim, the insert (`effect`, $6 to $12)
@@ -56,18 +57,11 @@ _CLAIM_AND_INSERT = """
 # claim's lock holds for the statement's own transaction, and the answer commits with the customer.
 _CLAIM_INSERT_AND_ANSWER = """
     WITH claim AS MATERIALIZED (CLAIM),
-    effect AS (
-        INSERT INTO customers (id, installation_id, livemode, external_reference, email, name, metadata)
-        SELECT $6::text, $7::text, $8::boolean, $9::text, $10::text, $11::text, $12::jsonb
-        FROM claim WHERE claim.locked AND claim.fingerprint IS NULL
-        ON CONFLICT (installation_id, livemode, external_reference) WHERE external_reference IS NOT NULL
-        DO NOTHING
-        RETURNING created_at
-    ),
+    effect AS (INSERT_WHERE_CLAIMED),
     stored AS (ANSWER)
     SELECT claim.*, effect.created_at, stored.answered
     FROM claim LEFT JOIN effect ON true LEFT JOIN stored ON true
-"""
+""".replace("INSERT_WHERE_CLAIMED", _INSERT_WHERE_CLAIMED)
 _ANSWER_FIRST_PARAMETER = 13
 # asyncpg's name for the stored answers' primary key (models/base.py's naming convention)
 _ANSWER_KEY = "pk_idempotency_records"
