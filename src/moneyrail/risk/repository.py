@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import and_, select
+from sqlalchemy import ColumnElement, and_, exists, select
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -103,6 +103,11 @@ async def matching_lists(
         .order_by(ValueList.created_at, ValueList.id)
     )
     return [(value_list, value) for value_list, value in rows if values.get(value_list.item_type) == value]
+
+
+def holds_payment(payment_intent_id: ColumnElement[str]) -> ColumnElement[bool]:
+    """An open review holds the payment (a condition asked with the payment's other facts)."""
+    return exists().where(Review.payment_intent_id == payment_intent_id, Review.status == "open")
 
 
 async def review_of_payment(session: AsyncSession, payment_id: str) -> Review | None:

@@ -211,16 +211,12 @@ async def screen(
     return "review"
 
 
-async def held(session: AsyncSession, payment: PaymentIntent) -> bool:
-    review = await repository.review_of_payment(session, payment.id)
-    return review is not None and review.status == "open"
-
-
 async def held_among(session: AsyncSession, payment_ids: Sequence[str]) -> set[str]:
     return await repository.open_reviews_among(session, payment_ids)
 
 
-payments.register_risk_screen(screen, held, held_among=held_among)
+payments.register_risk_screen(screen, held_among=held_among)
+payments.register_payment_fact(payments.HELD_FOR_REVIEW, repository.holds_payment)
 
 
 # --- reviews ------------------------------------------------------------------------------------------
