@@ -55,6 +55,7 @@ from moneyrail.sandbox.service import register_due_work, tenant_now
 
 from . import catalog, repository, service
 from .schemas import ChangeCreate, SubscriptionChangeOut
+from .service import collection
 
 logger = structlog.get_logger("moneyrail.billing.changes")
 
@@ -476,7 +477,9 @@ async def _on_differences_paid(
             await _on_difference_paid(session, tenant, payment)
 
 
-payments.register_capture_listener(_on_difference_paid, together=_on_differences_paid)
+payments.register_capture_listener(
+    _on_difference_paid, together=_on_differences_paid, when=collection.PAYS_SUBSCRIPTION_INVOICE
+)
 
 
 async def _open_difference(

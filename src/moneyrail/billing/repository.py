@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import and_, or_, select, tuple_
+from sqlalchemy import ColumnElement, and_, exists, or_, select, tuple_
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from moneyrail.db.pagination import newest_first_page
@@ -65,6 +65,12 @@ async def get_invoice(
         _owned_by(SubscriptionInvoice, tenant), SubscriptionInvoice.id == invoice_id
     )
     return await session.scalar(statement.with_for_update() if for_update else statement)
+
+
+def collected_by_payment(payment_intent_id: ColumnElement[str]) -> ColumnElement[bool]:
+    """A subscription invoice (a cycle's or a change's) is collected by the payment (a condition asked
+    with the payment's other facts)."""
+    return exists().where(SubscriptionInvoice.payment_intent_id == payment_intent_id)
 
 
 async def invoice_for_payment(session: AsyncSession, payment_id: str) -> SubscriptionInvoice | None:

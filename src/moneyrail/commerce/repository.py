@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import and_, select
+from sqlalchemy import ColumnElement, and_, exists, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from moneyrail.db.pagination import newest_first_page
@@ -25,6 +25,11 @@ async def get(
     if for_update:
         statement = statement.with_for_update()
     return await session.scalar(statement)
+
+
+def binds_payment(payment_intent_id: ColumnElement[str]) -> ColumnElement[bool]:
+    """An order is bound to the payment (a condition asked with the payment's other facts)."""
+    return exists().where(Order.payment_intent_id == payment_intent_id)
 
 
 async def get_by_payment(session: AsyncSession, tenant: Tenant, payment_intent_id: str) -> Order | None:

@@ -305,5 +305,7 @@ async def refuse_direct_change(
     return DIRECT_REFUSALS[action].format(order=order.id)
 
 
+BOUND_TO_ORDER = "bound_to_order"
 checkout.register_payment_owner(owns_payment)
-payments.register_owner_refusal(refuse_direct_change)
+payments.register_payment_fact(BOUND_TO_ORDER, repository.binds_payment)
+payments.register_owner_refusal(refuse_direct_change, when=BOUND_TO_ORDER)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import and_, select, text
+from sqlalchemy import ColumnElement, and_, exists, select, text
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from moneyrail.db.pagination import newest_first_page
@@ -25,6 +25,11 @@ async def get(
     if for_update:
         statement = statement.with_for_update()
     return await session.scalar(statement)
+
+
+def paid_by_payment(payment_intent_id: ColumnElement[str]) -> ColumnElement[bool]:
+    """An invoice is paid by the payment (a condition asked with the payment's other facts)."""
+    return exists().where(Invoice.payment_intent_id == payment_intent_id)
 
 
 async def get_by_payment(

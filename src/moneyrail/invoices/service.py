@@ -429,5 +429,7 @@ async def follow_payments(session: AsyncSession, tenant: Tenant, captured: Seque
             await follow_payment(session, tenant, payment)
 
 
-payments.register_capture_listener(follow_payment, together=follow_payments)
+PAYS_INVOICE = "pays_invoice"
+payments.register_payment_fact(PAYS_INVOICE, repository.paid_by_payment)
+payments.register_capture_listener(follow_payment, together=follow_payments, when=PAYS_INVOICE)
 checkout.register_payment_owner(owns_payment)

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import and_, func, select, update
+from sqlalchemy import ColumnElement, and_, bindparam, func, select, update
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -34,6 +34,30 @@ async def get_payment(
         # a payment's state changes one request (or worker) at a time
         statement = statement.with_for_update()
     return await session.scalar(statement)
+
+
+# Another domain's question about a payment: a condition on its id (the parameter), such as
+# `exists().where(Order.payment_intent_id == payment_id)`.
+PaymentCondition = Callable[[ColumnElement[str]], ColumnElement[bool]]
+
+
+async def facts_of(
+    session: AsyncSession, payment_id: str, conditions: Mapping[str, PaymentCondition]
+) -> frozenset[str]:
+    """The names of the conditions that hold for this payment, all asked in one statement."""
+    if not conditions:
+        return frozenset()
+    asked = tuple(conditions.items())
+    statement = _facts_statements.get(asked)
+    if statement is None:  # built once: the domains register their conditions at import
+        payment = bindparam("payment_id", type_=PaymentIntent.id.type)
+        statement = _facts_statements[asked] = select(*(condition(payment) for _, condition in asked))
+    names = [name for name, _ in asked]
+    row = (await session.execute(statement, {"payment_id": payment_id})).one()
+    return frozenset(name for name, holds in zip(names, row, strict=True) if holds)
+
+
+_facts_statements: dict[tuple[tuple[str, PaymentCondition], ...], Any] = {}  # a Select of booleans
 
 
 async def get_payment_by_authentication_token(session: AsyncSession, token_hash: str) -> PaymentIntent | None:

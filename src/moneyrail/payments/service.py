@@ -146,11 +146,43 @@ CaptureListener = Callable[[AsyncSession, Tenant, PaymentIntent], Awaitable[None
 # The same for several payments captured together (`charge_off_session_many`), written set-based.
 CapturesListener = Callable[[AsyncSession, Tenant, Sequence[PaymentIntent]], Awaitable[None]]
 _capture_listeners: dict[CaptureListener, CapturesListener | None] = {}
+_listener_conditions: dict[CaptureListener, str] = {}
 
 
-def register_capture_listener(listener: CaptureListener, *, together: CapturesListener | None = None) -> None:
-    """`together`, when given, replaces `listener` for payments captured together."""
+def register_capture_listener(
+    listener: CaptureListener, *, together: CapturesListener | None = None, when: str | None = None
+) -> None:
+    """`together`, when given, replaces `listener` for payments captured together. `when`: a fact
+    (`register_payment_fact`) without which the listener has nothing to do, so a single capture skips
+    it; the listener still checks for itself (payments captured together call it regardless)."""
     _capture_listeners[listener] = together
+    if when is not None:
+        _listener_conditions[listener] = _registered_fact(when)
+
+
+# --- what other domains know of a payment -------------------------------------------------------------
+# A capture asks other domains about its payment: whether an open risk review holds it, whether a
+# commerce order, a payment invoice or a subscription invoice owns it (their refusals and capture
+# listeners). Each domain registers its question as a named fact, a SQL condition on the payment's id
+# built in its own repository; payments asks them all in one statement (repository.facts_of) and calls a
+# domain's refusal or listener only when its fact holds. Asked after the payment is locked, in a
+# statement of its own, so an owner bound by a transaction that held the lock is seen.
+_payment_facts: dict[str, repository.PaymentCondition] = {}
+
+
+def register_payment_fact(name: str, condition: repository.PaymentCondition) -> None:
+    _payment_facts[name] = condition
+
+
+def _registered_fact(name: str) -> str:
+    # a listener or refusal waiting on a fact nobody asks would never run
+    if name not in _payment_facts:
+        raise ValueError(f"register the payment fact {name!r} before what depends on it")
+    return name
+
+
+async def _facts_of(session: AsyncSession, payment: PaymentIntent) -> frozenset[str]:
+    return await repository.facts_of(session, payment.id, _payment_facts)
 
 
 class FundsFlow(NamedTuple):
@@ -398,7 +430,7 @@ async def update_payment_intent(
             f"{payment.status}. Cancel it and create a new one, or increment an authorization."
         )
     if command.amount is not None and command.amount != payment.amount:
-        await _refuse_if_owned(session, tenant, payment, "update")
+        await _refuse_if_owned(session, tenant, payment, "update", await _facts_of(session, payment))
         if payment.fee_reserve is not None:
             raise FeeAmountImmutable(
                 "This payment carries a fee reserve, so its amount is fixed: cancel it and create a new "
@@ -435,16 +467,17 @@ async def update_payment_intent(
 RiskScreen = Callable[
     [AsyncSession, Tenant, Processor, PaymentIntent, PaymentMethod, "Confirmation"], Awaitable[str]
 ]
-ReviewHold = Callable[[AsyncSession, PaymentIntent], Awaitable[bool]]
-# `held` for several payments in one statement: the ids of those held.
+# A payment under an open review: the fact HELD_FOR_REVIEW (`register_payment_fact`), and for several
+# payments in one statement the ids of those held.
+HELD_FOR_REVIEW = "held_for_review"
 ReviewHolds = Callable[[AsyncSession, Sequence[str]], Awaitable[set[str]]]
-_risk_screens: list[tuple[RiskScreen, ReviewHold]] = []
+_risk_screens: list[RiskScreen] = []
 _review_holds: list[ReviewHolds] = []
 
 
-def register_risk_screen(screen: RiskScreen, held: ReviewHold, *, held_among: ReviewHolds) -> None:
-    if (screen, held) not in _risk_screens:
-        _risk_screens.append((screen, held))
+def register_risk_screen(screen: RiskScreen, *, held_among: ReviewHolds) -> None:
+    if screen not in _risk_screens:
+        _risk_screens.append(screen)
         _review_holds.append(held_among)
 
 
@@ -457,13 +490,9 @@ async def _risk_verdict(
     confirmation: Confirmation,
 ) -> str:
     verdicts = {
-        await screen(session, tenant, processor, payment, method, confirmation) for screen, _ in _risk_screens
+        await screen(session, tenant, processor, payment, method, confirmation) for screen in _risk_screens
     }
     return "block" if "block" in verdicts else "review" if "review" in verdicts else "allow"
-
-
-async def held_for_review(session: AsyncSession, payment: PaymentIntent) -> bool:
-    return any([await held(session, payment) for _, held in _risk_screens])
 
 
 async def held_among(session: AsyncSession, payment_ids: Sequence[str]) -> set[str]:
@@ -893,9 +922,11 @@ async def _apply_authorization(
     payment.last_payment_error = None
     if payment.save_payment_method and payment.customer_id is not None:
         await methods.attach_to_customer(session, tenant, method, payment.customer_id)
-    if payment.capture_method == "automatic" and not await held_for_review(session, payment):
-        await _capture(session, tenant, processor, payment, payment.amount)
-        return
+    if payment.capture_method == "automatic":
+        facts = await _facts_of(session, payment)
+        if HELD_FOR_REVIEW not in facts:
+            await _capture(session, tenant, processor, payment, payment.amount, facts)
+            return
     _move(payment, "requires_capture")
     await announce(session, tenant, payment, "payment_intent.amount_capturable_updated")  # writes it
 
@@ -962,27 +993,33 @@ def _with_query(url: str, extra: dict[str, str]) -> str:
 # may not capture, cancel, increment or re-price it through /v1 directly (None: it does not own it). The
 # owner's own steps pass `by_owner=True`. Actions asked about: capture, cancel, increment, update (an
 # update that changes the amount; other fields leave the payment in step with its owner).
+# The refusal is asked only when the owner's fact (`register_payment_fact`) holds for the payment.
 OwnerRefusal = Callable[[AsyncSession, Tenant, PaymentIntent, str], Awaitable[str | None]]
-_owner_refusals: list[OwnerRefusal] = []
+_owner_refusals: dict[OwnerRefusal, str] = {}
 
 
-def register_owner_refusal(refusal: OwnerRefusal) -> None:
-    if refusal not in _owner_refusals:
-        _owner_refusals.append(refusal)
+def register_owner_refusal(refusal: OwnerRefusal, *, when: str) -> None:
+    _owner_refusals[refusal] = _registered_fact(when)
 
 
 async def _refuse_if_owned(
-    session: AsyncSession, tenant: Tenant, payment: PaymentIntent, action: str
+    session: AsyncSession, tenant: Tenant, payment: PaymentIntent, action: str, facts: frozenset[str]
 ) -> None:
-    for refusal in _owner_refusals:
-        message = await refusal(session, tenant, payment, action)
+    for refusal, fact in _owner_refusals.items():
+        message = await refusal(session, tenant, payment, action) if fact in facts else None
         if message is not None:
             raise Conflict(message)
 
 
 async def _capture(
-    session: AsyncSession, tenant: Tenant, processor: Processor, payment: PaymentIntent, amount: int
+    session: AsyncSession,
+    tenant: Tenant,
+    processor: Processor,
+    payment: PaymentIntent,
+    amount: int,
+    facts: frozenset[str],
 ) -> None:
+    """`facts`: the payment's (`_facts_of`), asked after it was locked."""
     assert payment.processor_authorization is not None
     with _network_answers("capture"):
         capture = await processor.capture(
@@ -1000,7 +1037,9 @@ async def _capture(
     await fees.post_capture(session, tenant, payment)
     # not flushed here: the row goes with its event (announce), unless a listener's flush writes it first
     for listener in _capture_listeners:
-        await listener(session, tenant, payment)
+        condition = _listener_conditions.get(listener)
+        if condition is None or condition in facts:
+            await listener(session, tenant, payment)
     await _send_receipts(session, tenant, payment)
     await announce(session, tenant, payment, "payment_intent.succeeded")
     logger.info(
@@ -1031,9 +1070,10 @@ async def capture_payment_intent(
     payment = await _locked(session, tenant, payment_id)
     if payment.status != "requires_capture":
         raise Conflict(f"Capture applies to an authorized payment; this one is {payment.status}.")
+    facts = await _facts_of(session, payment)
     if not by_owner:
-        await _refuse_if_owned(session, tenant, payment, "capture")
-    if await held_for_review(session, payment):
+        await _refuse_if_owned(session, tenant, payment, "capture", facts)
+    if HELD_FOR_REVIEW in facts:
         raise Conflict("This payment is held for a risk review: approve the review before capturing.")
     amount = amount_to_capture if amount_to_capture is not None else payment.amount_capturable
     if amount > payment.amount_capturable:
@@ -1046,7 +1086,7 @@ async def capture_payment_intent(
             "This payment carries a fee reserve, so it is captured in full or cancelled.",
             param="amount_to_capture",
         )
-    await _capture(session, tenant, processor, payment, amount)
+    await _capture(session, tenant, processor, payment, amount, facts)
     return payment
 
 
@@ -1063,7 +1103,7 @@ async def cancel_payment_intent(
     if payment.status not in CANCELABLE:
         raise Conflict(f"Cancel applies before capture; this payment is {payment.status}.")
     if not by_owner:
-        await _refuse_if_owned(session, tenant, payment, "cancel")
+        await _refuse_if_owned(session, tenant, payment, "cancel", await _facts_of(session, payment))
     if payment.processor_authorization is not None:
         with _network_answers("cancellation"):
             await processor.cancel(
@@ -1090,7 +1130,7 @@ async def increment_authorization(
         raise Conflict(
             f"Increment applies to an uncaptured manual authorization; this payment is {payment.status}."
         )
-    await _refuse_if_owned(session, tenant, payment, "increment")
+    await _refuse_if_owned(session, tenant, payment, "increment", await _facts_of(session, payment))
     if payment.fee_reserve is not None:
         raise FeeAmountImmutable(
             "This payment carries a fee reserve, so its amount is fixed: cancel it and create a new payment "

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import and_, select
+from sqlalchemy import ColumnElement, and_, exists, select
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -87,14 +88,43 @@ async def list_items(
     ).all()
 
 
-async def matching_lists(
-    session: AsyncSession, tenant: Tenant, values: dict[str, str]
-) -> Sequence[tuple[ValueList, str]]:
-    """The tenant's lists that hold one of these (item_type -> value) pairs, with the matching value."""
+@dataclass(frozen=True, slots=True)
+class ListRule:
+    """What screening needs of a value list: which values it matches and what a match does."""
+
+    id: str
+    item_type: str
+    action: str
+
+
+async def listed_values(
+    session: AsyncSession, tenant: Tenant, *, limit: int
+) -> list[tuple[ListRule, frozenset[str]]] | None:
+    """The tenant's lists that hold items, in creation order, each with its values; None when the lists
+    hold more than `limit` items in all (too many to keep in memory: ask `matching_lists` instead)."""
+    rows = (
+        await session.execute(
+            select(ValueList.id, ValueList.item_type, ValueList.action, ValueListItem.value)
+            .join(ValueListItem, ValueListItem.value_list_id == ValueList.id)
+            .where(_of(ValueList, tenant))
+            .order_by(ValueList.created_at, ValueList.id)
+            .limit(limit + 1)
+        )
+    ).all()
+    if len(rows) > limit:
+        return None
+    lists: dict[str, tuple[ListRule, set[str]]] = {}
+    for list_id, item_type, action, value in rows:
+        lists.setdefault(list_id, (ListRule(list_id, item_type, action), set()))[1].add(value)
+    return [(rule, frozenset(values)) for rule, values in lists.values()]
+
+
+async def matching_lists(session: AsyncSession, tenant: Tenant, values: dict[str, str]) -> list[ListRule]:
+    """The tenant's lists that hold one of these (item_type -> value) pairs, in creation order."""
     if not values:
         return []
     rows = await session.execute(
-        select(ValueList, ValueListItem.value)
+        select(ValueList.id, ValueList.item_type, ValueList.action, ValueListItem.value)
         .join(ValueListItem, ValueListItem.value_list_id == ValueList.id)
         .where(
             _of(ValueList, tenant),
@@ -102,7 +132,16 @@ async def matching_lists(
         )
         .order_by(ValueList.created_at, ValueList.id)
     )
-    return [(value_list, value) for value_list, value in rows if values.get(value_list.item_type) == value]
+    return [
+        ListRule(list_id, item_type, action)
+        for list_id, item_type, action, value in rows
+        if values.get(item_type) == value
+    ]
+
+
+def holds_payment(payment_intent_id: ColumnElement[str]) -> ColumnElement[bool]:
+    """An open review holds the payment (a condition asked with the payment's other facts)."""
+    return exists().where(Review.payment_intent_id == payment_intent_id, Review.status == "open")
 
 
 async def review_of_payment(session: AsyncSession, payment_id: str) -> Review | None:

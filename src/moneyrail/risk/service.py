@@ -24,6 +24,7 @@ from collections.abc import Sequence
 import structlog
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from moneyrail.config import get_settings
 from moneyrail.customers import service as customers
 from moneyrail.errors import Conflict, ParameterInvalid, ResourceMissing
 from moneyrail.events.service import record_event
@@ -32,11 +33,13 @@ from moneyrail.kit.clock import utcnow
 from moneyrail.kit.ids import looks_like_id, new_id
 from moneyrail.kit.pagination import Position
 from moneyrail.kit.tenant import Tenant
+from moneyrail.kit.ttl_cache import TtlCache
 from moneyrail.models import PaymentIntent, PaymentMethod, Review, ValueList, ValueListItem
 from moneyrail.payments import service as payments
 from moneyrail.processor.interface import Processor, ProcessorUnavailable
 
 from . import repository
+from .repository import ListRule
 from .schemas import ValueListCreate, ValueListItemCreate, render_review, render_value_list
 
 logger = structlog.get_logger("moneyrail.risk")
@@ -59,6 +62,7 @@ async def create_value_list(session: AsyncSession, tenant: Tenant, command: Valu
     )
     if not await repository.insert_value_list(session, value_list):
         raise Conflict(f"A value list with the alias {command.alias!r} exists already.", param="alias")
+    _lists_changed(tenant)
     await record_event(
         session, tenant, "radar.value_list.created", render_value_list(value_list).model_dump(mode="json")
     )
@@ -126,6 +130,7 @@ async def add_item(
     )
     if not await repository.insert_item(session, item):
         raise Conflict(f"The list holds {item.value!r} already.", param="value")
+    _lists_changed(tenant)
     return item
 
 
@@ -134,6 +139,51 @@ async def list_items(
 ) -> Sequence[ValueListItem]:
     value_list = await get_value_list(session, tenant, value_list_id)
     return await repository.list_items(session, value_list.id, limit=limit, after=after)
+
+
+# --- the environment's lists, remembered between confirmations --------------------------------------------
+# Every confirmation screens against the environment's lists, which change rarely (an operator adds an
+# item). A process remembers them for `key_cache_seconds` (config.py; 5 s by default, as long as it
+# remembers keys): a list or item added through another process (another web process, a worker) takes
+# effect here within that lifetime. One added through this process takes effect at once: the entry is
+# replaced by a mark that has the lists matched in the database for one lifetime, so a confirmation
+# that read them before the change committed does not remember what it read.
+# Lists holding more than REMEMBERED_ITEMS items in all are not kept in memory: asked per payment.
+REMEMBERED_ITEMS = 1_000
+
+
+class _AskTheDatabase:
+    """Match each payment's values in the database: the lists changed in this process within the
+    lifetime, or they hold too many items to remember."""
+
+
+_ASK = _AskTheDatabase()
+
+
+def _lists_seconds() -> float:
+    return get_settings().key_cache_seconds
+
+
+_remembered_lists: TtlCache[Tenant, tuple[tuple[ListRule, frozenset[str]], ...] | _AskTheDatabase] = TtlCache(
+    _lists_seconds
+)
+
+
+def _lists_changed(tenant: Tenant) -> None:
+    _remembered_lists.put(tenant, _ASK)
+
+
+async def _matching_lists(session: AsyncSession, tenant: Tenant, values: dict[str, str]) -> list[ListRule]:
+    """The environment's lists holding one of these (item_type -> value) pairs, in creation order."""
+    remembered = _remembered_lists.get(tenant) if _lists_seconds() > 0 else _ASK
+    if remembered is None:
+        read = await repository.listed_values(session, tenant, limit=REMEMBERED_ITEMS)
+        remembered = tuple(read) if read is not None else _ASK
+        if _remembered_lists.get(tenant) is None:  # not changed here while they were read
+            _remembered_lists.put(tenant, remembered)
+    if isinstance(remembered, _AskTheDatabase):
+        return await repository.matching_lists(session, tenant, values)
+    return [rule for rule, listed in remembered if values.get(rule.item_type) in listed]
 
 
 # --- screening (called by payments at confirmation) -----------------------------------------------------
@@ -178,8 +228,8 @@ async def screen(
         logger.warning("card_risk_unavailable", payment_intent=payment.id, error=str(fault))
         risk_level, country = "elevated", None
     values = await _payment_values(session, tenant, payment, method, confirmation, country)
-    matches = await repository.matching_lists(session, tenant, values)
-    blocking = [value_list for value_list, _ in matches if value_list.action == "block"]
+    matches = await _matching_lists(session, tenant, values)
+    blocking = [rule for rule in matches if rule.action == "block"]
     if blocking:
         logger.info(
             "payment_blocked_by_risk",
@@ -188,7 +238,7 @@ async def screen(
             item_type=blocking[0].item_type,
         )
         return "block"
-    reviewing = [value_list for value_list, _ in matches if value_list.action == "review"]
+    reviewing = [rule for rule in matches if rule.action == "review"]
     if not reviewing and risk_level == "normal":
         return "allow"
     if await repository.review_of_payment(session, payment.id) is None:
@@ -211,16 +261,12 @@ async def screen(
     return "review"
 
 
-async def held(session: AsyncSession, payment: PaymentIntent) -> bool:
-    review = await repository.review_of_payment(session, payment.id)
-    return review is not None and review.status == "open"
-
-
 async def held_among(session: AsyncSession, payment_ids: Sequence[str]) -> set[str]:
     return await repository.open_reviews_among(session, payment_ids)
 
 
-payments.register_risk_screen(screen, held, held_among=held_among)
+payments.register_risk_screen(screen, held_among=held_among)
+payments.register_payment_fact(payments.HELD_FOR_REVIEW, repository.holds_payment)
 
 
 # --- reviews ------------------------------------------------------------------------------------------

@@ -156,7 +156,11 @@ async def _on_payment_captured(session: AsyncSession, tenant: Tenant, payment: P
     logger.info("subscription_invoice_paid", subscription_invoice=invoice.id, amount=invoice.amount)
 
 
-payments.register_capture_listener(_on_payment_captured, together=_on_payments_captured)
+PAYS_SUBSCRIPTION_INVOICE = "pays_subscription_invoice"
+payments.register_payment_fact(PAYS_SUBSCRIPTION_INVOICE, repository.collected_by_payment)
+payments.register_capture_listener(
+    _on_payment_captured, together=_on_payments_captured, when=PAYS_SUBSCRIPTION_INVOICE
+)
 
 
 async def _on_distribution_outcome(session: AsyncSession, operation: Operation) -> None:
