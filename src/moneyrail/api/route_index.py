@@ -1,0 +1,273 @@
+"""Route matching that does not walk every route: the app's routes filed by the literal segments
+their paths start with.
+
+FastAPI, like Starlette, matches a request by trying every route in order, and an included router
+by trying each of its routes (twice: to match, then to handle), so a route's cost grows with its
+place in the list: ~30 µs for `POST /v1/customers`, 380-740 µs for the billing routes at the end
+(bench/results/SPEED.md §9 and §11).
+
+At the first request, after every router is included, `RouteIndex` files each route under the
+literal segments its path template starts with (`/v1/customers/{customer}/payment-methods`: under
+`v1/customers`, four segments) and builds a trie of those segments. A request's path is walked down
+the trie, and FastAPI's own dispatch then runs over a view of the app router holding, in their
+original order, only the routes that could match that path or the path with its trailing slash
+toggled (which `redirect_slashes` tries). A route left out cannot match either path, so FastAPI's
+answer is the one it gives today: the first full match wins, else the first partial match answers
+405 with its `Allow`, else the slash redirect, else the low-priority routes, else 404. `app.routes`
+is neither reordered nor changed (/openapi.json is built from it), mounts and middleware are
+untouched, and the index is rebuilt when a route is added.
+
+This leans on FastAPI's private routing classes (`_IncludedRouter`, `_EffectiveRouteContext`);
+tests/api/test_route_index.py compares the indexed dispatch with FastAPI's own for every route, so
+an upgrade that changes them fails there, not in production.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from fastapi import FastAPI
+from fastapi.routing import APIRouter, _EffectiveRouteContext, _IncludedRouter
+from starlette._utils import get_route_path
+from starlette.convertors import FloatConvertor, IntegerConvertor, StringConvertor, UUIDConvertor
+from starlette.routing import BaseRoute
+from starlette.types import Receive, Scope, Send
+
+# Convertors that match within one path segment: a template made of them and literals matches only
+# paths with as many segments as it has. A `path` convertor (a mount) or an unknown one matches any.
+ONE_SEGMENT_CONVERTORS = (StringConvertor, IntegerConvertor, FloatConvertor, UUIDConvertor)
+
+Candidate = BaseRoute | _EffectiveRouteContext
+
+# Views kept, one per position of a path in the trie (and its slash twin's): far more than requests
+# make in practice (about one per route); past it, a view is built per request, about as costly as
+# FastAPI's own walk of every route.
+MAX_VIEWS = 4096
+
+
+@dataclass(frozen=True)
+class RouteShape:
+    """What a route's path template says about the paths it can match."""
+
+    literal_prefix: tuple[str, ...]  # the segments before the first one holding a parameter
+    segment_count: int | None  # None: any number (a `path` convertor, or no path template at all)
+
+    @classmethod
+    def of(cls, candidate: Candidate) -> RouteShape:
+        if isinstance(candidate, _EffectiveRouteContext):
+            # a route of an included router: its template carries the include's prefix
+            described: object = candidate.starlette_route or candidate
+        else:
+            described = candidate
+        template = getattr(described, "path_format", None)
+        convertors = getattr(described, "param_convertors", None)
+        if not isinstance(template, str) or not template.startswith("/") or not isinstance(convertors, dict):
+            return cls((), None)  # a host route, a frontend group: tried for every path
+        segments = template[1:].split("/")
+        prefix = segments
+        for depth, segment in enumerate(segments):
+            if "{" in segment:
+                prefix = segments[:depth]
+                break
+        one_segment_each = all(type(convertor) in ONE_SEGMENT_CONVERTORS for convertor in convertors.values())
+        return cls(tuple(prefix), len(segments) if one_segment_each else None)
+
+    def fits(self, position: PathPosition) -> bool:
+        walked = position[0].segments
+        if walked[: len(self.literal_prefix)] != self.literal_prefix:
+            return False
+        return self.segment_count is None or self.segment_count == position[1]
+
+
+class _Node:
+    """A literal path segment some route's template starts with (the root: none yet)."""
+
+    __slots__ = ("children", "segments")
+
+    def __init__(self, segments: tuple[str, ...]) -> None:
+        self.children: dict[str, _Node] = {}
+        self.segments = segments
+
+
+# Where a path leads in the trie: the deepest node its leading segments reach, and its segment count
+# (capped one past the longest template, so that the number of positions is bounded by the routes).
+PathPosition = tuple[_Node, int]
+
+
+class _IncludedRouterView(_IncludedRouter):
+    """An included router seen through the index: its routes that can match, in their order.
+
+    FastAPI's own `_IncludedRouter` code matches and handles with it, over these candidates only.
+    """
+
+    def __init__(self, whole: _IncludedRouter, candidates: list[_EffectiveRouteContext | _IncludedRouter]):
+        super().__init__(original_router=whole.original_router, include_context=whole.include_context)
+        self.whole = whole
+        self.candidates = candidates
+
+    def effective_candidates(self) -> list[_EffectiveRouteContext | _IncludedRouter]:
+        return self.candidates
+
+    def effective_low_priority_routes(self) -> list[_EffectiveRouteContext]:
+        return self.whole.effective_low_priority_routes()
+
+    def effective_route_contexts(self) -> Iterator[_EffectiveRouteContext]:
+        return self.whole.effective_route_contexts()
+
+    def url_path_for(self, name: str, /, **path_params: Any) -> Any:
+        return self.whole.url_path_for(name, **path_params)
+
+
+class RouteIndex:
+    """The app router's dispatch for HTTP requests, trying only the routes that can match the path."""
+
+    def __init__(self, router: APIRouter) -> None:
+        self.router = router
+        self._built_for: tuple[int, int] | None = None
+        self._routers: list[APIRouter] = []
+        self._root = _Node(())
+        self._longest = 0
+        self._low_priority: list[BaseRoute | _EffectiveRouteContext] = []
+        self._routes: list[Candidate] = []
+        self._shapes: dict[int, RouteShape] = {}  # each of _routes' by its id
+        self._views: dict[tuple[_Node, int, _Node, int], APIRouter] = {}
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.router.app(scope, receive, send)  # lifespan, websockets: FastAPI's own dispatch
+            return
+        scope.setdefault("router", self.router)  # url_for and friends see every route, not the view
+        await self.view_for(scope).app(scope, receive, send)
+
+    def view_for(self, scope: Scope) -> APIRouter:
+        """The app router with only the routes that can match this request's path (or its slash twin)."""
+        if self._routes_changed():
+            self._build()
+        route_path = get_route_path(scope)
+        # the path FastAPI tries for a redirect when nothing matches (APIRouter.app, redirect_slashes)
+        twin = scope["path"].rstrip("/") if route_path.endswith("/") else scope["path"] + "/"
+        twin_route_path = get_route_path({"path": twin, "root_path": scope.get("root_path", "")})
+        key = (*self._position(route_path), *self._position(twin_route_path))
+        view = self._views.get(key)
+        if view is None:
+            view = self._view((key[0], key[1]), (key[2], key[3]))
+            if len(self._views) < MAX_VIEWS:  # paths crafted to make new positions cannot fill the memory
+                self._views[key] = view
+        return view
+
+    def candidates(self, scope: Scope) -> list[Candidate]:
+        """The routes a request with this scope tries, flattened, in order (for tests and benchmarks)."""
+        return list(_flattened(self.view_for(scope).routes))
+
+    def _position(self, route_path: str) -> PathPosition:
+        if not route_path.startswith("/"):
+            return self._root, -1  # no template starting with "/" matches it
+        segments = route_path[1:].split("/")
+        node = self._root
+        for segment in segments:
+            child = node.children.get(segment)
+            if child is None:
+                break
+            node = child
+        return node, min(len(segments), self._longest + 1)
+
+    def _view(self, *positions: PathPosition) -> APIRouter:
+        def fits(candidate: Candidate) -> bool:
+            shape = self._shapes.get(id(candidate)) or RouteShape.of(candidate)
+            return any(shape.fits(position) for position in positions)
+
+        view = copy.copy(self.router)
+        view.routes = _pruned(self.router.routes, fits)
+        # the low-priority routes (frontends), whole: FastAPI finds them through every included router
+        view._iter_low_priority_routes = self._low_priority_routes  # type: ignore[method-assign]
+        return view
+
+    def _low_priority_routes(self) -> Iterator[BaseRoute | _EffectiveRouteContext]:
+        return iter(self._low_priority)
+
+    def _routes_changed(self) -> bool:
+        return self._built_for != self._fingerprint()
+
+    def _fingerprint(self) -> tuple[int, int]:
+        # FastAPI counts route changes per APIRouter; a route appended to app.routes directly (a mount)
+        # changes its length
+        return len(self.router.routes), sum(router._routes_version for router in self._routers)
+
+    def _build(self) -> None:
+        self._routers = list(_routers(self.router))
+        self._root = _Node(())
+        self._longest = 0
+        self._routes = list(_flattened(self.router.routes))  # held, so that their ids stay theirs
+        self._shapes = {}
+        for candidate in self._routes:
+            shape = self._shapes[id(candidate)] = RouteShape.of(candidate)
+            node = self._root
+            for segment in shape.literal_prefix:
+                node = node.children.setdefault(segment, _Node((*node.segments, segment)))
+            self._longest = max(self._longest, shape.segment_count or 0)
+        self._low_priority = list(self.router._iter_low_priority_routes())
+        self._views = {}
+        self._built_for = self._fingerprint()
+
+
+def install_route_index(app: FastAPI) -> RouteIndex:
+    """Match the app's HTTP requests through a `RouteIndex`; call after the app's routes are declared
+    (routes added later are indexed too, at their first request)."""
+    router = app.router
+    if router.middleware_stack != router.app:
+        raise RuntimeError(
+            "the app router wraps its dispatch in middleware, which the route index would skip"
+        )
+    index = RouteIndex(router)
+    router.middleware_stack = index
+    return index
+
+
+def _pruned(routes: list[BaseRoute], fits: Callable[[Candidate], bool]) -> list[BaseRoute]:
+    kept: list[BaseRoute] = []
+    for route in routes:
+        if isinstance(route, _IncludedRouter):
+            view = _pruned_included(route, fits)
+            if view is not None:
+                kept.append(view)
+        elif fits(route):
+            kept.append(route)
+    return kept
+
+
+def _pruned_included(
+    router: _IncludedRouter, fits: Callable[[Candidate], bool]
+) -> _IncludedRouterView | None:
+    kept: list[_EffectiveRouteContext | _IncludedRouter] = []
+    for candidate in router.effective_candidates():
+        if isinstance(candidate, _IncludedRouter):
+            nested = _pruned_included(candidate, fits)
+            if nested is not None:
+                kept.append(nested)
+        elif fits(candidate):
+            kept.append(candidate)
+    return _IncludedRouterView(router, kept) if kept else None
+
+
+def _flattened(
+    routes: list[BaseRoute] | list[_EffectiveRouteContext | _IncludedRouter],
+) -> Iterator[Candidate]:
+    for route in routes:
+        if isinstance(route, _IncludedRouter):
+            yield from _flattened(route.effective_candidates())
+        else:
+            yield route
+
+
+def _routers(router: APIRouter, seen: set[int] | None = None) -> Iterator[APIRouter]:
+    seen = set() if seen is None else seen
+    if id(router) in seen:
+        return
+    seen.add(id(router))
+    yield router
+    for route in router.routes:
+        if isinstance(route, _IncludedRouter):
+            yield from _routers(route.original_router, seen)
