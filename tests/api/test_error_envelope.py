@@ -16,7 +16,9 @@ def test_unknown_route_is_a_404_in_the_envelope(api):
 
 
 def test_wrong_method_is_a_405_in_the_envelope(api):
-    assert_error(api.delete("/v1/account"), 405, "method_not_allowed")
+    response = api.delete("/v1/account")
+    assert_error(response, 405, "method_not_allowed")
+    assert response.headers["allow"] == "GET"  # what the route answers to
 
 
 def test_unknown_body_field_is_refused_and_nothing_is_written(api, db):

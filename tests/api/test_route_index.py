@@ -235,8 +235,7 @@ def test_paths_next_to_every_route_answer_as_linear_matching_does(apps: Apps):
 
 
 def test_overlapping_routes_resolve_to_the_first_in_the_list(apps: Apps):
-    # (template, status, methods) of the route reached; a 405's methods are what its Allow would say
-    # (moneyrail's 405 envelope drops the header today, with or without the index)
+    # (template, status, methods) of the route reached; a 405's methods are what its Allow says
     cases = {
         ("GET", "/v1/widgets/search"): ("/v1/widgets/{widget}", 200, ("GET",)),  # declared first
         ("POST", "/v1/widgets/search"): ("/v1/widgets/search", 200, ("POST",)),

@@ -150,7 +150,10 @@ def install_error_handlers(app: FastAPI) -> None:
             error = MethodNotAllowed(f"{request.method} is not allowed on {request.url.path}.")
         else:
             error = InvalidRequest(str(exc.detail))
-        return error_response(error, request_id(request))
+        response = error_response(error, request_id(request))
+        # Starlette's own headers, such as a 405's Allow (RFC 9110 requires it)
+        response.headers.update(exc.headers or {})
+        return response
 
     app.add_exception_handler(MoneyrailError, on_moneyrail_error)
     app.add_exception_handler(RequestValidationError, on_validation_error)
