@@ -275,7 +275,7 @@ async def _advance(installation_id: str, seconds: int) -> dict[str, Any]:
     async with UnitOfWork(create_sessionmaker(engine)) as uow:
         # committed a chunk at a time, as the HTTP advance does (without an Idempotency-Key)
         view = await sandbox.advance_clock(
-            uow.session, Tenant(installation_id, False), seconds, commit_chunk=uow.commit
+            uow, Tenant(installation_id, False), seconds, idempotency_key_claimed=False
         )
         await uow.commit()
     await engine.dispose()

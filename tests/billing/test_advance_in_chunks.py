@@ -5,6 +5,9 @@ sweep) opens the rest, and none is opened or charged twice."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import pytest
 
 import moneyrail.domains  # noqa: F401  (every domain's due work of a clock advance, in this process)
@@ -30,6 +33,23 @@ class Crash(Exception):
     """The advancing process dies here."""
 
 
+class AdvancingUnitOfWork(UnitOfWork):
+    """The advancing process's unit of work, watched: at each commit, what another connection then
+    sees (`seen()`); told to, the process dies before its `crash_before`-th commit."""
+
+    def __init__(self, sessionmaker: Any, seen: Callable[[], int], crash_before: int | None = None) -> None:
+        super().__init__(sessionmaker)
+        self.seen = seen
+        self.crash_before = crash_before
+        self.committed: list[int] = []
+
+    async def commit(self) -> None:
+        if len(self.committed) + 1 == self.crash_before:
+            raise Crash  # this commit's chunk, written but not committed, is lost with the process
+        await super().commit()
+        self.committed.append(self.seen())
+
+
 def renewal_invoices(db, subscription_id: str) -> list[tuple[str, str]]:
     """(id, status) of the subscription's invoices after its first, by cycle."""
     rows = db.execute(
@@ -40,6 +60,20 @@ def renewal_invoices(db, subscription_id: str) -> list[tuple[str, str]]:
     return [(str(row[0]), str(row[1])) for row in rows]
 
 
+def opened_renewals(db, subscriptions: list[dict[str, Any]]) -> Callable[[], int]:
+    """How many of these subscriptions' renewal invoices another connection sees (committed)."""
+
+    def count() -> int:
+        row = db.execute(
+            "SELECT count(*) FROM subscription_invoices"
+            " WHERE subscription_id = ANY(%s) AND billing_kind = 'cycle' AND cycle > 0",
+            ([s["id"] for s in subscriptions],),
+        ).fetchone()
+        return int(row[0])
+
+    return count
+
+
 def test_a_crash_between_two_chunks_leaves_each_renewal_opened_once_or_still_due(
     biller, bridge, db, in_this_process, money_stack
 ):
@@ -47,17 +81,9 @@ def test_a_crash_between_two_chunks_leaves_each_renewal_opened_once_or_still_due
     seconds = max(s["current_period_end"] for s in subscriptions) - clock_now(biller) + 1
 
     async def advance_then_crash_before_the_second_commit() -> None:
-        commits = 0
-        async with UnitOfWork(bridge.sessionmaker) as uow:
-
-            async def commit_chunk() -> None:
-                nonlocal commits
-                if commits == 1:
-                    raise Crash  # the second chunk, written but not committed, is lost with the process
-                commits += 1
-                await uow.commit()
-
-            await sandbox.advance_clock(uow.session, biller.keys.tenant, seconds, commit_chunk=commit_chunk)
+        seen = opened_renewals(db, subscriptions)
+        async with AdvancingUnitOfWork(bridge.sessionmaker, seen, crash_before=2) as uow:
+            await sandbox.advance_clock(uow, biller.keys.tenant, seconds, idempotency_key_claimed=False)
 
     with pytest.raises(Crash):
         bridge.run(advance_then_crash_before_the_second_commit())
@@ -92,29 +118,41 @@ def test_a_crash_between_two_chunks_leaves_each_renewal_opened_once_or_still_due
 def test_an_advance_commits_each_chunk_and_counts_them_all(biller, bridge, db, in_this_process, money_stack):
     subscriptions = [active_subscription(biller) for _ in range(SUBSCRIPTIONS)]
     seconds = max(s["current_period_end"] for s in subscriptions) - clock_now(biller) + 1
-    committed: list[int] = []
 
-    async def advance_counting_commits() -> dict[str, int]:
-        async with UnitOfWork(bridge.sessionmaker) as uow:
-
-            async def commit_chunk() -> None:
-                await uow.commit()
-                opened = db.execute(
-                    "SELECT count(*) FROM subscription_invoices"
-                    " WHERE subscription_id = ANY(%s) AND billing_kind = 'cycle' AND cycle > 0",
-                    ([s["id"] for s in subscriptions],),
-                ).fetchone()[0]
-                committed.append(int(opened))  # seen from another connection: committed
-
+    async def advance_counting_commits() -> tuple[dict[str, int], list[int]]:
+        async with AdvancingUnitOfWork(bridge.sessionmaker, opened_renewals(db, subscriptions)) as uow:
             view = await sandbox.advance_clock(
-                uow.session, biller.keys.tenant, seconds, commit_chunk=commit_chunk
+                uow, biller.keys.tenant, seconds, idempotency_key_claimed=False
             )
+            committed = list(uow.committed)  # the advance's own commits, one per chunk
             await uow.commit()
-            return view.work_done
+            return view.work_done, committed
 
-    work = bridge.run(advance_counting_commits())
+    work, committed = bridge.run(advance_counting_commits())
     # one commit per chunk, each chunk seen by another connection at its own commit (the scheduler's
     # sweep, on the same clock, may open a share of them in between)
     assert len(committed) == work["billing.renewals"] >= 1
     assert committed == sorted(set(committed)) and committed[0] >= 1
     wait_until(lambda: all(renewal_invoices(db, s["id"]) for s in subscriptions), timeout=60)
+
+
+def test_under_a_claimed_idempotency_key_the_advance_is_one_transaction_its_caller_commits(
+    biller, bridge, db, in_this_process, money_stack
+):
+    """The answer stored under the key must commit with the whole effect: no chunk commits early."""
+    subscriptions = [active_subscription(biller) for _ in range(SUBSCRIPTIONS)]
+    seconds = max(s["current_period_end"] for s in subscriptions) - clock_now(biller) + 1
+    seen = opened_renewals(db, subscriptions)
+
+    async def advance_under_a_key() -> tuple[dict[str, int], list[int], int]:
+        async with AdvancingUnitOfWork(bridge.sessionmaker, seen) as uow:
+            view = await sandbox.advance_clock(uow, biller.keys.tenant, seconds, idempotency_key_claimed=True)
+            committed, seen_before_the_callers_commit = list(uow.committed), seen()
+            await uow.commit()
+            return view.work_done, committed, seen_before_the_callers_commit
+
+    work, committed, seen_before = bridge.run(advance_under_a_key())
+    assert committed == [] and seen_before == 0
+    # the clock moved in that one transaction, so no sweep could open any of them first
+    assert work["billing.renewals"] == SUBSCRIPTIONS
+    assert seen() == SUBSCRIPTIONS

@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from moneyrail.db.uow import UnitOfWork
 from moneyrail.kit.clock import utcnow
 from moneyrail.kit.tenant import Tenant
 from moneyrail.processor.interface import Authorization, CardDetails, ProcessorRefused, TokenizedCard
@@ -69,7 +70,12 @@ class Network:
         return self.bridge.run(self.processor.cost_report(self.tenant, authorization_id=authorization_id))
 
     def advance_clock(self, seconds: int) -> None:
-        self.bridge.in_unit_of_work(lambda session: advance_clock(session, self.tenant, seconds))
+        async def advance() -> None:
+            async with UnitOfWork(self.bridge.sessionmaker) as uow:
+                await advance_clock(uow, self.tenant, seconds, idempotency_key_claimed=False)
+                await uow.commit()
+
+        self.bridge.run(advance())
 
     def inject_faults(self, operation_type: str, mode: str, count: int = 1) -> None:
         self.bridge.in_unit_of_work(

@@ -7,7 +7,6 @@ from fastapi import APIRouter, Query, Request
 from moneyrail.api import idempotency
 from moneyrail.api.context import Principal, request_session, request_uow
 from moneyrail.api.routing import MoneyrailRoute, scoped
-from moneyrail.engine.schedule import commit_at_the_end
 from moneyrail.kit.clock import to_unix
 
 from . import service
@@ -39,13 +38,11 @@ async def advance_clock(
     Moves the sandbox clock forward by `seconds` and runs the work that fell due (expiries, cost
     reports, renewals). Sandbox keys only.
     """
-    # Renewals are opened and committed a chunk at a time, so workers charge while the rest opens; but
-    # an answer stored under an Idempotency-Key must commit with the whole effect (and a commit would
-    # release the key's claim): with a key, one transaction.
-    uow = request_uow(request)
-    commit_chunk = uow.commit if idempotency.claimed_key(request) is None else commit_at_the_end
     clock = await service.advance_clock(
-        request_session(request), principal.tenant, body.seconds, commit_chunk=commit_chunk
+        request_uow(request),
+        principal.tenant,
+        body.seconds,
+        idempotency_key_claimed=idempotency.claimed_key(request) is not None,
     )
     return render_clock(clock)
 

@@ -9,6 +9,7 @@ from datetime import datetime, timedelta
 import structlog
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from moneyrail.db.uow import UnitOfWork
 from moneyrail.engine.schedule import CommitChunk, commit_at_the_end
 from moneyrail.errors import ParameterInvalid, ResourceMissing
 from moneyrail.kit.clock import utcnow
@@ -69,20 +70,24 @@ MAX_ADVANCE_SECONDS = 5 * 366 * 24 * 3600
 
 
 async def advance_clock(
-    session: AsyncSession, tenant: Tenant, seconds: int, *, commit_chunk: CommitChunk = commit_at_the_end
+    uow: UnitOfWork, tenant: Tenant, seconds: int, *, idempotency_key_claimed: bool
 ) -> ClockView:
-    """Move the clock and run the work that fell due. By default all of it in the caller's one
-    transaction. With `commit_chunk` (the caller's commit, when it has no stored answer that must
-    commit with the whole effect), the clock, every plain due work and the first chunk of the
-    chunked work commit first, then each further chunk on its own: workers start on the first
-    chunk's renewals seconds after the advance instead of after the whole opening. A crash between
-    two commits leaves the clock moved, the plain due work done, and each chunked item opened once
-    or still due: the next advance or the scheduler's sweep (on the same clock) finds the rest, never
-    an item twice. The answer's `work_done` counts every chunk; an error in a later chunk answers
-    the error with the earlier chunks kept, as a sweep's would be."""
+    """Move the clock and run the work that fell due, in the caller's unit of work.
+
+    Without an Idempotency-Key, the clock, every plain due work and the first chunk of the chunked
+    work commit first, then each further chunk on its own: workers start on the first chunk's
+    renewals seconds after the advance instead of after the whole opening. Under a claimed key,
+    everything is one transaction that the caller commits: the stored answer must commit with the
+    whole effect, and a commit would release the key's claim. A crash between two commits leaves the
+    clock moved, the plain due work done, and each chunked item opened once or still due: the next
+    advance or the scheduler's sweep (on the same clock) finds the rest, never an item twice. The
+    answer's `work_done` counts every chunk; an error in a later chunk answers the error with the
+    earlier chunks kept, as a sweep's would be."""
     require_sandbox(tenant)
     if not 1 <= seconds <= MAX_ADVANCE_SECONDS:
         raise ParameterInvalid(f"seconds must be 1 to {MAX_ADVANCE_SECONDS} (five years).", param="seconds")
+    commit_chunk: CommitChunk = commit_at_the_end if idempotency_key_claimed else uow.commit
+    session = uow.session
     offset = await repository.advance_clock(session, tenant.installation_id, seconds)
     now = utcnow() + timedelta(seconds=offset)
     work_done = {name: await work(session, tenant, now) for name, work in sorted(_due_work.items())}
