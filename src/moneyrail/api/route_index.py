@@ -27,7 +27,7 @@ from __future__ import annotations
 import copy
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from fastapi import FastAPI
 from fastapi.routing import APIRouter, _EffectiveRouteContext, _IncludedRouter
@@ -41,6 +41,8 @@ from starlette.types import Receive, Scope, Send
 ONE_SEGMENT_CONVERTORS = (StringConvertor, IntegerConvertor, FloatConvertor, UUIDConvertor)
 
 Candidate = BaseRoute | _EffectiveRouteContext
+# An entry of a route list: the app router's routes, or an included router's candidates
+RouteEntry = TypeVar("RouteEntry", BaseRoute, _EffectiveRouteContext | _IncludedRouter)
 
 # Views kept, one per position of a path in the trie (and its slash twin's): far more than requests
 # make in practice (about one per route); past it, a view is built per request, about as costly as
@@ -226,30 +228,18 @@ def install_route_index(app: FastAPI) -> RouteIndex:
     return index
 
 
-def _pruned(routes: list[BaseRoute], fits: Callable[[Candidate], bool]) -> list[BaseRoute]:
-    kept: list[BaseRoute] = []
-    for route in routes:
-        if isinstance(route, _IncludedRouter):
-            view = _pruned_included(route, fits)
-            if view is not None:
-                kept.append(view)
-        elif fits(route):
-            kept.append(route)
-    return kept
-
-
-def _pruned_included(
-    router: _IncludedRouter, fits: Callable[[Candidate], bool]
-) -> _IncludedRouterView | None:
-    kept: list[_EffectiveRouteContext | _IncludedRouter] = []
-    for candidate in router.effective_candidates():
+def _pruned(candidates: list[RouteEntry], fits: Callable[[Candidate], bool]) -> list[RouteEntry]:
+    """The candidates that fit, in order; an included router becomes a view of its fitting ones (none
+    fit: left out)."""
+    kept: list[RouteEntry] = []
+    for candidate in candidates:
         if isinstance(candidate, _IncludedRouter):
-            nested = _pruned_included(candidate, fits)
-            if nested is not None:
-                kept.append(nested)
+            fitting = _pruned(candidate.effective_candidates(), fits)
+            if fitting:
+                kept.append(_IncludedRouterView(candidate, fitting))
         elif fits(candidate):
             kept.append(candidate)
-    return _IncludedRouterView(router, kept) if kept else None
+    return kept
 
 
 def _flattened(
