@@ -235,7 +235,7 @@ def test_paths_next_to_every_route_answer_as_linear_matching_does(apps: Apps):
 
 
 def test_overlapping_routes_resolve_to_the_first_in_the_list(apps: Apps):
-    # (template, status, methods) of the route reached; a 405's methods are what its Allow says
+    # (template, status, methods) of the route reached; a 405 reaches the first partial match
     cases = {
         ("GET", "/v1/widgets/search"): ("/v1/widgets/{widget}", 200, ("GET",)),  # declared first
         ("POST", "/v1/widgets/search"): ("/v1/widgets/search", 200, ("POST",)),
@@ -267,7 +267,7 @@ def test_404_405_and_slash_redirects_answer_as_linear_matching_does(apps: Apps):
         ("GET", "/"): 404,
         ("GET", "//v1/customers"): 404,
         ("DELETE", "/v1/customers"): 405,
-        ("PATCH", "/v1/test-helpers/processor-faults"): 405,  # three routes on this path: the first's Allow
+        ("PATCH", "/v1/test-helpers/processor-faults"): 405,  # three routes on this path
         ("GET", "/v1/customers/"): 307,
         ("GET", "/v1/subscriptions/sub_1/"): 307,
         ("POST", "/v1/subscriptions/"): 307,
@@ -280,8 +280,12 @@ def test_404_405_and_slash_redirects_answer_as_linear_matching_does(apps: Apps):
         indexed, linear = apps.both(method, path)
         assert indexed == linear, (method, path)
         assert indexed.status == status, (method, path, indexed)
-    # three routes on that path (POST, GET, DELETE): the first partial match decides the Allow
-    assert apps.ask("indexed", "PATCH", "/v1/test-helpers/processor-faults").route[2] == ("POST",)  # type: ignore[index]
+    # three routes on that path (POST, GET, DELETE): the first partial match answers the 405, and its
+    # Allow names the methods of all three (RFC 9110), in both apps
+    faults = apps.ask("indexed", "PATCH", "/v1/test-helpers/processor-faults")
+    assert faults.route[2] == ("POST",)  # type: ignore[index]
+    assert faults.allow == "DELETE, GET, POST"
+    assert apps.ask("indexed", "DELETE", "/v1/widgets/search").allow == "GET, POST"  # two templates match
     assert apps.ask("indexed", "GET", "/v1/customers/").location == "http://test/v1/customers"
 
 

@@ -14,6 +14,7 @@ from sqlalchemy.exc import TimeoutError as PoolTimeout
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from moneyrail.api.context import request_id
+from moneyrail.api.route_index import allowed_methods
 from moneyrail.errors import (
     AmountInvalid,
     CurrencyInvalid,
@@ -151,8 +152,12 @@ def install_error_handlers(app: FastAPI) -> None:
         else:
             error = InvalidRequest(str(exc.detail))
         response = error_response(error, request_id(request))
-        # Starlette's own headers, such as a 405's Allow (RFC 9110 requires it)
-        response.headers.update(exc.headers or {})
+        response.headers.update(exc.headers or {})  # Starlette's own, such as a 405's Allow
+        if exc.status_code == 405:
+            # every method the path answers, not only the first matching route's (RFC 9110)
+            methods = allowed_methods(request.app.router, request.scope)
+            if methods:  # else a mount's 405 (static files): Starlette's answer stands
+                response.headers["Allow"] = ", ".join(methods)
         return response
 
     app.add_exception_handler(MoneyrailError, on_moneyrail_error)

@@ -16,6 +16,9 @@ without extra work:
 - a description for path ids that name one.
 
 FastAPI's 422 `HTTPValidationError` is removed: validation answers 400 in the envelope.
+No operation lists 405: a method a path does not list answers 405 with `Allow` naming the path's
+listed methods (api/errors.py; tests/api/test_unsupported_methods.py), which is not an answer of any
+documented operation, and OpenAPI has no responses per path.
 `/docs` loads Swagger UI from the installed `fastapi-offline` package, not a CDN. There is no `/redoc`:
 ReDoc's bundle fetches its logo from Redocly's CDN.
 """

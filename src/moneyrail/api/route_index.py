@@ -228,6 +228,30 @@ def install_route_index(app: FastAPI) -> RouteIndex:
     return index
 
 
+def allowed_methods(router: APIRouter, scope: Scope) -> list[str]:
+    """Every method a route of `router` answers at this request's path, sorted: a 405's `Allow`.
+
+    FastAPI's own `Allow` names the methods of the first route whose path matched, and a path served
+    by several routes (GET, POST and DELETE on `/v1/test-helpers/processor-faults`) has more; RFC 9110
+    asks for all the target resource supports. Asks the index, when the router has one, for the few
+    routes that can match the path; else walks every route.
+    """
+    index = router.middleware_stack
+    candidates = index.candidates(scope) if isinstance(index, RouteIndex) else _flattened(router.routes)
+    route_path = get_route_path(scope)
+    methods: set[str] = set()
+    for candidate in candidates:
+        described = (
+            candidate.starlette_route or candidate
+            if isinstance(candidate, _EffectiveRouteContext)
+            else candidate
+        )
+        path_regex = getattr(described, "path_regex", None)
+        if path_regex is not None and path_regex.match(route_path):
+            methods |= getattr(described, "methods", None) or set()
+    return sorted(methods)
+
+
 def _pruned(candidates: list[RouteEntry], fits: Callable[[Candidate], bool]) -> list[RouteEntry]:
     """The candidates that fit, in order; an included router becomes a view of its fitting ones (none
     fit: left out)."""
