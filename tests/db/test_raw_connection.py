@@ -44,12 +44,9 @@ async def _in_session(bridge, work):
         return await work(uow.session)
 
 
-def test_a_dead_pooled_connection_fails_one_request_then_is_dropped_not_handed_out_again(bridge, db):
-    """As after a PostgreSQL restart: every pooled connection is dead; each may fail one request only."""
-
-    async def backend_pid(session):
-        return await (await driver_connection(session)).fetchval("SELECT pg_backend_pid()")
-
+def _kill_the_pool_then_ask(bridge, db, backend_pid) -> tuple[set[int], int]:
+    """As after a PostgreSQL restart: the pooled connections' backends are terminated, then six units
+    of work ask `backend_pid`. Answers the killed backends' pids and how many of the six failed."""
     pooled = {bridge.run(_in_session(bridge, backend_pid)) for _ in range(3)}
     for pid in pooled:
         db.execute("SELECT pg_terminate_backend(%s)", (pid,))
@@ -59,6 +56,16 @@ def test_a_dead_pooled_connection_fails_one_request_then_is_dropped_not_handed_o
             bridge.run(_in_session(bridge, backend_pid))
         except Exception:
             failures += 1
+    return pooled, failures
+
+
+def test_a_dead_pooled_connection_fails_one_request_then_is_dropped_not_handed_out_again(bridge, db):
+    """As after a PostgreSQL restart: every pooled connection is dead; each may fail one request only."""
+
+    async def backend_pid(session):
+        return await (await driver_connection(session)).fetchval("SELECT pg_backend_pid()")
+
+    pooled, failures = _kill_the_pool_then_ask(bridge, db, backend_pid)
     assert failures <= len(pooled)
     assert bridge.run(_in_session(bridge, backend_pid)) not in pooled
 
@@ -83,14 +90,6 @@ def test_a_dead_pooled_connection_fails_one_lone_statement_then_is_dropped(bridg
         async with lone_statement_connection(session) as connection:
             return await connection.fetchval("SELECT pg_backend_pid()")
 
-    pooled = {bridge.run(_in_session(bridge, backend_pid)) for _ in range(3)}
-    for pid in pooled:
-        db.execute("SELECT pg_terminate_backend(%s)", (pid,))
-    failures = 0
-    for _ in range(6):
-        try:
-            bridge.run(_in_session(bridge, backend_pid))
-        except Exception:
-            failures += 1
+    pooled, failures = _kill_the_pool_then_ask(bridge, db, backend_pid)
     assert 1 <= failures <= len(pooled)
     assert bridge.run(_in_session(bridge, backend_pid)) not in pooled

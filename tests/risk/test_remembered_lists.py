@@ -11,9 +11,10 @@ import httpx
 import pytest
 
 from moneyrail.risk import service as risk_service
-from tests.harness import OUTPUT_DIR, Process, Servers, free_port, wait_until_ready
+from tests.harness import Servers
 from tests.helpers import assert_error
 from tests.payments.support import SUCCEEDS, confirm, create_payment
+from tests.web_process import another_web_process
 
 from .test_risk import value_list
 
@@ -23,20 +24,10 @@ LISTED = "late@example.com"
 
 @pytest.fixture(scope="module")
 def other_web(servers: Servers) -> Iterator[str]:
-    port = free_port()
-    process = Process.start(
-        "web",
-        servers,
-        OUTPUT_DIR / "web-remembered-lists.log",
-        MONEYRAIL_PORT=str(port),
-        MONEYRAIL_KEY_CACHE_SECONDS=str(LIFETIME),
-    )
-    base_url = f"http://127.0.0.1:{port}"
-    try:
-        wait_until_ready(base_url, process)
+    with another_web_process(
+        servers, "web-remembered-lists", MONEYRAIL_KEY_CACHE_SECONDS=str(LIFETIME)
+    ) as base_url:
         yield base_url
-    finally:
-        process.stop()
 
 
 def status_of_a_payment_by(client: httpx.Client) -> tuple[int, str | None]:
