@@ -1,0 +1,678 @@
+"""The `Processor` the sandbox plays: every call, in the simulator's own transactions."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import orjson
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from moneyrail.config import get_settings
+from moneyrail.db.raw import autocommit_connection, driver_connection
+from moneyrail.db.uow import UnitOfWork
+from moneyrail.kit.clock import utcnow
+from moneyrail.kit.tenant import Tenant
+from moneyrail.processor import cards
+from moneyrail.processor.interface import (
+    Authorization,
+    BatchedTransfer,
+    Capture,
+    CardDetails,
+    CardNotAccepted,
+    CardRisk,
+    ChargeAnswer,
+    CostReport,
+    NetworkDispute,
+    OffSessionCharge,
+    PayoutResult,
+    ProcessorAuthorizationRecord,
+    ProcessorRefused,
+    ProcessorTransferRecord,
+    ProcessorUnavailable,
+    RefundResult,
+    TokenizedCard,
+    TransferRequest,
+    TransferResult,
+    TransferReversalResult,
+)
+
+from . import statements as sql
+from .books import (
+    Answer,
+    AnsweredConcurrently,
+    Books,
+    dumps,
+    fail_if_faulted,
+    injected_refusal,
+    injected_unavailable,
+    json_value,
+    keyed,
+    open_books,
+    replay,
+    sandbox_id,
+)
+from .charges import (
+    authorization_answer,
+    authorization_from,
+    authorize_answer,
+    capture_answer,
+    capture_from,
+    charge_at_once,
+    charge_one,
+    processing_cost,
+)
+from .disputes import (
+    DISPUTE_CARD_HOURS,
+    DISPUTE_EVIDENCE_DAYS,
+    DISPUTE_FEE_AMOUNT,
+    DISPUTE_LOOKBACK_DAYS,
+    decide_dispute,
+    dispute_record,
+    network_dispute,
+)
+from .transfers import batch_answers, batched_answer, batched_replay
+
+# Sandbox bank accounts with a scripted outcome (CONVENTIONS.md §13), and the one a sandbox party has
+# when it gave none (an installation's own payouts, a merchant whose consent form left nothing due).
+CLOSED_BANK_ACCOUNT = "000111111116"
+TEST_BANK_ACCOUNT = "000123456789"
+
+SANDBOX_CARD_COUNTRY = "US"
+
+# Before any card's expiry: `checked_card_number` then checks all but the expiry.
+NOT_YET_EXPIRED = datetime(1, 1, 1, tzinfo=UTC)
+
+# A tokenized card's behaviour never changes (its row is never updated), so the simulator remembers the
+# behaviours it wrote or read, without a lifetime: the risk read of a card just tokenized costs no round
+# trip. Keyed by tenant too, so another tenant's token still looks unknown. Bounded: the oldest go first.
+REMEMBERED_CARDS = 10_000
+CardKey = tuple[str, str, bool]  # token, installation, livemode
+
+
+class SandboxProcessor:
+    def __init__(self, sessionmaker: async_sessionmaker[AsyncSession]) -> None:
+        self._sessionmaker = sessionmaker
+        self._behaviours: dict[CardKey, str] = {}
+
+    def _remember_behaviour(self, key: CardKey, behaviour: str) -> None:
+        if len(self._behaviours) >= REMEMBERED_CARDS:
+            del self._behaviours[next(iter(self._behaviours))]
+        self._behaviours[key] = behaviour
+
+    # cards ------------------------------------------------------------------------------------------
+    async def tokenize_card(self, tenant: Tenant, card: CardDetails) -> TokenizedCard:
+        if tenant.livemode:
+            # the simulator must never make a live payment look real: live needs a real network adapter
+            raise CardNotAccepted(
+                "live_mode_not_connected",
+                "No card network is connected to live mode yet: live cards cannot be charged.",
+            )
+        # One statement, committing alone: the fault taken (used up even though the call "fails"), the
+        # tenant's clock read, and the card saved unless the fault or the card's checks refuse it. Only
+        # the expiry needs that clock, so the statement compares it; the refusal is raised after, in
+        # the order of the checks, by the same checks on the same time.
+        now = utcnow()
+        tokenized: TokenizedCard | None = None
+        behaviour: str | None = None
+        try:
+            digits = cards.checked_card_number(card, NOT_YET_EXPIRED)
+            behaviour = cards.sandbox_behaviour(digits)
+            tokenized = TokenizedCard(
+                token=sandbox_id("sbx_card"),
+                brand=cards.card_brand(digits),
+                last4=digits[-4:],
+                exp_month=card.exp_month,
+                exp_year=cards.full_expiry_year(card.exp_year),
+                fingerprint=cards.card_fingerprint(tenant.installation_id, digits),
+            )
+        except CardNotAccepted:
+            pass  # raised below, once the fault is taken
+        async with autocommit_connection(self._sessionmaker) as connection:
+            row = await connection.fetchrow(
+                sql.TOKENIZE,
+                tenant.installation_id,
+                tenant.livemode,
+                tokenized.token if tokenized is not None else None,
+                behaviour,
+                tokenized.brand if tokenized is not None else None,
+                tokenized.last4 if tokenized is not None else None,
+                card.exp_month,
+                tokenized.exp_year if tokenized is not None else None,
+                tokenized.fingerprint if tokenized is not None else None,
+                cards.expiry_end(card) if tokenized is not None else None,
+                now,
+            )
+        if row["mode"] == "transient":
+            raise injected_unavailable("tokenize")
+        if row["mode"] is not None:
+            raise injected_refusal("tokenize")
+        digits = cards.checked_card_number(card, now + timedelta(seconds=row["offset_seconds"]))
+        cards.sandbox_behaviour(digits)
+        if tokenized is None or behaviour is None or not row["saved"]:
+            raise RuntimeError("the card's checks and the tokenizing statement disagree")
+        self._remember_behaviour((tokenized.token, tenant.installation_id, tenant.livemode), behaviour)
+        return tokenized
+
+    async def authorize(
+        self,
+        tenant: Tenant,
+        *,
+        idempotency_key: str,
+        card_token: str,
+        card_fingerprint: str,
+        amount: int,
+        currency: str,
+        off_session: bool,
+        reference: str,
+    ) -> Authorization:
+        # Compared on a repeated key: the card by its fingerprint, since a retried confirmation tokenizes
+        # the same card again under a new token and must get the first answer, not a second charge.
+        request = {
+            "card": card_fingerprint,
+            "amount": amount,
+            "currency": currency,
+            "off_session": off_session,
+            "reference": reference,
+        }
+
+        if amount >= 0:
+            answered = await self._authorize_at_once(tenant, idempotency_key, card_token, request)
+            if answered is not None:
+                return authorization_from(answered)
+        answer = authorize_answer(tenant, card_token, amount, currency, reference, off_session)
+        return authorization_from(await self._call(tenant, "authorize", idempotency_key, request, answer))
+
+    async def _authorize_at_once(
+        self, tenant: Tenant, idempotency_key: str, card_token: str, request: dict[str, Any]
+    ) -> dict[str, Any] | None:
+        """The usual authorization (`authorize_answer` under `keyed`) as one statement that commits
+        alone: the call recorded with its authorization, as `_call` would. None, with nothing written,
+        when it is not the usual one (a key asked before, a fault armed, a card unknown to this tenant,
+        a concurrent call with the key): `_call` then answers it."""
+        amount, off_session = request["amount"], request["off_session"]
+        # the outcome of each behaviour for this amount, so the statement picks the card's own
+        outcomes = {
+            behaviour: cards.authorization_outcome(behaviour, amount, off_session=off_session)
+            for behaviour in cards.BEHAVIOURS
+        }
+        async with autocommit_connection(self._sessionmaker) as connection:
+            response = await connection.fetchval(
+                sql.AUTHORIZE_AT_ONCE,
+                tenant.installation_id,
+                tenant.livemode,
+                idempotency_key,
+                card_token,
+                sandbox_id("sbx_auth"),
+                amount,
+                request["currency"],
+                request["reference"],
+                dumps(outcomes),
+                dumps(request),
+            )
+        return None if response is None else dict(json_value(response))
+
+    async def complete_authentication(
+        self, tenant: Tenant, *, idempotency_key: str, authorization_id: str, approved: bool
+    ) -> Authorization:
+        request = {"authorization_id": authorization_id, "approved": approved}
+
+        async def answer(books: Books) -> dict[str, Any]:
+            row = await books.locked_for("complete_authentication", authorization_id)
+            status, decline_code = ("authorized", None) if approved else ("declined", "authentication_failed")
+            await books.connection.execute(sql.SET_STATUS, authorization_id, status, decline_code)
+            return authorization_answer(
+                authorization_id, status, row["amount"], row["currency"], decline_code
+            )
+
+        answered = await self._call(tenant, "complete_authentication", idempotency_key, request, answer)
+        return authorization_from(answered)
+
+    async def capture(
+        self, tenant: Tenant, *, idempotency_key: str, authorization_id: str, amount: int
+    ) -> Capture:
+        request = {"authorization_id": authorization_id, "amount": amount}
+
+        if amount >= 1:
+            async with autocommit_connection(self._sessionmaker) as connection:
+                # the usual capture (`capture_answer` under `keyed`) in one statement that commits alone;
+                # no row when it is not the usual one, and nothing written: `_call` answers it
+                response = await connection.fetchval(
+                    sql.CAPTURE_AT_ONCE,
+                    tenant.installation_id,
+                    tenant.livemode,
+                    idempotency_key,
+                    authorization_id,
+                    amount,
+                    dumps(request),
+                    utcnow(),
+                )
+            if response is not None:
+                return capture_from(json_value(response))
+        answer = capture_answer(tenant, authorization_id, amount)
+        return capture_from(await self._call(tenant, "capture", idempotency_key, request, answer))
+
+    async def charge_off_session_many(
+        self, tenant: Tenant, charges: Sequence[OffSessionCharge]
+    ) -> list[ChargeAnswer]:
+        """Every charge's authorize and capture calls in one transaction of the simulator's books, each
+        call under its own key and recorded as alone (`keyed`), so a charge retried alone replays."""
+        answers: list[ChargeAnswer] = []
+        fault: ProcessorUnavailable | None = None
+        async with UnitOfWork(self._sessionmaker) as uow:
+            books = await open_books(uow, tenant)
+            at_once = await charge_at_once(books, tenant, charges)
+            if at_once is not None:
+                await uow.commit()
+                return at_once
+            try:
+                for charge in charges:
+                    answers.append(await charge_one(books, tenant, charge))
+            except ProcessorUnavailable as unavailable:  # an injected fault, used up: keep what came before
+                fault = unavailable
+            except AnsweredConcurrently:
+                await uow.rollback()
+                raise ProcessorUnavailable(
+                    "sandbox processor: a concurrent call with one of the batch's keys; ask again"
+                ) from None
+            await uow.commit()
+        if fault is not None:
+            raise fault
+        return answers
+
+    async def cancel(self, tenant: Tenant, *, idempotency_key: str, authorization_id: str) -> Authorization:
+        request = {"authorization_id": authorization_id}
+
+        async def answer(books: Books) -> dict[str, Any]:
+            row = await books.locked_for("cancel", authorization_id)
+            await books.connection.execute(sql.SET_STATUS, authorization_id, "canceled", None)
+            return authorization_answer(authorization_id, "canceled", row["amount"], row["currency"], None)
+
+        return authorization_from(await self._call(tenant, "cancel", idempotency_key, request, answer))
+
+    async def increment_authorization(
+        self, tenant: Tenant, *, idempotency_key: str, authorization_id: str, amount: int
+    ) -> Authorization:
+        request = {"authorization_id": authorization_id, "amount": amount}
+
+        async def answer(books: Books) -> dict[str, Any]:
+            row = await books.locked_for("increment_authorization", authorization_id)
+            if amount <= row["amount"]:
+                raise ProcessorRefused(
+                    "amount_invalid", f"The new total must be more than the {row['amount']} held."
+                )
+            decline_code = cards.charge_decline_code(row["behaviour"], amount)
+            if decline_code is not None:  # the old hold stays: the answer says how much is still held
+                return authorization_answer(
+                    authorization_id, "declined", row["amount"], row["currency"], decline_code
+                )
+            await books.connection.execute(sql.SET_AMOUNT, authorization_id, amount)
+            return authorization_answer(authorization_id, "authorized", amount, row["currency"], None)
+
+        answered = await self._call(tenant, "increment_authorization", idempotency_key, request, answer)
+        return authorization_from(answered)
+
+    async def refund(
+        self, tenant: Tenant, *, idempotency_key: str, authorization_id: str, amount: int
+    ) -> RefundResult:
+        request = {"authorization_id": authorization_id, "amount": amount}
+
+        async def answer(books: Books) -> dict[str, Any]:
+            row = await books.locked_for("refund", authorization_id)
+            if amount < 1:
+                raise ProcessorRefused("amount_invalid", "The amount to refund must be at least 1.")
+            refundable = row["amount_captured"] - row["amount_refunded"]
+            if amount > refundable:
+                raise ProcessorRefused("amount_too_large", f"At most {refundable} can still be refunded.")
+            await books.connection.execute(sql.ADD_REFUND, authorization_id, amount)
+            return {"id": sandbox_id("sbx_re"), "authorization_id": authorization_id, "amount": amount}
+
+        answered = await self._call(tenant, "refund", idempotency_key, request, answer)
+        return RefundResult(answered["id"], answered["authorization_id"], answered["amount"])
+
+    async def cost_report(
+        self, tenant: Tenant, *, authorization_id: str, as_of: datetime | None = None
+    ) -> CostReport | None:
+        async with UnitOfWork(self._sessionmaker) as uow:
+            books = await open_books(uow, tenant)
+            await fail_if_faulted(uow, books, "cost_report")
+            row = await books.locked_authorization(authorization_id)
+            if row["status"] != "captured" or row["captured_at"] is None:
+                return None
+            reported_at = row["captured_at"] + timedelta(days=get_settings().sandbox_cost_report_days)
+            # the caller's clock may be ahead of what this transaction can see: a sandbox clock advanced
+            # in the caller's still-open transaction runs the work that fell due before it commits
+            now = max(as_of, await books.now()) if as_of is not None else await books.now()
+            if now < reported_at:
+                return None
+            # reported once: a later report gives the same figure whatever happened since
+            cost_amount = await books.connection.fetchval(
+                sql.SET_COST, authorization_id, processing_cost(row["amount_captured"])
+            )
+            await uow.commit()
+        return CostReport(authorization_id, int(cost_amount), row["currency"])
+
+    async def open_authorizations(
+        self, *, created_after: datetime, created_before: datetime, limit: int
+    ) -> list[ProcessorAuthorizationRecord]:
+        async with UnitOfWork(self._sessionmaker) as uow:
+            connection = await driver_connection(uow.session)
+            rows = await connection.fetch(sql.OPEN_AUTHORIZATIONS, created_after, created_before, limit)
+        return [
+            ProcessorAuthorizationRecord(
+                id=row["id"],
+                installation_id=row["installation_id"],
+                livemode=row["livemode"],
+                reference=row["reference"],
+                status=row["status"],
+                amount=int(row["amount"]),
+                amount_captured=int(row["amount_captured"]),
+                amount_refunded=int(row["amount_refunded"]),
+                currency=row["currency"],
+                created_at=row["created_at"],
+            )
+            for row in rows
+        ]
+
+    # transfers and payouts --------------------------------------------------------------------------
+    async def create_transfer(
+        self, tenant: Tenant, *, idempotency_key: str, amount: int, currency: str, destination: str
+    ) -> TransferResult:
+        request = {"amount": amount, "currency": currency, "destination": destination}
+
+        async def answer(_books: Books) -> dict[str, Any]:
+            return {"id": sandbox_id("sbx_tr"), **request}
+
+        answered = await self._call(tenant, "transfer", idempotency_key, request, answer)
+        return TransferResult(
+            answered["id"], answered["amount"], answered["currency"], answered["destination"]
+        )
+
+    async def create_transfers(
+        self, tenant: Tenant, *, idempotency_key: str, transfers: Sequence[TransferRequest]
+    ) -> list[BatchedTransfer]:
+        """The batch: each transfer recorded under its own key as `create_transfer` records it (so
+        reversals, reconciliation and the sandbox helpers see no difference), and the batch's answer
+        under the batch's key. An injected `transfer` fault is used up once by the whole call:
+        transient, nothing is made; permanent, every transfer not answered before under its own key is
+        refused (and that refusal recorded under its key).
+
+        Two statements, each committing by itself (no transaction to open and close): the stored answer
+        or the fault and what the transfers' own keys answered; then every new record at once, the
+        batch's only if all of its transfers' were written. A concurrent call that wrote first wins:
+        this one asks again and answers what was recorded."""
+        items = [
+            (t.idempotency_key, {"amount": t.amount, "currency": t.currency, "destination": t.destination})
+            for t in transfers
+        ]
+        request = {"transfers": [{"idempotency_key": key, **item} for key, item in items]}
+        owner = (tenant.installation_id, tenant.livemode)
+        async with autocommit_connection(self._sessionmaker) as connection:
+            stored = await connection.fetchrow(
+                sql.STORED_BATCH_OR_FAULT, *owner, idempotency_key, [key for key, _ in items]
+            )
+            if stored["operation_type"] is not None:
+                return batch_answers(replay(stored, "transfer_batch", request))
+            mode = stored["fault_mode"]
+            if mode == "transient":  # used up even though the call "failed"
+                raise injected_unavailable("transfer")
+            earlier = {row["key"]: row for row in json_value(stored["answered"])}
+            answers: list[dict[str, Any]] = []
+            new_records: list[tuple[str, dict[str, Any], dict[str, Any], bool]] = []
+            for key, item in items:
+                if key in earlier:
+                    answers.append(batched_replay(key, earlier[key], item))
+                    continue
+                if mode == "permanent":
+                    refusal = injected_refusal("transfer")
+                    response: dict[str, Any] = {"error": {"code": refusal.code, "message": refusal.message}}
+                else:
+                    response = {"id": sandbox_id("sbx_tr"), **item}
+                new_records.append((key, item, response, mode is None))
+                answers.append(batched_answer(key, response))
+            recorded = await connection.fetchval(
+                sql.RECORD_BATCH,
+                *owner,
+                idempotency_key,
+                orjson.dumps(request).decode(),
+                orjson.dumps({"transfers": answers}).decode(),
+                [key for key, _, _, _ in new_records],
+                [orjson.dumps(item).decode() for _, item, _, _ in new_records],
+                [orjson.dumps(response).decode() for _, _, response, _ in new_records],
+                [succeeded for _, _, _, succeeded in new_records],
+            )
+        if not recorded:  # a concurrent call answered first: its records are the answer
+            return await self.create_transfers(tenant, idempotency_key=idempotency_key, transfers=transfers)
+        return batch_answers({"transfers": answers})
+
+    async def reverse_transfer(
+        self, tenant: Tenant, *, idempotency_key: str, transfer_id: str, amount: int
+    ) -> TransferReversalResult:
+        request = {"transfer_id": transfer_id, "amount": amount}
+
+        async def answer(books: Books) -> dict[str, Any]:
+            # the transfer as this processor answered it, locked so two reversals of it take turns
+            transferred = await books.connection.fetchval(
+                sql.LOCK_TRANSFER, tenant.installation_id, tenant.livemode, transfer_id
+            )
+            if transferred is None:  # another tenant's transfer looks exactly like an unknown one
+                raise ProcessorRefused("no_such_transfer", f"No such transfer: {transfer_id}.")
+            reversed_already = await books.connection.fetchval(
+                sql.REVERSED, tenant.installation_id, tenant.livemode, transfer_id
+            )
+            if amount < 1 or amount > transferred - reversed_already:
+                raise ProcessorRefused(
+                    "amount_too_large", f"At most {transferred - reversed_already} can still be reversed."
+                )
+            return {"id": sandbox_id("sbx_trr"), **request}
+
+        answered = await self._call(tenant, "transfer_reversal", idempotency_key, request, answer)
+        return TransferReversalResult(answered["id"], answered["transfer_id"], answered["amount"])
+
+    async def create_payout(
+        self, tenant: Tenant, *, idempotency_key: str, amount: int, currency: str, bank_account: str
+    ) -> PayoutResult:
+        request = {"amount": amount, "currency": currency, "bank_account": bank_account}
+
+        async def answer(_books: Books) -> dict[str, Any]:
+            if bank_account == CLOSED_BANK_ACCOUNT:
+                raise ProcessorRefused("account_closed", "The destination bank account is closed.")
+            return {"id": sandbox_id("sbx_po"), "status": "in_transit", **request}
+
+        answered = await self._call(tenant, "payout", idempotency_key, request, answer)
+        return PayoutResult(answered["id"], answered["amount"], answered["currency"], answered["status"])
+
+    async def reverse_payout(
+        self, tenant: Tenant, *, idempotency_key: str, payout_id: str, amount: int, currency: str
+    ) -> PayoutResult:
+        request = {"payout_id": payout_id, "amount": amount, "currency": currency}
+
+        async def answer(_books: Books) -> dict[str, Any]:
+            return {"id": sandbox_id("sbx_po"), "status": "in_transit", **request}
+
+        answered = await self._call(tenant, "payout_reversal", idempotency_key, request, answer)
+        return PayoutResult(answered["id"], answered["amount"], answered["currency"], answered["status"])
+
+    async def list_transfers(self, tenant: Tenant) -> list[ProcessorTransferRecord]:
+        async with UnitOfWork(self._sessionmaker) as uow:
+            books = await open_books(uow, tenant)
+            rows = await books.connection.fetch(sql.TRANSFER_RECORDS, tenant.installation_id, tenant.livemode)
+        records = []
+        for row in rows:
+            amount, reversed_amount = int(row["amount"]), int(row["amount_reversed"])
+            status = row["status"] or ("reversed" if reversed_amount >= amount else "paid")
+            records.append(
+                ProcessorTransferRecord(
+                    row["id"], amount, row["currency"], row["destination"], status, reversed_amount
+                )
+            )
+        return records
+
+    # sandbox helpers: the processor's books go wrong, so reconciliation has something to find ----------
+    async def lose_transfer(self, tenant: Tenant, processor_id: str) -> bool:
+        async with UnitOfWork(self._sessionmaker) as uow:
+            books = await open_books(uow, tenant)
+            lost = await books.connection.fetchval(
+                sql.LOSE_TRANSFER, tenant.installation_id, tenant.livemode, processor_id
+            )
+            await uow.commit()
+        return lost is not None
+
+    async def alter_transfer(
+        self, tenant: Tenant, processor_id: str, *, amount: int | None, status: str | None
+    ) -> bool:
+        changes: dict[str, Any] = {}
+        if amount is not None:
+            changes["amount"] = amount
+        if status is not None:
+            changes["status"] = status
+        async with UnitOfWork(self._sessionmaker) as uow:
+            books = await open_books(uow, tenant)
+            altered = await books.connection.fetchval(
+                sql.ALTER_TRANSFER,
+                tenant.installation_id,
+                tenant.livemode,
+                processor_id,
+                orjson.dumps(changes).decode(),
+            )
+            await uow.commit()
+        return altered is not None
+
+    # risk ------------------------------------------------------------------------------------------
+    async def card_risk(self, tenant: Tenant, *, card_token: str) -> CardRisk:
+        """The risk card (4100 0000 0000 0019) is `elevated`; all are issued in SANDBOX_CARD_COUNTRY."""
+        key = (card_token, tenant.installation_id, tenant.livemode)
+        behaviour = self._behaviours.get(key)
+        if behaviour is None:
+            async with autocommit_connection(self._sessionmaker) as connection:  # a read: one statement
+                behaviour = await connection.fetchval(sql.CARD_BEHAVIOUR, *key)
+            if behaviour is None:
+                raise ProcessorRefused("no_such_card", "No such card: the token is unknown.")
+            self._remember_behaviour(key, behaviour)
+        level = "elevated" if behaviour == cards.RISK_REVIEW else "normal"
+        return CardRisk(risk_level=level, country=SANDBOX_CARD_COUNTRY)
+
+    # disputes ---------------------------------------------------------------------------------------
+    async def open_dispute(
+        self, tenant: Tenant, *, authorization_id: str, amount: int, reason: str, as_of: datetime
+    ) -> NetworkDispute:
+        # one dispute per payment: the key is the authorization's, so a second opening is refused
+        return await self._open_dispute(tenant, authorization_id, amount, reason, as_of)
+
+    async def _open_dispute(
+        self, tenant: Tenant, authorization_id: str, amount: int | None, reason: str, as_of: datetime
+    ) -> NetworkDispute:
+        request = {"authorization_id": authorization_id, "amount": amount, "reason": reason}
+
+        async def answer(books: Books) -> dict[str, Any]:
+            row = await books.locked_authorization(authorization_id)
+            if row["status"] != "captured":
+                raise ProcessorRefused(
+                    "authorization_not_disputable", f"The authorization is {row['status']}."
+                )
+            disputable = row["amount_captured"] - row["amount_refunded"]
+            disputed = disputable if amount is None else amount
+            if not 1 <= disputed <= disputable:
+                raise ProcessorRefused("amount_too_large", f"At most {disputable} can be disputed.")
+            return {
+                "id": sandbox_id("sbx_dp"),
+                "authorization_id": authorization_id,
+                "amount": disputed,
+                "currency": row["currency"],
+                "reason": reason,
+                "fee_amount": DISPUTE_FEE_AMOUNT,
+                "opened_at": as_of.isoformat(),
+                "evidence_due_by": (as_of + timedelta(days=DISPUTE_EVIDENCE_DAYS)).isoformat(),
+            }
+
+        answered = await self._call(tenant, "dispute", f"dispute:{authorization_id}", request, answer)
+        return network_dispute(answered)
+
+    async def due_disputes(self, tenant: Tenant, *, as_of: datetime) -> list[NetworkDispute]:
+        async with UnitOfWork(self._sessionmaker) as uow:
+            books = await open_books(uow, tenant)
+            rows = await books.connection.fetch(
+                sql.DISPUTE_CARD_CAPTURES,
+                tenant.installation_id,
+                tenant.livemode,
+                as_of - timedelta(hours=DISPUTE_CARD_HOURS),
+                as_of - timedelta(days=DISPUTE_LOOKBACK_DAYS),
+            )
+        opened = []
+        for row in rows:
+            opened_at = row["captured_at"] + timedelta(hours=DISPUTE_CARD_HOURS)
+            try:
+                opened.append(await self._open_dispute(tenant, row["id"], None, "fraudulent", opened_at))
+            except ProcessorRefused:
+                continue  # refunded in full before the dispute came: nothing left to dispute
+        return opened
+
+    async def submit_dispute_evidence(
+        self, tenant: Tenant, *, idempotency_key: str, dispute_id: str, evidence_text: str, as_of: datetime
+    ) -> None:
+        request = {"dispute_id": dispute_id, "evidence_text": evidence_text}
+
+        async def answer(books: Books) -> dict[str, Any]:
+            dispute = await dispute_record(books, dispute_id)
+            if as_of > datetime.fromisoformat(dispute["evidence_due_by"]):
+                raise ProcessorRefused("dispute_evidence_past_due", "The evidence deadline has passed.")
+            return {"dispute_id": dispute_id, "submitted_at": as_of.isoformat()}
+
+        await self._call(tenant, "dispute_evidence", idempotency_key, request, answer)
+
+    async def accept_dispute(
+        self, tenant: Tenant, *, idempotency_key: str, dispute_id: str, as_of: datetime
+    ) -> None:
+        request = {"dispute_id": dispute_id}
+
+        async def answer(books: Books) -> dict[str, Any]:
+            await dispute_record(books, dispute_id)
+            return {"dispute_id": dispute_id, "accepted_at": as_of.isoformat()}
+
+        await self._call(tenant, "dispute_acceptance", idempotency_key, request, answer)
+
+    async def dispute_outcome(self, tenant: Tenant, *, dispute_id: str, as_of: datetime) -> str | None:
+        async with UnitOfWork(self._sessionmaker) as uow:
+            books = await open_books(uow, tenant)
+            dispute = await dispute_record(books, dispute_id)
+            steps = await books.connection.fetch(
+                sql.DISPUTE_STEPS, tenant.installation_id, tenant.livemode, dispute_id
+            )
+        return decide_dispute(
+            dispute,
+            [
+                (row["operation_type"], json_value(row["request"]), json_value(row["response"]))
+                for row in steps
+            ],
+            as_of,
+        )
+
+    # ------------------------------------------------------------------------------------------------
+    async def _call(
+        self,
+        tenant: Tenant,
+        operation_type: str,
+        idempotency_key: str,
+        request: dict[str, Any],
+        answer: Answer,
+    ) -> dict[str, Any]:
+        """One keyed call in one transaction: the stored answer, or a fresh one recorded with its effects.
+
+        `answer` refuses (ProcessorRefused) before it changes anything, and locks what it changes, so a
+        refusal is recorded alone and concurrent calls on one authorization take turns.
+        """
+        failure: ProcessorUnavailable | ProcessorRefused | None = None
+        async with UnitOfWork(self._sessionmaker) as uow:
+            books = await open_books(uow, tenant)
+            try:
+                response = await keyed(books, operation_type, idempotency_key, request, answer)
+            except AnsweredConcurrently:
+                await uow.rollback()
+                return await self._call(tenant, operation_type, idempotency_key, request, answer)
+            except (ProcessorUnavailable, ProcessorRefused) as refused:
+                failure = refused  # recorded (or a fault used up, or a refusal replayed): commit first
+            await uow.commit()
+        if failure is not None:
+            raise failure
+        return response
