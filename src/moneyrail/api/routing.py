@@ -69,6 +69,7 @@ class ApiKeyGate(SecurityBase):
 secret_key_gate = ApiKeyGate()
 secret_key_gate_claiming_in_statement = ApiKeyGate(claim_in_statement=True)
 publishable_key_gate = ApiKeyGate(client_side=True)
+publishable_key_gate_claiming_in_statement = ApiKeyGate(client_side=True, claim_in_statement=True)
 
 
 def scoped(scope: str, *, claim_in_statement: bool = False) -> Any:
@@ -83,11 +84,15 @@ def scoped(scope: str, *, claim_in_statement: bool = False) -> Any:
     return Security(gate, scopes=[scope])
 
 
-def client_side(scope: str) -> Any:
-    """A route for browsers and apps: the publishable key only; the body's client_secret authorizes."""
+def client_side(scope: str, *, claim_in_statement: bool = False) -> Any:
+    """A route for browsers and apps: the publishable key only; the body's client_secret authorizes.
+
+    `claim_in_statement`: as for `scoped`.
+    """
     if not is_known_scope(scope):
         raise ValueError(f"unknown scope {scope!r}")
-    return Security(publishable_key_gate, scopes=[scope])
+    gate = publishable_key_gate_claiming_in_statement if claim_in_statement else publishable_key_gate
+    return Security(gate, scopes=[scope])
 
 
 class MoneyrailRoute(APIRoute):

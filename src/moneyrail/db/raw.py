@@ -28,7 +28,7 @@ from sqlalchemy import JSON, Table, inspect
 from sqlalchemy.engine import Connection
 from sqlalchemy.exc import MissingGreenlet
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, AsyncSession, async_sessionmaker
-from sqlalchemy.orm import configure_mappers
+from sqlalchemy.orm import configure_mappers, make_transient_to_detached
 from sqlalchemy.orm.attributes import set_committed_value
 from sqlalchemy.pool import Pool, PoolProxiedConnection, QueuePool
 from sqlalchemy.util import greenlet_spawn
@@ -319,4 +319,38 @@ def from_row(model: type[Model], row: Mapping[str, Any]) -> Model:
         configure_mappers()  # what the first query would do: the attributes need their mapper
     instance: Model = model.__mapper__.class_manager.new_instance()
     instance.__dict__.update(row)
+    return instance
+
+
+def select_list(model: type[Base], alias: str, prefix: str = "") -> str:
+    """Every column of the model's table as `alias."column" AS "<prefix><attribute>"`, for a driver
+    statement whose rows `loaded_row` (or `from_row`) turns into instances; `prefix` keeps them apart
+    from other columns of the same row. Names from the mapper only."""
+    return ", ".join(
+        f'{alias}."{attribute.columns[0].name}" AS "{prefix}{attribute.key}"'
+        for attribute in model.__mapper__.column_attrs
+    )
+
+
+def loaded_row(session: AsyncSession, model: type[Model], row: Mapping[str, Any], prefix: str = "") -> Model:
+    """A row read on the driver (`select_list`), made the session's persistent instance as if the ORM
+    had loaded it: its changes are tracked and written by a flush or taken over by `pending_update`,
+    without the ORM's SELECT machinery (statement compilation, result processing, loading).
+
+    An instance of the same row the session already holds is answered as it is, as the ORM's own
+    query would (no `populate_existing`).
+    """
+    if not model.__mapper__.configured:
+        configure_mappers()
+    values = {attribute.key: row[prefix + attribute.key] for attribute in model.__mapper__.column_attrs}
+    mapper = model.__mapper__
+    identity = mapper.identity_key_from_primary_key(
+        tuple(values[mapper.get_property_by_column(column).key] for column in mapper.primary_key)
+    )
+    held = session.sync_session.identity_map.get(identity)
+    if held is not None:
+        return held  # type: ignore[no-any-return]
+    instance = from_row(model, values)
+    make_transient_to_detached(instance)  # the identity from its primary key, every column as committed
+    session.add(instance)  # detached to persistent: no SQL
     return instance

@@ -6,6 +6,7 @@ from fastapi import APIRouter, Depends, Query, Request
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from moneyrail.api.context import Principal, request_session
+from moneyrail.api.idempotency import pending_claim
 from moneyrail.api.openapi import CHARGES_CARD
 from moneyrail.api.pagination import ListEnvelope, PageRequest, list_envelope, page_request
 from moneyrail.api.routing import MoneyrailRoute, client_side, scoped
@@ -136,7 +137,7 @@ async def confirm_payment_intent(
     request: Request,
     payment_intent: str,
     body: PaymentIntentConfirm,
-    principal: Annotated[Principal, client_side("payments:write")],
+    principal: Annotated[Principal, client_side("payments:write", claim_in_statement=True)],
 ) -> PaymentIntentOut:
     """Confirm a payment (client side).
 
@@ -153,6 +154,7 @@ async def confirm_payment_intent(
         body,
         base_url=public_base_url(request),
         ip_address=request.client.host if request.client is not None else None,
+        claim=pending_claim(request),
     )
     return await _render(session, principal.tenant, payment)
 
@@ -163,7 +165,7 @@ async def confirm_payment_intent(
 async def capture_payment_intent(
     request: Request,
     payment_intent: str,
-    principal: Annotated[Principal, scoped("payments:write")],
+    principal: Annotated[Principal, scoped("payments:write", claim_in_statement=True)],
     body: PaymentIntentCapture | None = None,
 ) -> PaymentIntentOut:
     """Capture a payment.
@@ -175,7 +177,7 @@ async def capture_payment_intent(
     session = request_session(request)
     amount = body.amount_to_capture if body is not None else None
     payment = await service.capture_payment_intent(
-        session, principal.tenant, processor(), payment_intent, amount
+        session, principal.tenant, processor(), payment_intent, amount, claim=pending_claim(request)
     )
     return await _render(session, principal.tenant, payment)
 

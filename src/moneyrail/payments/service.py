@@ -34,6 +34,7 @@ import structlog
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from moneyrail.customers import service as customers
+from moneyrail.db.raw import StatementClaim
 from moneyrail.deliveries import service as deliveries
 from moneyrail.errors import (
     AmountInvalid,
@@ -128,6 +129,22 @@ async def get_payment_intent(session: AsyncSession, tenant: Tenant, payment_id: 
 
 async def _locked(session: AsyncSession, tenant: Tenant, payment_id: str) -> PaymentIntent:
     payment = await repository.get_payment(session, tenant, payment_id, for_update=True)
+    if payment is None:
+        raise ResourceMissing(f"No such payment_intent: {payment_id!r}", param="payment_intent")
+    return payment
+
+
+async def _locked_claiming(
+    session: AsyncSession, tenant: Tenant, payment_id: str, claim: StatementClaim | None
+) -> PaymentIntent:
+    """`_locked` for a step that runs its Idempotency-Key's claim (the tenant's) in the same statement
+    (`scoped(..., claim_in_statement=True)`): the claim settled first, so a replay or a key in flight
+    answers before anything else, as when the gate claimed it. No claim: no key was sent."""
+    if claim is None:
+        payment = await repository.lock_payment_on_driver(session, tenant, payment_id)
+    else:
+        claim_row, payment = await repository.lock_payment_claiming(session, payment_id, claim)
+        claim.settle(claim_row)
     if payment is None:
         raise ResourceMissing(f"No such payment_intent: {payment_id!r}", param="payment_intent")
     return payment
@@ -555,9 +572,11 @@ async def confirm_payment_intent(
     *,
     base_url: str,
     ip_address: str | None = None,
+    claim: StatementClaim | None = None,
 ) -> PaymentIntent:
-    """The client-side confirmation: the payment's client_secret authorizes it."""
-    payment = await _locked(session, tenant, payment_id)
+    """The client-side confirmation: the payment's client_secret authorizes it. `claim`: the request's
+    Idempotency-Key claim, run with the payment's lock (`_locked_claiming`)."""
+    payment = await _locked_claiming(session, tenant, payment_id, claim)
     _check_client_secret(payment, command.client_secret)
     confirmation = Confirmation(
         card=command.card.to_details() if command.card is not None else None,
@@ -1066,8 +1085,10 @@ async def capture_payment_intent(
     amount_to_capture: int | None,
     *,
     by_owner: bool = False,
+    claim: StatementClaim | None = None,
 ) -> PaymentIntent:
-    payment = await _locked(session, tenant, payment_id)
+    """`claim`: the request's Idempotency-Key claim, run with the payment's lock (`_locked_claiming`)."""
+    payment = await _locked_claiming(session, tenant, payment_id, claim)
     if payment.status != "requires_capture":
         raise Conflict(f"Capture applies to an authorized payment; this one is {payment.status}.")
     facts = await _facts_of(session, payment)
