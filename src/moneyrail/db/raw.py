@@ -18,7 +18,7 @@ unit of work itself (`SessionOnDemand`), whose session may never be made.
 from __future__ import annotations
 
 import warnings
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
@@ -159,6 +159,15 @@ class StatementClaim(Protocol):
         ...
 
 
+class AnsweringClaim(StatementClaim, Protocol):
+    """A claim whose statement also deletes the record under the key past its retention
+    (`stale_record_deletion`, a CTE after the claim's, named `claim`), for a route that writes its stored
+    answer with its effect and without ON CONFLICT (api/idempotency.py `ClaimedKey.answer_with_effect`)."""
+
+    @property
+    def stale_record_deletion(self) -> str: ...
+
+
 class SessionOnDemand(Protocol):
     """A unit of work (db/uow.py) as a lone statement sees it: its session only if one was made."""
 
@@ -263,6 +272,10 @@ class Write:
 
     sql: str
     parameters: tuple[Any, ...]
+
+
+# A `Write` for a statement whose own parameters come first: given the number its first one takes.
+WriteAt = Callable[[int], Write]
 
 
 def pending_update(instance: Base, first_parameter: int) -> Write | None:

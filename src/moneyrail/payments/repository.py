@@ -12,7 +12,7 @@ from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from moneyrail.db.pagination import newest_first_page
-from moneyrail.db.raw import StatementClaim, driver_connection, loaded_row, select_list
+from moneyrail.db.raw import AnsweringClaim, driver_connection, loaded_row, select_list
 from moneyrail.kit.pagination import Position
 from moneyrail.kit.tenant import Tenant
 from moneyrail.models import PaymentIntent, ProcessorOrphan, ProcessorOrphanSweep, Refund
@@ -49,9 +49,10 @@ _LOCK_PAYMENT = (
 # tenant): one round trip for both. The payment is locked only where the claim grants the key, so a
 # request whose key is in flight answers 409 at once instead of waiting for the other's lock, and a
 # replay locks nothing. The payment's row version is the newest committed one (FOR UPDATE), whatever the
-# statement's snapshot; the claim's lookup sees that snapshot, as when it ran alone.
+# statement's snapshot; the claim's lookup sees that snapshot, as when it ran alone. A stale record under
+# the key goes (`stale_record_deletion`): the step's answer is written with its effect, without ON CONFLICT.
 _LOCK_PAYMENT_CLAIMING = (
-    "WITH claim AS ({claim}), "  # noqa: S608 - names from the mapper and the claim's own SQL
+    "WITH claim AS ({claim}), stale AS ({stale}), "  # noqa: S608 - names from the mapper, the claim's SQL
     f"payment AS (SELECT {_PAYMENT_COLUMNS} FROM payment_intents AS p "
     "WHERE p.installation_id = $2 AND p.livemode = $3 AND p.id = ${payment_id} "
     "AND (SELECT claim.locked AND claim.fingerprint IS NULL FROM claim) FOR UPDATE OF p) "
@@ -60,8 +61,8 @@ _LOCK_PAYMENT_CLAIMING = (
 
 
 @cache
-def _lock_payment_claiming(claim_sql: str, claim_parameters: int) -> str:
-    return _LOCK_PAYMENT_CLAIMING.format(claim=claim_sql, payment_id=claim_parameters + 1)
+def _lock_payment_claiming(claim_sql: str, stale_sql: str, claim_parameters: int) -> str:
+    return _LOCK_PAYMENT_CLAIMING.format(claim=claim_sql, stale=stale_sql, payment_id=claim_parameters + 1)
 
 
 async def lock_payment_on_driver(
@@ -76,14 +77,16 @@ async def lock_payment_on_driver(
 
 
 async def lock_payment_claiming(
-    session: AsyncSession, payment_id: str, claim: StatementClaim
+    session: AsyncSession, payment_id: str, claim: AnsweringClaim
 ) -> tuple[Mapping[str, Any], PaymentIntent | None]:
     """The key's claim row and, where it grants the key, the payment locked (None: no such payment of
     the claim's tenant). The caller settles the claim before anything else."""
     connection = await driver_connection(session)
     parameters = claim.parameters
     row = await connection.fetchrow(
-        _lock_payment_claiming(claim.sql, len(parameters)), *parameters, payment_id
+        _lock_payment_claiming(claim.sql, claim.stale_record_deletion, len(parameters)),
+        *parameters,
+        payment_id,
     )
     assert row is not None  # the claim's row is always there
     found = row["payment.id"] is not None

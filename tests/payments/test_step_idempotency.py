@@ -1,18 +1,20 @@
-"""CONVENTIONS.md §4 on the payment steps whose Idempotency-Key claim runs in the payment's lock
-statement (confirm, capture): one round trip for the claim and the lock, the same answers as when the
-gate claimed the key first."""
+"""CONVENTIONS.md §4 on the payment steps (confirm, capture), whose Idempotency-Key claim runs in the
+payment's lock statement and whose stored answer is written by the payment's UPDATE and event statement:
+the same answers as when the gate claimed the key first and the route stored the answer after."""
 
 from __future__ import annotations
 
+import concurrent.futures
 from typing import Any
 
 import httpx
 import psycopg
 
 from moneyrail.api.idempotency import advisory_lock_id
+from tests.api.test_idempotency import wait_for_a_lock_wait
 from tests.harness import libpq_url
 from tests.helpers import assert_error
-from tests.payments.support import card, create_payment
+from tests.payments.support import GENERIC_DECLINE, card, create_payment
 
 
 def confirm_with_key(api: Any, payment: dict[str, Any], key: str, **fields: Any) -> httpx.Response:
@@ -121,3 +123,75 @@ def test_a_step_of_another_tenant_with_the_same_key_is_its_own(make_api, api, db
     )
     assert_error(response, 404, "resource_missing", "payment_intent")
     assert payment_row(db, payment["id"])[0] == "requires_capture"
+
+
+def stored_fingerprint(db: Any, installation_id: str, key: str) -> str | None:
+    row = db.execute(
+        "SELECT fingerprint FROM idempotency_records WHERE installation_id = %s AND key = %s",
+        (installation_id, key),
+    ).fetchone()
+    return None if row is None else str(row[0])
+
+
+def test_a_record_past_its_retention_under_the_key_is_replaced_by_the_steps_answer(api, db):
+    assert api.post("/v1/customers", json={}, headers={"Idempotency-Key": "old"}).status_code == 200
+    customer_fingerprint = stored_fingerprint(db, api.keys.installation_id, "old")
+    db.execute(
+        "UPDATE idempotency_records SET created_at = now() - interval '25 hours' "
+        "WHERE installation_id = %s AND key = 'old'",
+        (api.keys.installation_id,),
+    )
+    payment = create_payment(api)
+    confirmed = confirm_with_key(api, payment, "old")
+    assert confirmed.status_code == 200, confirmed.text
+    assert stored_fingerprint(db, api.keys.installation_id, "old") != customer_fingerprint
+    again = confirm_with_key(api, payment, "old")
+    assert again.headers["Idempotent-Replayed"] == "true"
+    assert again.content == confirmed.content
+
+
+def test_a_first_answer_committed_while_the_step_ran_keeps_the_key_and_undoes_the_step(api, servers, db):
+    """A first request's answer that commits after the step's claim looked (without holding the key's
+    lock) is invisible to it: the step's answer, written by its last statement, fails on the key; the
+    step rolls back whole and answers 409, and its retry sees the first answer."""
+    payment = create_payment(api, capture_method="manual")
+    assert confirm_with_key(api, payment, "confirm-raced").status_code == 200
+    before = payment_row(db, payment["id"])
+    path = f"/v1/payment-intents/{payment['id']}/capture"
+    with psycopg.connect(libpq_url(servers.database_url)) as first:
+        first.execute(
+            "INSERT INTO idempotency_records (installation_id, livemode, key, fingerprint, status_code, "
+            "response_body) VALUES (%s, false, 'raced', 'another request', 200, %s)",
+            (api.keys.installation_id, b"sealed elsewhere"),
+        )
+        with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
+            pending = pool.submit(api.post, path, headers={"Idempotency-Key": "raced"})
+            wait_for_a_lock_wait(db)  # the capture's last statement waits on the first's key
+            first.commit()
+            response = pending.result(timeout=30)
+    assert_error(response, 409, "idempotency_key_in_use")
+    assert payment_row(db, payment["id"]) == before  # not captured: nothing of the step stayed
+    assert stored_fingerprint(db, api.keys.installation_id, "raced") == "another request"
+    transactions = db.execute(
+        "SELECT count(*) FROM journal_transactions WHERE installation_id = %s AND kind = 'payment_capture'",
+        (api.keys.installation_id,),
+    ).fetchone()
+    assert transactions is not None and transactions[0] == 0
+    assert_error(api.post(path, headers={"Idempotency-Key": "raced"}), 422, "idempotency_key_reused")
+    assert api.post(path, headers={"Idempotency-Key": "raced-retry"}).json()["status"] == "succeeded"
+
+
+def test_a_declined_confirmation_is_stored_with_its_decline_and_replayed(api, db):
+    payment = create_payment(api)
+    body = {"client_secret": payment["client_secret"], "card": card(GENERIC_DECLINE)}
+    headers = {"Authorization": f"Bearer {payment['publishable_key']}", "Idempotency-Key": "declined"}
+    url = f"{api.base_url}/v1/payment-intents/{payment['id']}/confirm"
+    declined = httpx.post(url, json=body, headers=headers, timeout=30)
+    assert_error(declined, 402, "card_declined")
+    after = payment_row(db, payment["id"])
+    assert after[0] == "requires_payment_method"
+    again = httpx.post(url, json=body, headers=headers, timeout=30)
+    assert again.status_code == 402
+    assert again.headers["Idempotent-Replayed"] == "true"
+    assert again.content == declined.content
+    assert payment_row(db, payment["id"]) == after
