@@ -367,3 +367,19 @@ def loaded_row(session: AsyncSession, model: type[Model], row: Mapping[str, Any]
     make_transient_to_detached(instance)  # the identity from its primary key, every column as committed
     session.add(instance)  # detached to persistent: no SQL
     return instance
+
+
+def inserted_row(session: AsyncSession, instance: Base, **stamped: Any) -> None:
+    """A new instance whose row a driver statement inserted, made the session's persistent row as if a
+    flush had written it; `stamped`: the values the database chose (its RETURNING).
+
+    Every column must then hold its value: one missing would be loaded on first read, which under
+    asyncio fails (MissingGreenlet), so it is refused here instead.
+    """
+    state = inspect(instance)
+    state.dict.update(stamped)
+    missing = [attribute.key for attribute in state.mapper.column_attrs if attribute.key not in state.dict]
+    if missing:
+        raise ValueError(f"{type(instance).__name__} inserted without {missing}")
+    make_transient_to_detached(instance)  # every column as committed
+    session.add(instance)  # detached to persistent: no SQL
