@@ -37,8 +37,11 @@ from tests.sql_counter import StatementCounter, Tally
 # Cut again on 2026-11-26 (SPEED.md §10, second round): confirm 10 -> 9 (the environment's value lists
 # remembered for the key lifetime), capture 13 -> 9 (the commerce order, payment invoice and two
 # subscription invoice lookups and the review hold asked as one statement of the payment's facts).
+# Cut on 2026-11-26 (SPEED.md §13, branch paysteps): confirm 9 -> 7 and capture 9 -> 7 (the key's
+# claim and the payment's lock in one statement; the key's stored answer in the payment's UPDATE and
+# event statement).
 # Still to cut: the create's INSERT inside its event's statement.
-BUDGET = {"create": 6, "confirm": 9, "capture": 9, "customer": 1, "customer_without_key": 1}
+BUDGET = {"create": 6, "confirm": 7, "capture": 7, "customer": 1, "customer_without_key": 1}
 
 
 @pytest.fixture(scope="module")
@@ -128,6 +131,13 @@ def test_one_payment_and_one_customer_stay_within_the_recorded_statement_budget(
     # customer its one statement (the claim, the insert and the stored answer), the other its insert
     assert all(counts[step] >= 3 for step in ("create", "confirm", "capture")), counts
     assert counts["customer"] == 1, counts
+    for step in ("confirm", "capture"):
+        texts = measured[step].statements
+        # the key's claim rides in the payment's lock, its stored answer in the payment's UPDATE and event
+        assert any("pg_try_advisory_xact_lock" in text and "FOR UPDATE OF p" in text for text in texts), texts
+        assert any(
+            "INSERT INTO idempotency_records" in text and 'UPDATE "payment_intents"' in text for text in texts
+        ), texts
     keyed = measured["customer"].statements[0]
     assert "INSERT INTO customers" in keyed and "INSERT INTO idempotency_records" in keyed, keyed
     assert counts["customer_without_key"] == 1, counts

@@ -36,12 +36,13 @@ from typing import Any
 
 import orjson
 from fastapi import Request
+from pydantic import BaseModel
 from sqlalchemy import delete
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from moneyrail.api.context import Principal, request_session
 from moneyrail.config import get_settings
-from moneyrail.db.raw import Write, driver_connection
+from moneyrail.db.raw import Write, WriteAt, driver_connection
 from moneyrail.db.uow import rollback
 from moneyrail.engine.schedule import register_periodic
 from moneyrail.errors import (
@@ -70,6 +71,33 @@ class ClaimedKey:
     retention: timedelta
     # the answer went in the effect's own statement (`PendingClaim.answer_write`): nothing left to store
     answered: bool = False
+    # the answer rides in the effect's last statement, uncommitted (`answer_with_effect`): nothing left to
+    # store unless the transaction is undone
+    answer_in_transaction: bool = False
+
+    def answer_with_effect(self, status_code: int, body: bytes) -> WriteAt:
+        """The stored answer as a write for the effect's last statement, committed with it.
+
+        For a route whose claim statement deleted a record under the key past its retention
+        (`PendingClaim.stale_record_deletion`). No ON CONFLICT: a record under the key can then only be
+        one a first request committed while this one's claim looked (see the module's docstring); the
+        statement fails on `pk_idempotency_records` and the route answers 409 as `store` would.
+        """
+        tenant = self.principal.tenant
+        parameters = (tenant.installation_id, tenant.livemode, self.key, self.fingerprint, status_code)
+        sealed = crypto.seal(body)
+        self.answer_in_transaction = True
+
+        def at(n: int) -> Write:
+            # only parameter numbers are formatted in
+            sql = (
+                "INSERT INTO idempotency_records (installation_id, livemode, key, fingerprint, "  # noqa: S608
+                f"status_code, response_body) VALUES (${n}::text, ${n + 1}::boolean, ${n + 2}::text, "
+                f"${n + 3}::text, ${n + 4}::int, ${n + 5}::bytea)"
+            )
+            return Write(sql, (*parameters, sealed))
+
+        return at
 
     async def undo_effect(self, session: AsyncSession) -> bool:
         """A business refusal: undo what the request wrote, then hold the key again to store the refusal.
@@ -78,6 +106,7 @@ class ClaimedKey:
         answered but not stored (nothing of it committed; the key's record will be the other's).
         """
         await rollback(session)  # the effect, and the lock with it: refusals are rare, successes not
+        self.answer_in_transaction = False  # rolled back with it
         session.expunge_all()  # nothing the refused effect left in the session may be flushed later
         connection = await driver_connection(session)
         tenant = self.principal.tenant
@@ -159,6 +188,19 @@ CLAIM_SQL = (
 )
 
 
+# For a claim run in a statement whose answer is then written without ON CONFLICT
+# (`ClaimedKey.answer_with_effect`): a CTE deleting the record under the key that is past its retention
+# window (the claim ignores it; the purge job would delete it later), once the claim holds the key's lock.
+# The claim's parameters, its CTE named `claim`; in the request's transaction, so undone if the request is.
+STALE_RECORD_DELETION_SQL = (
+    "DELETE FROM idempotency_records AS stale USING claim WHERE claim.locked "
+    "AND stale.installation_id = $2 AND stale.livemode = $3 AND stale.key = $4 "
+    "AND stale.created_at < now() - $5::interval"
+)
+# The constraint an answer written with its effect meets when a first request's answer got there first.
+ANSWER_CONFLICT = "pk_idempotency_records"
+
+
 # Where `created` goes in an answer sealed before the database stamped it: a raw NUL byte, which JSON
 # text never holds (control characters inside strings are escaped), so it cannot be mistaken for content.
 CREATED_MARK = b"\x00"
@@ -204,6 +246,10 @@ class PendingClaim:
     @property
     def sql(self) -> str:
         return CLAIM_SQL
+
+    @property
+    def stale_record_deletion(self) -> str:
+        return STALE_RECORD_DELETION_SQL
 
     @property
     def parameters(self) -> tuple[Any, ...]:
@@ -255,6 +301,29 @@ class PendingClaim:
             f"${n + 2}::bytea, effect.created_at FROM effect RETURNING true AS answered"
         )
         return Write(sql, (self.fingerprint, status_code, crypto.seal(template)))
+
+
+class AnswerWithEffect:
+    """A route's answer serialized once, and stored under the request's key by the effect's last
+    statement (`ClaimedKey.answer_with_effect`) instead of an INSERT of its own after it.
+
+    The route's service calls `write` with the answer just before its last statement and runs the write
+    it gets (None: no key was sent); the endpoint then answers `body`, the very bytes stored, so a replay
+    is byte-identical. Only an answer that ends the request goes this way: a refusal raised after it
+    would roll the stored answer back with the effect (`undo_effect`), and one that keeps its effect
+    cannot (the route refuses to commit both).
+    """
+
+    def __init__(self, request: Request) -> None:
+        self._request = request
+        self.body: bytes | None = None
+
+    def write(self, answer: BaseModel) -> WriteAt | None:
+        if self.body is not None:
+            raise RuntimeError("a request has one answer")
+        self.body = answer.__pydantic_serializer__.to_json(answer)
+        claimed = claimed_key(self._request)
+        return claimed.answer_with_effect(200, self.body) if claimed is not None else None
 
 
 async def claim(request: Request, principal: Principal, retention: timedelta, *, defer: bool = False) -> None:

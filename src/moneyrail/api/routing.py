@@ -11,6 +11,7 @@ from collections.abc import Callable, Coroutine
 from datetime import timedelta
 from typing import Any
 
+from asyncpg.exceptions import UniqueViolationError
 from fastapi import Request, Response, Security
 from fastapi.exceptions import RequestValidationError
 from fastapi.openapi.models import HTTPBearer as HTTPBearerModel
@@ -24,7 +25,7 @@ from moneyrail.api.auth import authenticate
 from moneyrail.api.context import Principal, request_id
 from moneyrail.api.errors import error_body
 from moneyrail.db.uow import UnitOfWork
-from moneyrail.errors import InsufficientScope, InvalidApiKey, MoneyrailError
+from moneyrail.errors import IdempotencyKeyInUse, InsufficientScope, InvalidApiKey, MoneyrailError
 from moneyrail.kit.scopes import grants, is_known_scope
 
 
@@ -69,6 +70,7 @@ class ApiKeyGate(SecurityBase):
 secret_key_gate = ApiKeyGate()
 secret_key_gate_claiming_in_statement = ApiKeyGate(claim_in_statement=True)
 publishable_key_gate = ApiKeyGate(client_side=True)
+publishable_key_gate_claiming_in_statement = ApiKeyGate(client_side=True, claim_in_statement=True)
 
 
 def scoped(scope: str, *, claim_in_statement: bool = False) -> Any:
@@ -83,11 +85,15 @@ def scoped(scope: str, *, claim_in_statement: bool = False) -> Any:
     return Security(gate, scopes=[scope])
 
 
-def client_side(scope: str) -> Any:
-    """A route for browsers and apps: the publishable key only; the body's client_secret authorizes."""
+def client_side(scope: str, *, claim_in_statement: bool = False) -> Any:
+    """A route for browsers and apps: the publishable key only; the body's client_secret authorizes.
+
+    `claim_in_statement`: as for `scoped`.
+    """
     if not is_known_scope(scope):
         raise ValueError(f"unknown scope {scope!r}")
-    return Security(publishable_key_gate, scopes=[scope])
+    gate = publishable_key_gate_claiming_in_statement if claim_in_statement else publishable_key_gate
+    return Security(gate, scopes=[scope])
 
 
 class MoneyrailRoute(APIRoute):
@@ -108,10 +114,26 @@ class MoneyrailRoute(APIRoute):
                     )
                 except RequestValidationError:
                     raise  # a request that never ran: nothing stored, the key stays free
+                except UniqueViolationError as violation:
+                    claimed = idempotency.claimed_key(request)
+                    if (
+                        claimed is None
+                        or not claimed.answer_in_transaction
+                        or violation.constraint_name != idempotency.ANSWER_CONFLICT
+                    ):
+                        raise
+                    # a first request with the key committed while this one's claim looked: as `store`
+                    raise IdempotencyKeyInUse(
+                        "A request with this Idempotency-Key has just finished; retry to see its answer."
+                    ) from None
                 except MoneyrailError as error:
                     claimed = idempotency.claimed_key(request)
                     if claimed is not None and claimed.answered:
                         raise  # its answer committed with its effect: nothing of it to undo or store
+                    if claimed is not None and claimed.answer_in_transaction and error.keeps_effect:
+                        raise RuntimeError(
+                            f"{request.url.path} wrote its answer, then refused keeping its effect"
+                        ) from error
                     stored = claimed is not None and idempotency.is_storable(error.status)
                     if not (stored or error.keeps_effect):
                         raise
@@ -129,7 +151,7 @@ class MoneyrailRoute(APIRoute):
                 claimed = idempotency.claimed_key(request)
                 if (
                     claimed is not None
-                    and not claimed.answered
+                    and not (claimed.answered or claimed.answer_in_transaction)
                     and idempotency.is_storable(response.status_code)
                 ):
                     await idempotency.store(uow.session, claimed, response.status_code, bytes(response.body))

@@ -18,7 +18,7 @@ unit of work itself (`SessionOnDemand`), whose session may never be made.
 from __future__ import annotations
 
 import warnings
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
@@ -28,7 +28,7 @@ from sqlalchemy import JSON, Table, inspect
 from sqlalchemy.engine import Connection
 from sqlalchemy.exc import MissingGreenlet
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, AsyncSession, async_sessionmaker
-from sqlalchemy.orm import configure_mappers
+from sqlalchemy.orm import configure_mappers, make_transient_to_detached
 from sqlalchemy.orm.attributes import set_committed_value
 from sqlalchemy.pool import Pool, PoolProxiedConnection, QueuePool
 from sqlalchemy.util import greenlet_spawn
@@ -159,6 +159,15 @@ class StatementClaim(Protocol):
         ...
 
 
+class AnsweringClaim(StatementClaim, Protocol):
+    """A claim whose statement also deletes the record under the key past its retention
+    (`stale_record_deletion`, a CTE after the claim's, named `claim`), for a route that writes its stored
+    answer with its effect and without ON CONFLICT (api/idempotency.py `ClaimedKey.answer_with_effect`)."""
+
+    @property
+    def stale_record_deletion(self) -> str: ...
+
+
 class SessionOnDemand(Protocol):
     """A unit of work (db/uow.py) as a lone statement sees it: its session only if one was made."""
 
@@ -265,6 +274,10 @@ class Write:
     parameters: tuple[Any, ...]
 
 
+# A `Write` for a statement whose own parameters come first: given the number its first one takes.
+WriteAt = Callable[[int], Write]
+
+
 def pending_update(instance: Base, first_parameter: int) -> Write | None:
     """The UPDATE the ORM's next flush would send for this loaded row's changed columns, taken over.
 
@@ -320,3 +333,53 @@ def from_row(model: type[Model], row: Mapping[str, Any]) -> Model:
     instance: Model = model.__mapper__.class_manager.new_instance()
     instance.__dict__.update(row)
     return instance
+
+
+def select_list(model: type[Base], alias: str, prefix: str = "") -> str:
+    """Every column of the model's table as `alias."column" AS "<prefix><attribute>"`, for a driver
+    statement whose rows `loaded_row` (or `from_row`) turns into instances; `prefix` keeps them apart
+    from other columns of the same row. Names from the mapper only."""
+    return ", ".join(
+        f'{alias}."{attribute.columns[0].name}" AS "{prefix}{attribute.key}"'
+        for attribute in model.__mapper__.column_attrs
+    )
+
+
+def loaded_row(session: AsyncSession, model: type[Model], row: Mapping[str, Any], prefix: str = "") -> Model:
+    """A row read on the driver (`select_list`), made the session's persistent instance as if the ORM
+    had loaded it: its changes are tracked and written by a flush or taken over by `pending_update`,
+    without the ORM's SELECT machinery (statement compilation, result processing, loading).
+
+    An instance of the same row the session already holds is answered as it is, as the ORM's own
+    query would (no `populate_existing`).
+    """
+    if not model.__mapper__.configured:
+        configure_mappers()
+    values = {attribute.key: row[prefix + attribute.key] for attribute in model.__mapper__.column_attrs}
+    mapper = model.__mapper__
+    identity = mapper.identity_key_from_primary_key(
+        tuple(values[mapper.get_property_by_column(column).key] for column in mapper.primary_key)
+    )
+    held = session.sync_session.identity_map.get(identity)
+    if held is not None:
+        return held  # type: ignore[no-any-return]
+    instance = from_row(model, values)
+    make_transient_to_detached(instance)  # the identity from its primary key, every column as committed
+    session.add(instance)  # detached to persistent: no SQL
+    return instance
+
+
+def inserted_row(session: AsyncSession, instance: Base, **stamped: Any) -> None:
+    """A new instance whose row a driver statement inserted, made the session's persistent row as if a
+    flush had written it; `stamped`: the values the database chose (its RETURNING).
+
+    Every column must then hold its value: one missing would be loaded on first read, which under
+    asyncio fails (MissingGreenlet), so it is refused here instead.
+    """
+    state = inspect(instance)
+    state.dict.update(stamped)
+    missing = [attribute.key for attribute in state.mapper.column_attrs if attribute.key not in state.dict]
+    if missing:
+        raise ValueError(f"{type(instance).__name__} inserted without {missing}")
+    make_transient_to_detached(instance)  # every column as committed
+    session.add(instance)  # detached to persistent: no SQL

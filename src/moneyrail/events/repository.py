@@ -11,7 +11,7 @@ from sqlalchemy import and_, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from moneyrail.db.pagination import newest_first_page
-from moneyrail.db.raw import driver_connection, engine_of, pending_update
+from moneyrail.db.raw import WriteAt, driver_connection, engine_of, pending_update
 from moneyrail.kit.pagination import Position
 from moneyrail.kit.tenant import Tenant
 from moneyrail.models import Event, Operation, WebhookDelivery, WebhookDeliveryAttempt, WebhookEndpoint
@@ -52,18 +52,30 @@ def _event_alongside(write: str) -> str:
     return _INSERT_EVENT_ALONGSIDE.replace("ALONGSIDE", write, 1)
 
 
-async def insert_event(session: AsyncSession, event: Event, changed: Base | None = None) -> list[str]:
+@cache
+def _event_also(statement: str, write: str) -> str:
+    return statement.replace("WITH ", f"WITH also AS ({write}), ", 1)
+
+
+async def insert_event(
+    session: AsyncSession, event: Event, changed: Base | None = None, also: WriteAt | None = None
+) -> list[str]:
     """Insert the event; return the ids of the tenant's endpoints listening for its type.
 
     Every operation's outcome and every payment step writes one: straight on the driver (db/raw.py).
     `changed`: the loaded row the event describes; its changes not flushed yet are written in the same
     round trip (db/raw.py's `pending_update`, its parameters after the event's seven).
+    `also`: another write of the caller's in the same round trip, its parameters after those (a payment
+    step's Idempotency-Key answer, which commits with the change).
     """
     connection = await driver_connection(session)
     update = pending_update(changed, first_parameter=8) if changed is not None else None
     statement, extra = _INSERT_EVENT, ()
     if update is not None:
         statement, extra = _event_alongside(update.sql), update.parameters
+    if also is not None:
+        write = also(8 + len(extra))
+        statement, extra = _event_also(statement, write.sql), (*extra, *write.parameters)
     rows = await connection.fetch(
         statement,
         event.id,

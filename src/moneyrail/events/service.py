@@ -19,6 +19,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from standardwebhooks import Webhook
 
 from moneyrail.config import API_VERSIONS, get_settings
+from moneyrail.db.raw import WriteAt
 from moneyrail.engine.outcomes import PermanentFailure, TransientFailure
 from moneyrail.engine.policy import RetryPolicy, register_policy
 from moneyrail.engine.schemas import render_operation
@@ -79,14 +80,16 @@ async def record_event(
     data_object: dict[str, Any],
     *,
     changed: Base | None = None,
+    also: WriteAt | None = None,
 ) -> Event:
     """Write the event and one delivery per listening endpoint, in the caller's transaction.
 
     `changed`: the row the event describes, if its changes are not flushed yet: they are written in
-    the event's own round trip instead of a flush of their own.
+    the event's own round trip instead of a flush of their own. `also`: another write of the caller's
+    for the same round trip (repository.insert_event).
     """
     event = _new_event(tenant, event_type, data_object)
-    for endpoint_id in await repository.insert_event(session, event, changed):
+    for endpoint_id in await repository.insert_event(session, event, changed, also):
         await _schedule_delivery(session, tenant, endpoint_id, event)
     return event
 

@@ -11,6 +11,7 @@ from sqlalchemy import and_, func, select, text, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from moneyrail.db.pagination import newest_first_page
+from moneyrail.db.raw import driver_connection, inserted_row
 from moneyrail.kit.pagination import Position
 from moneyrail.kit.tenant import Tenant
 from moneyrail.models import CustomerSession, PaymentMethod, SetupIntent
@@ -47,6 +48,39 @@ async def lock_customer_methods(session: AsyncSession, customer_id: str) -> None
 async def add(session: AsyncSession, row: PaymentMethod | SetupIntent | CustomerSession) -> None:
     session.add(row)
     await session.flush()
+
+
+# A saved card's row; `created_at` is the database's (its default, or a sandbox row's tenant clock).
+_INSERT_METHOD = (
+    "INSERT INTO payment_methods (id, installation_id, livemode, customer_id, merchant_id, processor_token, "
+    "brand, last4, exp_month, exp_year, fingerprint, preferred, detached_at) "
+    "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13) RETURNING created_at"
+)
+
+
+async def insert_method(session: AsyncSession, method: PaymentMethod) -> None:
+    """`add` for a new saved card, without the ORM's flush: its INSERT on the driver (a confirmation
+    with a new card saves one on every request), the instance then the session's row."""
+    if session.new or session.dirty or session.deleted:
+        await session.flush()  # what a flush of its own would have written first
+    connection = await driver_connection(session)
+    created_at = await connection.fetchval(
+        _INSERT_METHOD,
+        method.id,
+        method.installation_id,
+        method.livemode,
+        method.customer_id,
+        method.merchant_id,
+        method.processor_token,
+        method.brand,
+        method.last4,
+        method.exp_month,
+        method.exp_year,
+        method.fingerprint,
+        method.preferred,
+        method.detached_at,
+    )
+    inserted_row(session, method, created_at=created_at, detached_at=method.detached_at)
 
 
 async def get_method(session: AsyncSession, tenant: Tenant, method_id: str) -> PaymentMethod | None:

@@ -124,7 +124,7 @@ async def save_card(
         preferred=False,
     )
     if customer_id is None:
-        await repository.add(session, method)
+        await repository.insert_method(session, method)
         return method
     await repository.lock_customer_methods(session, customer_id)
     saved = await repository.find_attached_by_fingerprint(
@@ -139,7 +139,7 @@ async def save_card(
         return saved
     method.customer_id = customer_id
     method.preferred = await repository.preferred_id(session, tenant, customer_id) is None
-    await repository.add(session, method)
+    await repository.insert_method(session, method)
     return method
 
 

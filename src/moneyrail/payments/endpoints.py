@@ -2,10 +2,11 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Depends, Query, Request
+from fastapi import APIRouter, Depends, Query, Request, Response
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from moneyrail.api.context import Principal, request_session
+from moneyrail.api.idempotency import AnswerWithEffect, pending_claim
 from moneyrail.api.openapi import CHARGES_CARD
 from moneyrail.api.pagination import ListEnvelope, PageRequest, list_envelope, page_request
 from moneyrail.api.routing import MoneyrailRoute, client_side, scoped
@@ -51,6 +52,14 @@ async def _render(session: AsyncSession, tenant: Tenant, payment: PaymentIntent)
         publishable_key=await installations.publishable_key(session, tenant),
         distribution=(await distributions.describe(session, [payment])).get(payment.id),
     )
+
+
+def _answered(answer: AnswerWithEffect) -> Response:
+    """A step's answer, serialized once by its last statement: the bytes stored under its key
+    (`response_model` stays for /openapi.json)."""
+    if answer.body is None:
+        raise RuntimeError("the step returned without writing its answer")
+    return Response(answer.body, media_type="application/json")
 
 
 @router.post("/payment-intents", response_model=PaymentIntentOut)
@@ -136,25 +145,27 @@ async def confirm_payment_intent(
     request: Request,
     payment_intent: str,
     body: PaymentIntentConfirm,
-    principal: Annotated[Principal, client_side("payments:write")],
-) -> PaymentIntentOut:
+    principal: Annotated[Principal, client_side("payments:write", claim_in_statement=True)],
+) -> Response:
     """Confirm a payment (client side).
 
     Called with the publishable key and the payment's `client_secret`, never the secret key. The
     network authorizes the card: a decline answers 402 and is recorded on the payment; bank
     authentication answers `requires_action` with the page to visit.
     """
-    session = request_session(request)
-    payment = await service.confirm_payment_intent(
-        session,
+    answer = AnswerWithEffect(request)
+    await service.confirm_payment_intent(
+        request_session(request),
         principal.tenant,
         processor(),
         payment_intent,
         body,
         base_url=public_base_url(request),
         ip_address=request.client.host if request.client is not None else None,
+        claim=pending_claim(request),
+        answer=answer.write,
     )
-    return await _render(session, principal.tenant, payment)
+    return _answered(answer)
 
 
 @router.post(
@@ -163,21 +174,26 @@ async def confirm_payment_intent(
 async def capture_payment_intent(
     request: Request,
     payment_intent: str,
-    principal: Annotated[Principal, scoped("payments:write")],
+    principal: Annotated[Principal, scoped("payments:write", claim_in_statement=True)],
     body: PaymentIntentCapture | None = None,
-) -> PaymentIntentOut:
+) -> Response:
     """Capture a payment.
 
     Captures an authorized payment (`requires_capture`): all of it, or `amount_to_capture`; the rest
     of the hold is released. A payment bound to a commerce order is captured by starting the order's
     preparation: here it is 409 `resource_state_invalid`.
     """
-    session = request_session(request)
-    amount = body.amount_to_capture if body is not None else None
-    payment = await service.capture_payment_intent(
-        session, principal.tenant, processor(), payment_intent, amount
+    answer = AnswerWithEffect(request)
+    await service.capture_payment_intent(
+        request_session(request),
+        principal.tenant,
+        processor(),
+        payment_intent,
+        body.amount_to_capture if body is not None else None,
+        claim=pending_claim(request),
+        answer=answer.write,
     )
-    return await _render(session, principal.tenant, payment)
+    return _answered(answer)
 
 
 @router.post(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
+from functools import cache
 from typing import Any
 
 from sqlalchemy import ColumnElement, and_, bindparam, func, select, update
@@ -11,6 +12,7 @@ from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from moneyrail.db.pagination import newest_first_page
+from moneyrail.db.raw import AnsweringClaim, driver_connection, loaded_row, select_list
 from moneyrail.kit.pagination import Position
 from moneyrail.kit.tenant import Tenant
 from moneyrail.models import PaymentIntent, ProcessorOrphan, ProcessorOrphanSweep, Refund
@@ -34,6 +36,61 @@ async def get_payment(
         # a payment's state changes one request (or worker) at a time
         statement = statement.with_for_update()
     return await session.scalar(statement)
+
+
+# A payment step's first statement (confirm, capture): the payment locked on the driver, made the
+# session's row without the ORM's query machinery. Its tenant and id are $1 to $3.
+_PAYMENT_COLUMNS = select_list(PaymentIntent, "p", prefix="payment.")
+_LOCK_PAYMENT = (
+    f"SELECT {_PAYMENT_COLUMNS} FROM payment_intents AS p "  # noqa: S608 - names from the mapper
+    "WHERE p.installation_id = $1 AND p.livemode = $2 AND p.id = $3 FOR UPDATE"
+)
+# The same behind the step's Idempotency-Key claim (api/idempotency.py, its $1 to $5; $2 and $3 the same
+# tenant): one round trip for both. The payment is locked only where the claim grants the key, so a
+# request whose key is in flight answers 409 at once instead of waiting for the other's lock, and a
+# replay locks nothing. The payment's row version is the newest committed one (FOR UPDATE), whatever the
+# statement's snapshot; the claim's lookup sees that snapshot, as when it ran alone. A stale record under
+# the key goes (`stale_record_deletion`): the step's answer is written with its effect, without ON CONFLICT.
+_LOCK_PAYMENT_CLAIMING = (
+    "WITH claim AS ({claim}), stale AS ({stale}), "  # noqa: S608 - names from the mapper, the claim's SQL
+    f"payment AS (SELECT {_PAYMENT_COLUMNS} FROM payment_intents AS p "
+    "WHERE p.installation_id = $2 AND p.livemode = $3 AND p.id = ${payment_id} "
+    "AND (SELECT claim.locked AND claim.fingerprint IS NULL FROM claim) FOR UPDATE OF p) "
+    "SELECT claim.*, payment.* FROM claim LEFT JOIN payment ON true"
+)
+
+
+@cache
+def _lock_payment_claiming(claim_sql: str, stale_sql: str, claim_parameters: int) -> str:
+    return _LOCK_PAYMENT_CLAIMING.format(claim=claim_sql, stale=stale_sql, payment_id=claim_parameters + 1)
+
+
+async def lock_payment_on_driver(
+    session: AsyncSession, tenant: Tenant, payment_id: str
+) -> PaymentIntent | None:
+    """`get_payment(..., for_update=True)` on the driver."""
+    if session.new or session.dirty or session.deleted:
+        await session.flush()  # what the ORM's query would have autoflushed first
+    connection = await driver_connection(session)
+    row = await connection.fetchrow(_LOCK_PAYMENT, tenant.installation_id, tenant.livemode, payment_id)
+    return loaded_row(session, PaymentIntent, row, prefix="payment.") if row is not None else None
+
+
+async def lock_payment_claiming(
+    session: AsyncSession, payment_id: str, claim: AnsweringClaim
+) -> tuple[Mapping[str, Any], PaymentIntent | None]:
+    """The key's claim row and, where it grants the key, the payment locked (None: no such payment of
+    the claim's tenant). The caller settles the claim before anything else."""
+    connection = await driver_connection(session)
+    parameters = claim.parameters
+    row = await connection.fetchrow(
+        _lock_payment_claiming(claim.sql, claim.stale_record_deletion, len(parameters)),
+        *parameters,
+        payment_id,
+    )
+    assert row is not None  # the claim's row is always there
+    found = row["payment.id"] is not None
+    return row, loaded_row(session, PaymentIntent, row, prefix="payment.") if found else None
 
 
 # Another domain's question about a payment: a condition on its id (the parameter), such as

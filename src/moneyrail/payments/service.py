@@ -34,6 +34,7 @@ import structlog
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from moneyrail.customers import service as customers
+from moneyrail.db.raw import AnsweringClaim, WriteAt
 from moneyrail.deliveries import service as deliveries
 from moneyrail.errors import (
     AmountInvalid,
@@ -77,6 +78,7 @@ from .schemas import (
     DistributionIn,
     PaymentIntentConfirm,
     PaymentIntentCreate,
+    PaymentIntentOut,
     PaymentIntentUpdate,
     render_payment_intent,
 )
@@ -118,6 +120,36 @@ async def announce(session: AsyncSession, tenant: Tenant, payment: PaymentIntent
     await record_event(session, tenant, event_type, shown.model_dump(mode="json"), changed=payment)
 
 
+# A step's answer written with its last statement (confirm, capture; api/idempotency.py
+# `AnswerWithEffect.write`): given the payment as the caller sees it, the write of the request's stored
+# answer for the event's statement, or None (no key sent).
+StepAnswer = Callable[[PaymentIntentOut], WriteAt | None]
+
+
+async def _announce_answering(
+    session: AsyncSession, tenant: Tenant, payment: PaymentIntent, event_type: str, answer: StepAnswer | None
+) -> None:
+    """`announce` for a step's last statement, with the request's answer in it when `answer` is given:
+    the payment's changes, its event and the stored answer in one round trip."""
+    if answer is None:
+        await announce(session, tenant, payment, event_type)
+        return
+    publishable_key = await installations.publishable_key(session, tenant)
+    distribution = (await distributions.describe(session, [payment])).get(payment.id)
+    shown = render_payment_intent(
+        payment, publishable_key=publishable_key, with_authentication_link=False, distribution=distribution
+    )
+    # the caller sees the bank authentication link, which events leave out; without one, the same object
+    answered = (
+        shown
+        if payment.next_action is None
+        else render_payment_intent(payment, publishable_key=publishable_key, distribution=distribution)
+    )
+    await record_event(
+        session, tenant, event_type, shown.model_dump(mode="json"), changed=payment, also=answer(answered)
+    )
+
+
 # --- reading ------------------------------------------------------------------------------------
 async def get_payment_intent(session: AsyncSession, tenant: Tenant, payment_id: str) -> PaymentIntent:
     payment = await repository.get_payment(session, tenant, payment_id)
@@ -128,6 +160,22 @@ async def get_payment_intent(session: AsyncSession, tenant: Tenant, payment_id: 
 
 async def _locked(session: AsyncSession, tenant: Tenant, payment_id: str) -> PaymentIntent:
     payment = await repository.get_payment(session, tenant, payment_id, for_update=True)
+    if payment is None:
+        raise ResourceMissing(f"No such payment_intent: {payment_id!r}", param="payment_intent")
+    return payment
+
+
+async def _locked_claiming(
+    session: AsyncSession, tenant: Tenant, payment_id: str, claim: AnsweringClaim | None
+) -> PaymentIntent:
+    """`_locked` for a step that runs its Idempotency-Key's claim (the tenant's) in the same statement
+    (`scoped(..., claim_in_statement=True)`): the claim settled first, so a replay or a key in flight
+    answers before anything else, as when the gate claimed it. No claim: no key was sent."""
+    if claim is None:
+        payment = await repository.lock_payment_on_driver(session, tenant, payment_id)
+    else:
+        claim_row, payment = await repository.lock_payment_claiming(session, payment_id, claim)
+        claim.settle(claim_row)
     if payment is None:
         raise ResourceMissing(f"No such payment_intent: {payment_id!r}", param="payment_intent")
     return payment
@@ -555,9 +603,13 @@ async def confirm_payment_intent(
     *,
     base_url: str,
     ip_address: str | None = None,
+    claim: AnsweringClaim | None = None,
+    answer: StepAnswer | None = None,
 ) -> PaymentIntent:
-    """The client-side confirmation: the payment's client_secret authorizes it."""
-    payment = await _locked(session, tenant, payment_id)
+    """The client-side confirmation: the payment's client_secret authorizes it. `claim`: the request's
+    Idempotency-Key claim, run with the payment's lock (`_locked_claiming`); `answer`: the request's
+    answer, written with the confirmation's last statement unless it is a decline."""
+    payment = await _locked_claiming(session, tenant, payment_id, claim)
     _check_client_secret(payment, command.client_secret)
     confirmation = Confirmation(
         card=command.card.to_details() if command.card is not None else None,
@@ -566,7 +618,9 @@ async def confirm_payment_intent(
         return_url=command.return_url,
         ip_address=ip_address,
     )
-    return await confirm_locked_payment(session, tenant, processor, payment, confirmation, base_url=base_url)
+    return await confirm_locked_payment(
+        session, tenant, processor, payment, confirmation, base_url=base_url, answer=answer
+    )
 
 
 async def lock_payment_intent(session: AsyncSession, tenant: Tenant, payment_id: str) -> PaymentIntent:
@@ -595,6 +649,7 @@ async def confirm_locked_payment(
     confirmation: Confirmation,
     *,
     base_url: str,
+    answer: StepAnswer | None = None,
 ) -> PaymentIntent:
     """Authorize with the card (and capture, for automatic capture). A decline is recorded on the
     payment and raised as PaymentDeclined (402, its effect kept); the payer may try another card.
@@ -636,7 +691,9 @@ async def confirm_locked_payment(
             reference=payment.id,
         ),
     )
-    await _apply_authorization(session, tenant, processor, payment, authorization, method, base_url=base_url)
+    await _apply_authorization(
+        session, tenant, processor, payment, authorization, method, base_url=base_url, answer=answer
+    )
     if payment.status == "requires_payment_method":
         raise _declined_error(payment)
     return payment
@@ -892,7 +949,9 @@ async def _apply_authorization(
     method: PaymentMethod,
     *,
     base_url: str,
+    answer: StepAnswer | None = None,
 ) -> None:
+    """`answer`: the request's, written with the last statement where the payment is not declined."""
     if authorization.status == "requires_action":
         token = random_base62(32)
         payment.processor_authorization = authorization.id
@@ -908,7 +967,7 @@ async def _apply_authorization(
         payment.last_payment_error = None
         _move(payment, "requires_action")
         await session.flush()
-        await announce(session, tenant, payment, "payment_intent.requires_action")
+        await _announce_answering(session, tenant, payment, "payment_intent.requires_action", answer)
         return
     if authorization.status != "authorized":
         await _decline(
@@ -925,10 +984,12 @@ async def _apply_authorization(
     if payment.capture_method == "automatic":
         facts = await _facts_of(session, payment)
         if HELD_FOR_REVIEW not in facts:
-            await _capture(session, tenant, processor, payment, payment.amount, facts)
+            await _capture(session, tenant, processor, payment, payment.amount, facts, answer=answer)
             return
     _move(payment, "requires_capture")
-    await announce(session, tenant, payment, "payment_intent.amount_capturable_updated")  # writes it
+    await _announce_answering(  # writes it
+        session, tenant, payment, "payment_intent.amount_capturable_updated", answer
+    )
 
 
 # --- bank authentication (the sandbox bank's page) -------------------------------------------------
@@ -1018,8 +1079,11 @@ async def _capture(
     payment: PaymentIntent,
     amount: int,
     facts: frozenset[str],
+    *,
+    answer: StepAnswer | None = None,
 ) -> None:
-    """`facts`: the payment's (`_facts_of`), asked after it was locked."""
+    """`facts`: the payment's (`_facts_of`), asked after it was locked. `answer`: the request's, written
+    with the capture's last statement."""
     assert payment.processor_authorization is not None
     with _network_answers("capture"):
         capture = await processor.capture(
@@ -1041,7 +1105,7 @@ async def _capture(
         if condition is None or condition in facts:
             await listener(session, tenant, payment)
     await _send_receipts(session, tenant, payment)
-    await announce(session, tenant, payment, "payment_intent.succeeded")
+    await _announce_answering(session, tenant, payment, "payment_intent.succeeded", answer)
     logger.info(
         "payment_succeeded",
         payment_intent=payment.id,
@@ -1066,8 +1130,12 @@ async def capture_payment_intent(
     amount_to_capture: int | None,
     *,
     by_owner: bool = False,
+    claim: AnsweringClaim | None = None,
+    answer: StepAnswer | None = None,
 ) -> PaymentIntent:
-    payment = await _locked(session, tenant, payment_id)
+    """`claim`: the request's Idempotency-Key claim, run with the payment's lock (`_locked_claiming`);
+    `answer`: the request's answer, written with the capture's last statement."""
+    payment = await _locked_claiming(session, tenant, payment_id, claim)
     if payment.status != "requires_capture":
         raise Conflict(f"Capture applies to an authorized payment; this one is {payment.status}.")
     facts = await _facts_of(session, payment)
@@ -1086,7 +1154,7 @@ async def capture_payment_intent(
             "This payment carries a fee reserve, so it is captured in full or cancelled.",
             param="amount_to_capture",
         )
-    await _capture(session, tenant, processor, payment, amount, facts)
+    await _capture(session, tenant, processor, payment, amount, facts, answer=answer)
     return payment
 
 
