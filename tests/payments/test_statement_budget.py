@@ -138,3 +138,32 @@ def test_one_payment_and_one_customer_stay_within_the_recorded_statement_budget(
     assert "INSERT INTO customers" in keyed and "INSERT INTO idempotency_records" in keyed, keyed
     assert counts["customer_without_key"] == 1, counts
     assert "INSERT INTO customers" in measured["customer_without_key"].statements[0]
+
+
+def test_a_create_in_an_environment_with_a_listening_endpoint_skips_the_one_statement_once_it_knows(
+    counted_web: tuple[str, StatementCounter], bridge: Any
+) -> None:
+    """Where an endpoint listens for `payment_intent.created`, the one-statement create writes nothing
+    (the delivery needs the transactional path) and the process remembers it: the next creates go to
+    the transactional path at once, without the attempt's round trip. Both write the event's delivery."""
+    base_url, counter = counted_web
+    keys = create_tenant(bridge)
+    body = {"amount": 2000, "currency": "eur"}
+    post(base_url, "/v1/payment-intents", keys.secret, None, body)  # the key and settings looked up
+    post(
+        base_url,
+        "/v1/webhook-endpoints",
+        keys.secret,
+        None,
+        {"url": "http://127.0.0.1:9/hook", "enabled_events": ["payment_intent.created"]},
+    )
+    tallies = []
+    for attempt in ("learns", "knows"):
+        counter.take()
+        post(base_url, "/v1/payment-intents", keys.secret, f"listening-{attempt}", body)
+        tallies.append(counter.take().statements)
+    learns, knows = tallies
+    assert any("WITH claim AS MATERIALIZED" in statement for statement in learns), learns
+    assert not any("WITH claim AS MATERIALIZED" in statement for statement in knows), knows
+    assert len(knows) == len(learns) - 1, (learns, knows)
+    assert sum("INSERT INTO webhook_deliveries" in statement for statement in knows) == 1, knows

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from functools import cache
-from typing import Any
+from typing import Any, NamedTuple
 
 import asyncpg
 import orjson
@@ -141,6 +141,11 @@ def _keyed_create(claim_sql: str, listening_sql: str, event_sql: str, answer_sql
     )
 
 
+class CreatedAtOnce(NamedTuple):
+    created_at: datetime | None  # None: nothing kept, the transactional path answers
+    listened: bool  # an endpoint listens for the event (so the statement wrote nothing)
+
+
 async def insert_created(
     uow: SessionOnDemand,
     tenant: Tenant,
@@ -148,20 +153,20 @@ async def insert_created(
     event: events.NewEvent,
     claim: StatementClaim | None,
     answer: bytes | None,
-) -> datetime | None:
+) -> CreatedAtOnce:
     """Insert a new payment (`payment`: its `NEW_PAYMENT_ATTRIBUTES`) with its event and, with a key,
     the key's claim and stored answer, in one statement that commits by itself (no BEGIN, no COMMIT).
 
     `event`'s object is rendered before the database stamps the payment's `created`; `answer` likewise
     (api/idempotency.py, `awaiting_created`). The claim's replay or refusal is raised as usual. Returns
-    the payment's stamped `created_at`; None when this statement could not settle the request alone,
+    the payment's stamped `created_at`, or None when this statement could not settle the request alone,
     with nothing of it kept: an endpoint listens for the event, a record under the key stopped the
     stored answer (a stale one to replace, or a first answer committed after this statement's
     snapshot), or the unit of work has begun a transaction already (a failed statement would spoil it).
     The caller then takes the transactional path, which claims the key again.
     """
     if transaction_open(uow):
-        return None
+        return CreatedAtOnce(None, listened=False)
     offset = 0 if claim is None else _CLAIM_PARAMETERS
     listening = events.listening_endpoints(tenant, event.type, offset + 1)
     values = _new_payment_values(payment)
@@ -187,13 +192,12 @@ async def insert_created(
     except asyncpg.UniqueViolationError as error:
         if claim is None or error.constraint_name != _ANSWER_KEY:
             raise
-        return None
+        return CreatedAtOnce(None, listened=False)
     if claim is not None:
         claim.settle(row)
         if not row["answered"]:
-            return None
-    created_at: datetime | None = row["created_at"]
-    return created_at
+            return CreatedAtOnce(None, listened=row["listened"])
+    return CreatedAtOnce(row["created_at"], listened=row["listened"])
 
 
 async def claim_in_transaction(session: AsyncSession, claim: StatementClaim) -> None:

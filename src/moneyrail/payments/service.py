@@ -33,7 +33,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 import structlog
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from moneyrail.config import API_VERSIONS
+from moneyrail.config import API_VERSIONS, get_settings
 from moneyrail.customers import service as customers
 from moneyrail.db.raw import StatementClaim, from_row, transaction_open
 from moneyrail.db.uow import UnitOfWork
@@ -61,6 +61,7 @@ from moneyrail.kit.clock import utcnow
 from moneyrail.kit.ids import new_id, random_base62
 from moneyrail.kit.pagination import Position
 from moneyrail.kit.tenant import Tenant
+from moneyrail.kit.ttl_cache import TtlCache
 from moneyrail.merchants import service as merchants
 from moneyrail.models import PaymentIntent, PaymentMethod
 from moneyrail.payment_methods import service as methods
@@ -337,6 +338,15 @@ async def create_payment_intent(
     return CreatedPayment(payment, client_secret)
 
 
+# Environments where an endpoint listened for `payment_intent.created` at their last one-statement create:
+# that statement then writes nothing (a delivery is an operation only the transactional path schedules),
+# so for `key_cache_seconds` their creates go to the transactional path at once instead of paying the
+# attempt's round trip each time. Only a shortcut: both paths ask for the listening endpoints themselves,
+# so an endpoint added anywhere is served at once, and one removed brings the one statement back within
+# that lifetime.
+_listening_for_created: TtlCache[Tenant, bool] = TtlCache(lambda: get_settings().key_cache_seconds)
+
+
 def _is_plain(command: PaymentIntentCreate) -> bool:
     """Nothing to resolve or write beyond the payment's own row and its event: no customer to check, no
     saved card, no merchant, no distribution (its rows reference the payment's)."""
@@ -399,7 +409,7 @@ async def _create_in_one_statement(
     claim: StatementClaim | None,
     answer: Callable[[CreatedPayment], bytes] | None,
 ) -> CreatedPayment | None:
-    if not _is_plain(command) or transaction_open(uow):
+    if not _is_plain(command) or transaction_open(uow) or _listening_for_created.get(tenant):
         return None
     session = uow.session  # the remembered lookups below use it only on a miss
     policy = await commission_policy(session, tenant)
@@ -459,10 +469,12 @@ async def _create_in_one_statement(
     if claim is not None:
         assert answer is not None  # a keyed create stores its answer with the payment
         template = answer(created)
-    created_at = await repository.insert_created(uow, tenant, row, event, claim, template)
-    if created_at is None:
+    at_once = await repository.insert_created(uow, tenant, row, event, claim, template)
+    if at_once.listened:
+        _listening_for_created.put(tenant, True)
+    if at_once.created_at is None:
         return None
-    payment.created_at = created_at
+    payment.created_at = at_once.created_at
     logger.info(
         "payment_intent_created", payment_intent=payment.id, amount=payment.amount, currency=payment.currency
     )
