@@ -167,3 +167,17 @@ def test_a_create_in_an_environment_with_a_listening_endpoint_skips_the_one_stat
     assert not any("WITH claim AS MATERIALIZED" in statement for statement in knows), knows
     assert len(knows) == len(learns) - 1, (learns, knows)
     assert sum("INSERT INTO webhook_deliveries" in statement for statement in knows) == 1, knows
+
+
+def test_a_create_without_a_key_is_one_statement(
+    counted_web: tuple[str, StatementCounter], bridge: Any
+) -> None:
+    base_url, counter = counted_web
+    keys = create_tenant(bridge)
+    body = {"amount": 2000, "currency": "eur"}
+    post(base_url, "/v1/payment-intents", keys.secret, None, body)  # the key and settings looked up
+    counter.take()
+    post(base_url, "/v1/payment-intents", keys.secret, None, body)
+    (statement,) = counter.take().statements
+    assert "INSERT INTO payment_intents" in statement and "INSERT INTO events" in statement, statement
+    assert "idempotency_records" not in statement, statement
