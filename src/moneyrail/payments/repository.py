@@ -158,12 +158,12 @@ async def insert_created(
     the key's claim and stored answer, in one statement that commits by itself (no BEGIN, no COMMIT).
 
     `event`'s object is rendered before the database stamps the payment's `created`; `answer` likewise
-    (api/idempotency.py, `awaiting_created`). The claim's replay or refusal is raised as usual. Returns
-    the payment's stamped `created_at`, or None when this statement could not settle the request alone,
-    with nothing of it kept: an endpoint listens for the event, a record under the key stopped the
-    stored answer (a stale one to replace, or a first answer committed after this statement's
-    snapshot), or the unit of work has begun a transaction already (a failed statement would spoil it).
-    The caller then takes the transactional path, which claims the key again.
+    (api/idempotency.py, `awaiting_created`). The claim's replay or refusal is raised as usual. Answers
+    the payment's stamped `created_at`, or None for it when this statement could not settle the request
+    alone, with nothing of it kept: an endpoint listens for the event (`listened`), a record under the
+    key stopped the stored answer (a stale one to replace, or a first answer committed after this
+    statement's snapshot), or the unit of work has begun a transaction already (a failed statement
+    would spoil it). The caller then takes the transactional path, which claims the key again.
     """
     if transaction_open(uow):
         return CreatedAtOnce(None, listened=False)
