@@ -37,11 +37,11 @@ from tests.sql_counter import StatementCounter, Tally
 # Cut again on 2026-11-26 (SPEED.md §10, second round): confirm 10 -> 9 (the environment's value lists
 # remembered for the key lifetime), capture 13 -> 9 (the commerce order, payment invoice and two
 # subscription invoice lookups and the review hold asked as one statement of the payment's facts).
-# Cut on 2026-11-26 (SPEED.md §13, branch paysteps): confirm 9 -> 7 and capture 9 -> 7 (the key's
-# claim and the payment's lock in one statement; the key's stored answer in the payment's UPDATE and
-# event statement).
-# Still to cut: the create's INSERT inside its event's statement.
-BUDGET = {"create": 6, "confirm": 7, "capture": 7, "customer": 1, "customer_without_key": 1}
+# Cut on 2026-11-26 (SPEED.md §13): create 6 -> 1 (branch paycreate: a plain payment's INSERT, its
+# event and the key's claim and stored answer in one self-committing statement: no BEGIN, no COMMIT);
+# confirm 9 -> 7 and capture 9 -> 7 (branch paysteps: the key's claim and the payment's lock in one
+# statement; the key's stored answer in the payment's UPDATE and event statement).
+BUDGET = {"create": 1, "confirm": 7, "capture": 7, "customer": 1, "customer_without_key": 1}
 
 
 @pytest.fixture(scope="module")
@@ -127,9 +127,14 @@ def test_one_payment_and_one_customer_stay_within_the_recorded_statement_budget(
     over = {step: counts[step] for step in BUDGET if counts[step] > BUDGET[step]}
     detail = {step: sorted(tally.by_text().items()) for step, tally in measured.items() if step in over}
     assert not over, f"statements per step {counts}, budget {BUDGET}: {detail}"
-    # the count is real: every payment step runs at least its transaction and its own write, a keyed
-    # customer its one statement (the claim, the insert and the stored answer), the other its insert
-    assert all(counts[step] >= 3 for step in ("create", "confirm", "capture")), counts
+    # the count is real: confirm and capture run at least their transaction and their own write; a keyed
+    # create and a keyed customer their one statement (the claim, the insert(s) and the stored answer),
+    # a customer without a key its insert
+    assert all(counts[step] >= 3 for step in ("confirm", "capture")), counts
+    assert counts["create"] == 1, counts
+    create = measured["create"].statements[0]
+    for write in ("INSERT INTO payment_intents", "INSERT INTO events", "INSERT INTO idempotency_records"):
+        assert write in create, create
     assert counts["customer"] == 1, counts
     for step in ("confirm", "capture"):
         texts = measured[step].statements
@@ -142,3 +147,46 @@ def test_one_payment_and_one_customer_stay_within_the_recorded_statement_budget(
     assert "INSERT INTO customers" in keyed and "INSERT INTO idempotency_records" in keyed, keyed
     assert counts["customer_without_key"] == 1, counts
     assert "INSERT INTO customers" in measured["customer_without_key"].statements[0]
+
+
+def test_a_create_in_an_environment_with_a_listening_endpoint_skips_the_one_statement_once_it_knows(
+    counted_web: tuple[str, StatementCounter], bridge: Any
+) -> None:
+    """Where an endpoint listens for `payment_intent.created`, the one-statement create writes nothing
+    (the delivery needs the transactional path) and the process remembers it: the next creates go to
+    the transactional path at once, without the attempt's round trip. Both write the event's delivery."""
+    base_url, counter = counted_web
+    keys = create_tenant(bridge)
+    body = {"amount": 2000, "currency": "eur"}
+    post(base_url, "/v1/payment-intents", keys.secret, None, body)  # the key and settings looked up
+    post(
+        base_url,
+        "/v1/webhook-endpoints",
+        keys.secret,
+        None,
+        {"url": "http://127.0.0.1:9/hook", "enabled_events": ["payment_intent.created"]},
+    )
+    tallies = []
+    for attempt in ("learns", "knows"):
+        counter.take()
+        post(base_url, "/v1/payment-intents", keys.secret, f"listening-{attempt}", body)
+        tallies.append(counter.take().statements)
+    learns, knows = tallies
+    assert any("WITH claim AS MATERIALIZED" in statement for statement in learns), learns
+    assert not any("WITH claim AS MATERIALIZED" in statement for statement in knows), knows
+    assert len(knows) == len(learns) - 1, (learns, knows)
+    assert sum("INSERT INTO webhook_deliveries" in statement for statement in knows) == 1, knows
+
+
+def test_a_create_without_a_key_is_one_statement(
+    counted_web: tuple[str, StatementCounter], bridge: Any
+) -> None:
+    base_url, counter = counted_web
+    keys = create_tenant(bridge)
+    body = {"amount": 2000, "currency": "eur"}
+    post(base_url, "/v1/payment-intents", keys.secret, None, body)  # the key and settings looked up
+    counter.take()
+    post(base_url, "/v1/payment-intents", keys.secret, None, body)
+    (statement,) = counter.take().statements
+    assert "INSERT INTO payment_intents" in statement and "INSERT INTO events" in statement, statement
+    assert "idempotency_records" not in statement, statement

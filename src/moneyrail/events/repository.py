@@ -11,7 +11,7 @@ from sqlalchemy import and_, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from moneyrail.db.pagination import newest_first_page
-from moneyrail.db.raw import WriteAt, driver_connection, engine_of, pending_update
+from moneyrail.db.raw import Write, WriteAt, driver_connection, engine_of, pending_update
 from moneyrail.kit.pagination import Position
 from moneyrail.kit.tenant import Tenant
 from moneyrail.models import Event, Operation, WebhookDelivery, WebhookDeliveryAttempt, WebhookEndpoint
@@ -117,6 +117,49 @@ class NewEvent:
     api_version: str
     data: dict[str, Any]
     created_at: datetime
+
+
+# An event and its listeners as CTEs of a statement whose CTE `effect` inserts the row the event
+# describes (with that row's `created_at` in its RETURNING): the same INSERT and endpoint question
+# `insert_event` asks, for a route whose effect, event and stored answer are one statement.
+def listening_endpoints(tenant: Tenant, event_type: str, first_parameter: int) -> Write:
+    """The tenant's endpoints listening for `event_type` (a SELECT of their ids), as a CTE: a statement
+    that can schedule no delivery writes nothing where one listens, and its caller takes the
+    transactional path (`insert_event`, then a delivery per endpoint)."""
+    n = first_parameter
+    # only parameter numbers are formatted in
+    sql = (
+        "SELECT id FROM webhook_endpoints WHERE installation_id = "  # noqa: S608
+        f"${n}::text AND livemode = ${n + 1}::boolean AND deleted_at IS NULL AND disabled_at IS NULL "
+        f"AND enabled_events && ARRAY[${n + 2}::text, '*']"
+    )
+    return Write(sql, (tenant.installation_id, tenant.livemode, event_type))
+
+
+def event_of_effect(tenant: Tenant, event: NewEvent, first_parameter: int) -> Write:
+    """The event's INSERT, written only where `effect` inserted its row. Its object was rendered before
+    the database stamped the row's `created_at` (a sandbox row's is its tenant's clock): the object's
+    `created` becomes that moment in Unix seconds (kit/clock.py's `to_unix`), as the object rendered
+    from the stored row says. The event's own `created_at` is stamped as any event's."""
+    n = first_parameter
+    # only parameter numbers are formatted in
+    sql = (
+        "INSERT INTO events (id, installation_id, livemode, type, api_version, data, created_at) "  # noqa: S608
+        f"SELECT ${n}::text, ${n + 1}::text, ${n + 2}::boolean, ${n + 3}::text, ${n + 4}::text, "
+        f"jsonb_set(${n + 5}::jsonb, '{{object,created}}', "
+        "to_jsonb(floor(extract(epoch FROM effect.created_at))::bigint)), "
+        f"${n + 6}::timestamptz FROM effect"
+    )
+    parameters = (
+        event.id,
+        tenant.installation_id,
+        tenant.livemode,
+        event.type,
+        event.api_version,
+        orjson.dumps(event.data).decode(),
+        event.created_at,
+    )
+    return Write(sql, parameters)
 
 
 async def insert_events(

@@ -5,8 +5,8 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, Query, Request, Response
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from moneyrail.api.context import Principal, request_session
-from moneyrail.api.idempotency import AnswerWithEffect, pending_claim
+from moneyrail.api.context import Principal, request_session, request_uow
+from moneyrail.api.idempotency import AnswerWithEffect, awaiting_created, pending_claim
 from moneyrail.api.openapi import CHARGES_CARD
 from moneyrail.api.pagination import ListEnvelope, PageRequest, list_envelope, page_request
 from moneyrail.api.routing import MoneyrailRoute, client_side, scoped
@@ -62,23 +62,43 @@ def _answered(answer: AnswerWithEffect) -> Response:
     return Response(answer.body, media_type="application/json")
 
 
+def _json(answer: PaymentIntentOut) -> bytes:
+    return answer.__pydantic_serializer__.to_json(answer)
+
+
 @router.post("/payment-intents", response_model=PaymentIntentOut)
 async def create_payment_intent(
-    request: Request, body: PaymentIntentCreate, principal: Annotated[Principal, scoped("payments:write")]
-) -> PaymentIntentOut:
+    request: Request,
+    body: PaymentIntentCreate,
+    principal: Annotated[Principal, scoped("payments:write", claim_in_statement=True)],
+) -> Response:
     """Create a payment intent.
 
     Creates a payment in `requires_payment_method`; the payer confirms it client side or on a hosted
     checkout page. The answer carries the `client_secret`, shown once.
     """
-    session = request_session(request)
-    created = await service.create_payment_intent(session, principal.tenant, body)
-    return render_payment_intent(
-        created.payment,
-        publishable_key=await installations.publishable_key(session, principal.tenant),
-        client_secret=created.client_secret,
-        distribution=(await distributions.describe(session, [created.payment])).get(created.payment.id),
+    uow = request_uow(request)
+    publishable_key = await installations.publishable_key(uow.session, principal.tenant)
+
+    def answer_awaiting_created(created: service.CreatedPayment) -> bytes:
+        """The answer sealed into the key's record before the database stamps the payment's `created`
+        (a plain payment: no distribution to show)."""
+        shown = render_payment_intent(
+            created.payment, publishable_key=publishable_key, client_secret=created.client_secret
+        )
+        return awaiting_created(_json(shown.model_copy(update={"created": 0})))
+
+    created = await service.create_payment_intent_answered(
+        uow, principal.tenant, body, pending_claim(request), answer_awaiting_created
     )
+    shown = render_payment_intent(
+        created.payment,
+        publishable_key=publishable_key,
+        client_secret=created.client_secret,
+        distribution=(await distributions.describe(uow.session, [created.payment])).get(created.payment.id),
+    )
+    # serialized once, here: the same bytes as the stored answer (response_model stays for the docs)
+    return Response(_json(shown), media_type="application/json")
 
 
 @router.get("/payment-intents", response_model=ListEnvelope[PaymentIntentOut])

@@ -5,14 +5,26 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from functools import cache
-from typing import Any
+from typing import Any, NamedTuple
 
+import asyncpg
+import orjson
 from sqlalchemy import ColumnElement, and_, bindparam, func, select, update
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from moneyrail.db.pagination import newest_first_page
-from moneyrail.db.raw import AnsweringClaim, driver_connection, loaded_row, select_list
+from moneyrail.db.raw import (
+    AnsweringClaim,
+    SessionOnDemand,
+    StatementClaim,
+    driver_connection,
+    loaded_row,
+    lone_statement_connection,
+    select_list,
+    transaction_open,
+)
+from moneyrail.events import repository as events
 from moneyrail.kit.pagination import Position
 from moneyrail.kit.tenant import Tenant
 from moneyrail.models import PaymentIntent, ProcessorOrphan, ProcessorOrphanSweep, Refund
@@ -26,6 +38,176 @@ def _payment_of(tenant: Tenant) -> Any:
 
 def _refund_of(tenant: Tenant) -> Any:
     return and_(Refund.installation_id == tenant.installation_id, Refund.livemode == tenant.livemode)
+
+
+# --- the create route's one statement -------------------------------------------------------------
+# The columns a new payment is written with (attribute, column, type); every other column takes its
+# default, as when the ORM inserts it. A sandbox row's `created_at` is stamped by the database anyway.
+_NEW_PAYMENT_COLUMNS = (
+    ("id", "id", "text"),
+    ("installation_id", "installation_id", "text"),
+    ("livemode", "livemode", "boolean"),
+    ("amount", "amount", "bigint"),
+    ("currency", "currency", "text"),
+    ("status", "status", "text"),
+    ("capture_method", "capture_method", "text"),
+    ("amount_capturable", "amount_capturable", "bigint"),
+    ("amount_received", "amount_received", "bigint"),
+    ("amount_refunded", "amount_refunded", "bigint"),
+    ("customer_id", "customer_id", "text"),
+    ("payment_method_id", "payment_method_id", "text"),
+    ("merchant_id", "merchant_id", "text"),
+    ("has_distribution", "has_distribution", "boolean"),
+    ("external_reference", "external_reference", "text"),
+    ("description", "description", "text"),
+    ("metadata_", "metadata", "jsonb"),
+    ("receipt_email", "receipt_email", "text"),
+    ("receipt_phone", "receipt_phone", "text"),
+    ("client_secret_hash", "client_secret_hash", "text"),
+    ("commission_basis_points", "commission_basis_points", "bigint"),
+    ("commission_fixed_amount", "commission_fixed_amount", "bigint"),
+    ("fee_reserve", "fee_reserve", "bigint"),
+    ("fee_status", "fee_status", "text"),
+    ("fee_prior_recovery", "fee_prior_recovery", "bigint"),
+    ("amount_pending_settlement", "amount_pending_settlement", "bigint"),
+    ("confirmations", "confirmations", "bigint"),
+    ("save_payment_method", "save_payment_method", "boolean"),
+    ("created_at", "created_at", "timestamptz"),
+    ("updated_at", "updated_at", "timestamptz"),
+)
+NEW_PAYMENT_ATTRIBUTES = tuple(attribute for attribute, _, _ in _NEW_PAYMENT_COLUMNS)
+
+
+def _new_payment_insert(first_parameter: int, where: str) -> str:
+    columns = ", ".join(column for _, column, _ in _NEW_PAYMENT_COLUMNS)
+    values = ", ".join(
+        f"${first_parameter + number}::{kind}" for number, (_, _, kind) in enumerate(_NEW_PAYMENT_COLUMNS)
+    )
+    # names and parameter numbers only
+    return f"INSERT INTO payment_intents ({columns}) SELECT {values} {where} RETURNING created_at"
+
+
+def _new_payment_values(payment: Mapping[str, Any]) -> tuple[Any, ...]:
+    return tuple(
+        orjson.dumps(payment[attribute]).decode() if kind == "jsonb" else payment[attribute]
+        for attribute, _, kind in _NEW_PAYMENT_COLUMNS
+    )
+
+
+# The payment's INSERT (`effect`), its event and, with a key, the key's claim ahead of them and its stored
+# answer after: one statement that commits by itself. Nothing is written where an endpoint listens for
+# the event (its deliveries are operations the transactional path schedules) or where the claim does not
+# grant the key; a record under the key the claim did not see fails the whole statement.
+_KEYLESS_CREATE = """
+    WITH listening AS MATERIALIZED (LISTENING),
+    effect AS (INSERT_WHERE_NONE_LISTENS),
+    announced AS (EVENT)
+    SELECT effect.created_at, EXISTS (SELECT FROM listening) AS listened
+    FROM (SELECT 1) AS one LEFT JOIN effect ON true
+"""
+_KEYED_CREATE = """
+    WITH claim AS MATERIALIZED (CLAIM),
+    listening AS MATERIALIZED (LISTENING),
+    effect AS (INSERT_WHERE_CLAIMED),
+    announced AS (EVENT),
+    stored AS (ANSWER)
+    SELECT claim.*, effect.created_at, stored.answered, EXISTS (SELECT FROM listening) AS listened
+    FROM claim LEFT JOIN effect ON true LEFT JOIN stored ON true
+"""
+_CLAIM_PARAMETERS = 5  # the claim's $1 to $5 (api/idempotency.py)
+# asyncpg's name for the stored answers' primary key (models/base.py's naming convention)
+_ANSWER_KEY = "pk_idempotency_records"
+_ANSWER_STATUS = 200  # the create route's status
+
+
+@cache
+def _keyless_create(listening_sql: str, event_sql: str) -> str:
+    where = "WHERE NOT EXISTS (SELECT FROM listening)"
+    return (
+        _KEYLESS_CREATE.replace("LISTENING", listening_sql, 1)
+        .replace("INSERT_WHERE_NONE_LISTENS", _new_payment_insert(4, where), 1)
+        .replace("EVENT", event_sql, 1)
+    )
+
+
+@cache
+def _keyed_create(claim_sql: str, listening_sql: str, event_sql: str, answer_sql: str) -> str:
+    where = (
+        "FROM claim WHERE claim.locked AND claim.fingerprint IS NULL AND NOT EXISTS (SELECT FROM listening)"
+    )
+    return (
+        _KEYED_CREATE.replace("CLAIM", claim_sql, 1)
+        .replace("LISTENING", listening_sql, 1)
+        .replace("INSERT_WHERE_CLAIMED", _new_payment_insert(_CLAIM_PARAMETERS + 4, where), 1)
+        .replace("EVENT", event_sql, 1)
+        .replace("ANSWER", answer_sql, 1)
+    )
+
+
+class CreatedAtOnce(NamedTuple):
+    created_at: datetime | None  # None: nothing kept, the transactional path answers
+    listened: bool  # an endpoint listens for the event (so the statement wrote nothing)
+
+
+async def insert_created(
+    uow: SessionOnDemand,
+    tenant: Tenant,
+    payment: Mapping[str, Any],
+    event: events.NewEvent,
+    claim: StatementClaim | None,
+    answer: bytes | None,
+) -> CreatedAtOnce:
+    """Insert a new payment (`payment`: its `NEW_PAYMENT_ATTRIBUTES`) with its event and, with a key,
+    the key's claim and stored answer, in one statement that commits by itself (no BEGIN, no COMMIT).
+
+    `event`'s object is rendered before the database stamps the payment's `created`; `answer` likewise
+    (api/idempotency.py, `awaiting_created`). The claim's replay or refusal is raised as usual. Answers
+    the payment's stamped `created_at`, or None for it when this statement could not settle the request
+    alone, with nothing of it kept: an endpoint listens for the event (`listened`), a record under the
+    key stopped the stored answer (a stale one to replace, or a first answer committed after this
+    statement's snapshot), or the unit of work has begun a transaction already (a failed statement
+    would spoil it). The caller then takes the transactional path, which claims the key again.
+    """
+    if transaction_open(uow):
+        return CreatedAtOnce(None, listened=False)
+    offset = 0 if claim is None else _CLAIM_PARAMETERS
+    listening = events.listening_endpoints(tenant, event.type, offset + 1)
+    values = _new_payment_values(payment)
+    event_write = events.event_of_effect(tenant, event, offset + 4 + len(values))
+    after_event = offset + 4 + len(values) + len(event_write.parameters)
+    if claim is None:
+        sql = _keyless_create(listening.sql, event_write.sql)
+        parameters: tuple[Any, ...] = (*listening.parameters, *values, *event_write.parameters)
+    else:
+        assert answer is not None  # a keyed create stores its answer
+        write = claim.answer_write(_ANSWER_STATUS, answer, after_event)
+        sql = _keyed_create(claim.sql, listening.sql, event_write.sql, write.sql)
+        parameters = (
+            *claim.parameters,
+            *listening.parameters,
+            *values,
+            *event_write.parameters,
+            *write.parameters,
+        )
+    try:
+        async with lone_statement_connection(uow) as connection:
+            row = await connection.fetchrow(sql, *parameters)
+    except asyncpg.UniqueViolationError as error:
+        if claim is None or error.constraint_name != _ANSWER_KEY:
+            raise
+        return CreatedAtOnce(None, listened=False)
+    if claim is not None:
+        claim.settle(row)
+        if not row["answered"]:
+            return CreatedAtOnce(None, listened=row["listened"])
+    return CreatedAtOnce(row["created_at"], listened=row["listened"])
+
+
+async def claim_in_transaction(session: AsyncSession, claim: StatementClaim) -> None:
+    """The key's claim as the gate runs it, first in the unit of work's transaction: a create that could
+    not be one statement starts so (its replay or refusal raised, its answer stored at commit)."""
+    connection = await driver_connection(session)
+    claim.settle(await connection.fetchrow(claim.sql, *claim.parameters))
 
 
 async def get_payment(

@@ -33,8 +33,10 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 import structlog
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from moneyrail.config import API_VERSIONS, get_settings
 from moneyrail.customers import service as customers
-from moneyrail.db.raw import AnsweringClaim, WriteAt
+from moneyrail.db.raw import AnsweringClaim, StatementClaim, WriteAt, from_row, transaction_open
+from moneyrail.db.uow import UnitOfWork
 from moneyrail.deliveries import service as deliveries
 from moneyrail.errors import (
     AmountInvalid,
@@ -50,6 +52,7 @@ from moneyrail.errors import (
     ReferencedResourceMissing,
     ResourceMissing,
 )
+from moneyrail.events.repository import NewEvent
 from moneyrail.events.service import record_event, record_events
 from moneyrail.installations import service as installations
 from moneyrail.installations.service import hash_secret
@@ -58,6 +61,7 @@ from moneyrail.kit.clock import utcnow
 from moneyrail.kit.ids import new_id, random_base62
 from moneyrail.kit.pagination import Position
 from moneyrail.kit.tenant import Tenant
+from moneyrail.kit.ttl_cache import TtlCache
 from moneyrail.merchants import service as merchants
 from moneyrail.models import PaymentIntent, PaymentMethod
 from moneyrail.payment_methods import service as methods
@@ -379,6 +383,149 @@ async def create_payment_intent(
         "payment_intent_created", payment_intent=payment.id, amount=payment.amount, currency=payment.currency
     )
     return CreatedPayment(payment, client_secret)
+
+
+# Environments where an endpoint listened for `payment_intent.created` at their last one-statement create:
+# that statement then writes nothing (a delivery is an operation only the transactional path schedules),
+# so for `key_cache_seconds` their creates go to the transactional path at once instead of paying the
+# attempt's round trip each time. Only a shortcut: both paths ask for the listening endpoints themselves,
+# so an endpoint added anywhere is served at once, and one removed brings the one statement back within
+# that lifetime.
+_listening_for_created: TtlCache[Tenant, bool] = TtlCache(lambda: get_settings().key_cache_seconds)
+
+
+def _is_plain(command: PaymentIntentCreate) -> bool:
+    """Nothing to resolve or write beyond the payment's own row and its event: no customer to check, no
+    saved card, no merchant, no distribution (its rows reference the payment's)."""
+    return (
+        command.customer is None
+        and command.payment_method is None
+        and command.merchant is None
+        and command.distribution is None
+    )
+
+
+# Every column of a payment the create leaves unset, as the row read back holds them: a payment made
+# without a flush renders from these (no attribute of it is ever loaded, so none can lazy-load).
+_UNSET_AT_CREATION: dict[str, Any] = {}
+
+
+def _unset_at_creation() -> dict[str, Any]:
+    if not _UNSET_AT_CREATION:
+        attributes = PaymentIntent.__mapper__.column_attrs
+        _UNSET_AT_CREATION.update(
+            {
+                attribute.key: None
+                for attribute in attributes
+                if attribute.key not in repository.NEW_PAYMENT_ATTRIBUTES
+            }
+        )
+    return _UNSET_AT_CREATION
+
+
+async def create_payment_intent_answered(
+    uow: UnitOfWork,
+    tenant: Tenant,
+    command: PaymentIntentCreate,
+    claim: StatementClaim | None = None,
+    answer: Callable[[CreatedPayment], bytes] | None = None,
+) -> CreatedPayment:
+    """`create_payment_intent` for the create route: a plain payment (`_is_plain`) in one statement that
+    commits by itself, with its event and, given a claim, the Idempotency-Key's claim and stored answer.
+
+    `claim`: the request's key, not claimed yet (`scoped(..., claim_in_statement=True)`); its replay or
+    refusal is raised. `answer`: the route's answer for a new payment with its `created` still to come
+    (api/idempotency.py, `awaiting_created`), required with a claim. Anything else, and whatever the one
+    statement could not settle alone (it then kept nothing), takes the transactional path, which claims
+    the key first as the gate would: a refusal there (an amount below its commission, an unknown
+    customer) is stored under the key as before.
+    """
+    created = await _create_in_one_statement(uow, tenant, command, claim, answer)
+    if created is not None:
+        return created
+    session = uow.session
+    if claim is not None:
+        await repository.claim_in_transaction(session, claim)
+    return await create_payment_intent(session, tenant, command)
+
+
+async def _create_in_one_statement(
+    uow: UnitOfWork,
+    tenant: Tenant,
+    command: PaymentIntentCreate,
+    claim: StatementClaim | None,
+    answer: Callable[[CreatedPayment], bytes] | None,
+) -> CreatedPayment | None:
+    if not _is_plain(command) or transaction_open(uow) or _listening_for_created.get(tenant):
+        return None
+    session = uow.session  # the remembered lookups below use it only on a miss
+    policy = await commission_policy(session, tenant)
+    publishable_key = await installations.publishable_key(session, tenant)
+    reserve = policy.reserve(command.amount)
+    if transaction_open(uow) or (reserve is not None and command.amount <= reserve):
+        return None  # a lookup began a transaction, or a refusal to store under the key: transactional
+
+    payment_id = new_id("pi")
+    client_secret = f"{payment_id}_secret_{random_base62(24)}"
+    now = utcnow()
+    # what create_payment_intent writes for a plain command
+    row: dict[str, Any] = {
+        "id": payment_id,
+        "installation_id": tenant.installation_id,
+        "livemode": tenant.livemode,
+        "amount": command.amount,
+        "currency": command.currency,
+        "status": "requires_payment_method",
+        "capture_method": command.capture_method,
+        "amount_capturable": 0,
+        "amount_received": 0,
+        "amount_refunded": 0,
+        "customer_id": None,
+        "payment_method_id": None,
+        "merchant_id": None,
+        "has_distribution": False,
+        "external_reference": command.external_reference,
+        "description": command.description,
+        "metadata_": command.metadata,
+        "receipt_email": command.receipt_email,
+        "receipt_phone": command.receipt_phone,
+        "client_secret_hash": hash_secret(client_secret),
+        "commission_basis_points": policy.basis_points,
+        "commission_fixed_amount": policy.fixed_amount,
+        "fee_reserve": reserve,
+        "fee_status": "pending",
+        "fee_prior_recovery": 0,
+        "amount_pending_settlement": 0,
+        "confirmations": 0,
+        "save_payment_method": False,
+        "created_at": now,  # a sandbox payment's is stamped by the database (its tenant's clock)
+        "updated_at": now,
+    }
+    payment = from_row(PaymentIntent, {**_unset_at_creation(), **row})  # for rendering: never flushed
+    created = CreatedPayment(payment, client_secret)
+    # what `announce` records; its object's `created` is set by the statement from the stamped row
+    shown = render_payment_intent(payment, publishable_key=publishable_key, with_authentication_link=False)
+    event = NewEvent(
+        new_id("evt"),
+        "payment_intent.created",
+        API_VERSIONS["payments"][0],
+        {"object": shown.model_dump(mode="json")},
+        utcnow(),
+    )
+    template = None
+    if claim is not None:
+        assert answer is not None  # a keyed create stores its answer with the payment
+        template = answer(created)
+    at_once = await repository.insert_created(uow, tenant, row, event, claim, template)
+    if at_once.listened:
+        _listening_for_created.put(tenant, True)
+    if at_once.created_at is None:
+        return None
+    payment.created_at = at_once.created_at
+    logger.info(
+        "payment_intent_created", payment_intent=payment.id, amount=payment.amount, currency=payment.currency
+    )
+    return created
 
 
 @dataclass(frozen=True)
