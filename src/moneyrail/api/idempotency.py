@@ -96,7 +96,8 @@ class IdempotentReplay(Exception):
 
 
 def _is_valid_key(key: str) -> bool:
-    return 1 <= len(key) <= MAX_KEY_LENGTH and all(" " <= char <= "~" for char in key)
+    # printable ASCII is exactly " " to "~" (str.isprintable refuses the controls and DEL)
+    return 1 <= len(key) <= MAX_KEY_LENGTH and key.isascii() and key.isprintable()
 
 
 def _without_card_secrets(body: Any) -> Any:
