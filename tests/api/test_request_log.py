@@ -66,3 +66,26 @@ def test_secrets_never_reach_the_log(api, web, bridge):
         assert request_id in log_text  # the calls were logged ...
     for secret in (api.keys.secret, other_secret, "sk_test_leakedleakedleaked", "Bearer", card_number):
         assert secret not in log_text  # ... and none of their secrets
+
+
+def test_the_remembered_series_name_each_route_as_route_template_does():
+    from fastapi.routing import iter_route_contexts
+
+    from moneyrail.api.middleware import _series, route_template
+    from moneyrail.app import create_app
+
+    class Unhashable:  # as FastAPI's routes: compared by value, so not hashable
+        __hash__ = None
+
+        def __init__(self, path_format: str) -> None:
+            self.path_format = path_format
+
+    routes = [
+        context for context in iter_route_contexts(create_app().routes) if hasattr(context, "path_format")
+    ]
+    routes += [Unhashable("/customers"), Unhashable("/v1/customers"), None]
+    for route in routes:
+        for path in ("/v1/x", "/commerce/v1/x", "/fiscal/v1/x", "/checkout/x", "/v1"):
+            scope = {"method": "POST", "path": path, "route": route}
+            for _ in range(2):  # the second time from what was remembered
+                assert _series(scope, 200)[0] == route_template(scope)

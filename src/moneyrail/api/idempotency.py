@@ -29,6 +29,7 @@ answer is sealed, not only those, so a new credential-bearing answer cannot be m
 from __future__ import annotations
 
 import hashlib
+import re
 from collections.abc import Awaitable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -124,7 +125,8 @@ class IdempotentReplay(Exception):
 
 
 def _is_valid_key(key: str) -> bool:
-    return 1 <= len(key) <= MAX_KEY_LENGTH and all(" " <= char <= "~" for char in key)
+    # printable ASCII is exactly " " to "~" (str.isprintable refuses the controls and DEL)
+    return 1 <= len(key) <= MAX_KEY_LENGTH and key.isascii() and key.isprintable()
 
 
 def _without_card_secrets(body: Any) -> Any:
@@ -161,10 +163,21 @@ def _without_boundary(raw: bytes, content_type: str | None) -> bytes:
     return raw
 
 
+# A path of these characters is its own `request.url.path` (Starlette escapes `?`, `#` and `\\`, and
+# urlsplit drops control characters and reads a leading `//` as a host): no URL object needed.
+_PLAIN_PATH = re.compile(r"/(?!/)[A-Za-z0-9/_.~%:@!$&'()*+,;=-]*\Z")
+
+
+def url_path(request: Request) -> str:
+    """`request.url.path`, without building the request's URL for the usual path."""
+    path: str = request.scope["path"]
+    return path if _PLAIN_PATH.match(path) else request.url.path
+
+
 async def fingerprint(request: Request) -> str:
     digest = hashlib.sha256()
     digest.update(request.method.encode())
-    digest.update(b"\0" + request.url.path.encode() + b"\0")
+    digest.update(b"\0" + url_path(request).encode() + b"\0")
     body = _without_boundary(await request.body(), request.headers.get("content-type"))
     digest.update(_canonical_body(body))
     return digest.hexdigest()
@@ -336,7 +349,7 @@ async def claim(request: Request, principal: Principal, retention: timedelta, *,
         return
     key = request.headers.get(HEADER)
     if key is None:
-        if request.method == "POST" and request.url.path.startswith(KEY_REQUIRED_PREFIXES):
+        if request.method == "POST" and url_path(request).startswith(KEY_REQUIRED_PREFIXES):
             raise IdempotencyKeyRequired(f"This request needs an {HEADER} header.")
         return
     if not _is_valid_key(key):

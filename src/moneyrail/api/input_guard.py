@@ -110,7 +110,7 @@ def refusal_in_address(scope: Scope) -> MoneyrailError | None:
             f"Invalid {name or 'path'}: it contains a NUL character or a lone surrogate.", param=name
         )
     query = scope.get("query_string", b"").decode("latin-1")
-    for key, value in parse_qsl(query, keep_blank_values=True, errors="replace"):
+    for key, value in parse_qsl(query, keep_blank_values=True, errors="replace") if query else ():
         if _is_unstorable(key) or _is_unstorable(value):
             name = printable(key)
             return ParameterInvalid(

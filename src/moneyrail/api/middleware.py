@@ -7,6 +7,7 @@ A pure ASGI middleware (not BaseHTTPMiddleware) so it adds no task hop to every 
 
 from __future__ import annotations
 
+import logging
 import time
 from typing import Any
 
@@ -33,6 +34,7 @@ CURRENT_VERSION_HEADERS = {
 
 # A series per method, route template and status: bounded by the routes, never by the raw paths
 _latency_by_labels: dict[tuple[str, str, int], Any] = {}
+_series_by_key: dict[tuple[str, int, str | None, int], tuple[Any, str, Any]] = {}
 
 
 def api_of(path: str) -> str | None:
@@ -53,6 +55,35 @@ def route_template(scope: Scope) -> str:
         if scope["path"].startswith(prefix + "/") and not template.startswith(prefix + "/"):
             return prefix + template
     return template
+
+
+def _api_prefix_of(path: str) -> str | None:
+    for prefix, _api in API_PREFIXES:
+        if path.startswith(prefix + "/"):
+            return prefix
+    return None
+
+
+def _series(scope: Scope, status: int) -> tuple[str, Any]:
+    """The route's template and its latency series, looked up once per (method, route, API, status).
+
+    A route's template depends only on the route and on which API prefix the path starts with. Routes
+    are not hashable, so the key holds the route's id and the entry the route itself: an id reused by
+    a later route (another app in the same process) is recognized as another route.
+    """
+    route = scope.get("route")
+    key = (scope["method"], id(route), _api_prefix_of(scope["path"]), status)
+    entry = _series_by_key.get(key)
+    if entry is None or entry[0] is not route:
+        template = route_template(scope)
+        labels = (scope["method"], template, status)
+        histogram = _latency_by_labels.get(labels)
+        if histogram is None:  # prometheus' labels() validates and locks on every call: once per series
+            histogram = _latency_by_labels[labels] = http_latency.labels(
+                scope["method"], template, str(status)
+            )
+        entry = _series_by_key[key] = (route, template, histogram)
+    return entry[1], entry[2]
 
 
 def _header(scope: Scope, name: bytes) -> str | None:
@@ -138,15 +169,12 @@ class RequestContextMiddleware:
 
     @staticmethod
     def _log(scope: Scope, status: int, started: float) -> None:
-        state = scope.get("state", {})
-        principal = state.get("principal")
-        route = route_template(scope)
         latency = time.perf_counter() - started
-        labels = (scope["method"], route, status)
-        histogram = _latency_by_labels.get(labels)
-        if histogram is None:  # prometheus' labels() validates and locks on every call: once per series
-            histogram = _latency_by_labels[labels] = http_latency.labels(scope["method"], route, str(status))
+        route, histogram = _series(scope, status)
         histogram.observe(latency)
+        if not logger.is_enabled_for(logging.INFO):
+            return  # the line's fields are not even gathered below the configured level
+        principal = scope.get("state", {}).get("principal")
         logger.info(
             "request",
             method=scope["method"],

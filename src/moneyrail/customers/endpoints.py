@@ -5,23 +5,24 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, Request, Response
 
 from moneyrail.api.context import Principal, request_session, request_uow
-from moneyrail.api.idempotency import awaiting_created, pending_claim
+from moneyrail.api.idempotency import awaiting_created, pending_claim, with_created
 from moneyrail.api.pagination import ListEnvelope, PageRequest, list_envelope, page_request
 from moneyrail.api.routing import MoneyrailRoute, scoped
 from moneyrail.kit.clock import to_unix
 from moneyrail.models import Customer
 
 from . import service
+from .repository import InsertedCustomer, NewCustomer
 from .schemas import CustomerCreate, CustomerOut
 
 router = APIRouter(route_class=MoneyrailRoute, tags=["customers"])
 
 
-def render(customer: Customer) -> CustomerOut:
+def render(customer: Customer | InsertedCustomer) -> CustomerOut:
     return _rendered(customer, to_unix(customer.created_at))
 
 
-def _rendered(customer: Customer, created: int) -> CustomerOut:
+def _rendered(customer: Customer | NewCustomer, created: int) -> CustomerOut:
     return CustomerOut(
         id=customer.id,
         livemode=customer.livemode,
@@ -37,11 +38,6 @@ def _json(answer: CustomerOut) -> bytes:
     return answer.__pydantic_serializer__.to_json(answer)
 
 
-def _answer_awaiting_created(customer: Customer) -> bytes:
-    """The answer sealed into the key's record before the database stamps the customer's `created`."""
-    return awaiting_created(_json(_rendered(customer, 0)))
-
-
 @router.post("/customers", response_model=CustomerOut)
 async def create_customer(
     request: Request,
@@ -53,14 +49,25 @@ async def create_customer(
     Creates a customer. With an `external_reference` already used in this environment, answers the
     existing customer instead of creating a second one.
     """
+    drafted: tuple[str, bytes] | None = None
+
+    def answer_awaiting_created(customer: NewCustomer) -> bytes:
+        """The answer sealed into the key's record before the database stamps the customer's `created`."""
+        nonlocal drafted
+        drafted = (customer.id, awaiting_created(_json(_rendered(customer, 0))))
+        return drafted[1]
+
     customer = await service.create_or_reuse_customer(
         request_uow(request),  # not its session: the usual create makes none (db/uow.py)
         principal.tenant,
         body or CustomerCreate(),
         pending_claim(request),
-        _answer_awaiting_created,
+        answer_awaiting_created,
     )
-    # serialized once, here: the same bytes as the stored answer (response_model stays for the docs)
+    # serialized once: the stored answer's own bytes when this request made the customer, so answer
+    # and replay are the same bytes (response_model stays for the docs)
+    if drafted is not None and drafted[0] == customer.id:
+        return Response(with_created(drafted[1], customer.created_at), media_type="application/json")
     return Response(_json(render(customer)), media_type="application/json")
 
 

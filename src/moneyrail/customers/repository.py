@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
 from functools import cache
 from typing import Any
 
@@ -22,6 +24,39 @@ from moneyrail.db.uow import UnitOfWork
 from moneyrail.kit.pagination import Position
 from moneyrail.kit.tenant import Tenant
 from moneyrail.models import Customer
+
+
+@dataclass(frozen=True, slots=True)
+class NewCustomer:
+    """A customer's row as the intake writes it: plain values, no ORM object (its statements are the
+    driver's own, so an identity map or change tracking would only cost). Attribute names as `Customer`'s."""
+
+    id: str
+    installation_id: str
+    livemode: bool
+    external_reference: str | None
+    email: str | None
+    name: str | None
+    metadata_: dict[str, str]
+
+    def inserted(self, created_at: datetime) -> InsertedCustomer:
+        return InsertedCustomer(
+            self.id,
+            self.installation_id,
+            self.livemode,
+            self.external_reference,
+            self.email,
+            self.name,
+            self.metadata_,
+            created_at,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class InsertedCustomer(NewCustomer):
+    """The row once written, with the `created_at` the database stamped (the sandbox clock's)."""
+
+    created_at: datetime
 
 
 def _owned_by(tenant: Tenant) -> Any:
@@ -78,7 +113,7 @@ def _claimed_insert_and_answer(claim_sql: str, answer_sql: str) -> str:
     return _CLAIM_INSERT_AND_ANSWER.replace("CLAIM", claim_sql, 1).replace("ANSWER", answer_sql, 1)
 
 
-def _values(customer: Customer) -> tuple[Any, ...]:
+def _values(customer: NewCustomer) -> tuple[Any, ...]:
     return (
         customer.id,
         customer.installation_id,
@@ -91,8 +126,8 @@ def _values(customer: Customer) -> tuple[Any, ...]:
 
 
 async def insert_answered(
-    uow: UnitOfWork, customer: Customer, claim: StatementClaim, answer: bytes
-) -> Customer | None:
+    uow: UnitOfWork, customer: NewCustomer, claim: StatementClaim, answer: bytes
+) -> InsertedCustomer | None:
     """Insert the customer and store the key's answer, in one statement that commits by itself.
 
     `answer` is the request's answer with its `created` still to come (api/idempotency.py,
@@ -118,13 +153,12 @@ async def insert_answered(
     claim.settle(row)
     if not row["answered"]:
         return None
-    customer.created_at = row["created_at"]
-    return customer
+    return customer.inserted(row["created_at"])
 
 
 async def insert_unless_referenced(
-    uow: UnitOfWork, customer: Customer, claim: StatementClaim | None
-) -> Customer | None:
+    uow: UnitOfWork, customer: NewCustomer, claim: StatementClaim | None
+) -> InsertedCustomer | None:
     """Insert; if a customer with the same external_reference exists already, insert nothing.
 
     The intake's hottest statement, so straight on the driver (db/raw.py). With an Idempotency-Key,
@@ -143,8 +177,7 @@ async def insert_unless_referenced(
         created_at = row["created_at"]
     if created_at is None:
         return None
-    customer.created_at = created_at
-    return customer
+    return customer.inserted(created_at)
 
 
 async def get(session: AsyncSession, tenant: Tenant, customer_id: str) -> Customer | None:

@@ -2,8 +2,9 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import ConfigDict, EmailStr, Field, StringConstraints
+from pydantic import ConfigDict, Field, StringConstraints
 
+from moneyrail.kit.emails import Email
 from moneyrail.kit.schemas import Metadata, RequestBody, ResourceOut
 
 Reference = Annotated[str, StringConstraints(min_length=1, max_length=255)]
@@ -22,7 +23,7 @@ class CustomerCreate(RequestBody):
     external_reference: Reference | None = Field(
         default=None, description="Your own reference; a second create with it returns the same customer"
     )
-    email: EmailStr | None = Field(default=None, description="Where receipts go")
+    email: Email | None = Field(default=None, description="Where receipts go")
     name: Name | None = Field(default=None, description="The customer's name")
     metadata: Metadata = Field(default_factory=dict)
 

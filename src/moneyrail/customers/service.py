@@ -15,6 +15,7 @@ from moneyrail.kit.tenant import Tenant
 from moneyrail.models import Customer
 
 from . import repository
+from .repository import InsertedCustomer, NewCustomer
 from .schemas import CustomerCreate
 
 
@@ -23,8 +24,8 @@ async def create_or_reuse_customer(
     tenant: Tenant,
     command: CustomerCreate,
     claim: StatementClaim | None = None,
-    answer: Callable[[Customer], bytes] | None = None,
-) -> Customer:
+    answer: Callable[[NewCustomer], bytes] | None = None,
+) -> InsertedCustomer | Customer:
     """A second create with the same external_reference returns the first customer unchanged.
 
     Safe under concurrent identical requests: the unique index decides, so one customer, never two.
@@ -33,8 +34,10 @@ async def create_or_reuse_customer(
     the key's answer is stored by the insert's own statement (one round trip, nothing to commit after).
     Takes the unit of work, not its session (db/uow.py): the usual create, keyed or not, is one lone
     statement and makes no session; a reused reference or a key's record makes one to finish.
+    Answers the new row's values (no ORM object: its statements are the driver's), or the customer
+    that holds the reference already.
     """
-    customer = Customer(
+    customer = NewCustomer(
         id=new_id("cus"),
         installation_id=tenant.installation_id,
         livemode=tenant.livemode,
