@@ -71,6 +71,10 @@ leases_taken = Counter(
     "moneyrail_rate_limit_leases_total",
     "Rate-limit calls to Redis that reserved a lease (one request or more) for an API key.",
 )
+leased_requests = Counter(
+    "moneyrail_rate_limit_leased_requests_total",
+    "Requests counted in Redis by those leases: admitted, or stranded when a lease's window ended.",
+)
 
 REDIS_TIMEOUT_SECONDS = 0.25
 PAUSE_AFTER_FAILURE_SECONDS = 2.0  # Redis is not asked again for this long after it failed
@@ -297,6 +301,7 @@ class KeyRateLimiter:
         else:
             if reply[0] >= 1:
                 leases_taken.inc()
+                leased_requests.inc(reply[0])
                 # counted in the window Redis reported, which ends no earlier than `sent` + its time left
                 lease.add(reply[0] - 1, sent + reply[1] / 1000, self.clock())
                 return
