@@ -379,9 +379,33 @@ def test_a_key_seen_less_than_twice_a_second_is_checked_request_by_request_as_be
     names = ("moneyrail_rate_limit_leases_total", "moneyrail_rate_limit_leased_requests_total")
     before = [metric(web.base_url, name) for name in names]
     statuses = []
-    for _ in range(6):
+    for _ in range(8):  # just under two a second: as close to a lease of two as such a key comes
         statuses.append(api.get("/v1/customers").status_code)
-        time.sleep(0.55)
+        time.sleep(0.51)
     after = [metric(web.base_url, name) for name in names]
-    assert statuses == [200] * 6
-    assert [a - b for a, b in zip(after, before, strict=True)] == [6, 6]
+    assert statuses == [200] * 8
+    assert [a - b for a, b in zip(after, before, strict=True)] == [8, 8]
+
+
+def test_a_key_seen_just_under_twice_a_second_takes_leases_of_one_even_with_a_whole_window_left(servers):
+    """The wiring of the rate into the script, at its most generous: requests 0.51 s apart on this
+    process's clock, all reaching Redis in its first milliseconds of a window (the most time left)."""
+    limit = 1000
+    key_id = f"key_{secrets.token_hex(6)}"
+    tenant, principal = principal_for(key_id)
+    now = [1000.0]
+    names = (rate_limits.leases_taken, rate_limits.leased_requests)
+
+    async def run() -> None:
+        limiter = limiter_with_limit(servers.redis_url, tenant, limit)
+        limiter.clock = lambda: now[0]
+        try:
+            for _ in range(20):
+                now[0] += 0.51
+                await limiter.check(None, principal)  # type: ignore[arg-type]
+        finally:
+            close(limiter)
+
+    before = [counter._value.get() for counter in names]
+    asyncio.run(run())
+    assert [counter._value.get() - was for counter, was in zip(names, before, strict=True)] == [20, 20]
