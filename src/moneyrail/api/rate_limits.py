@@ -31,9 +31,11 @@ The exact guarantee, for a fleet of any number of web processes sharing one Redi
   the key. Room can be missing while other processes hold unspent leases: at most `largest_lease(limit)`
   requests per process and window (less for a process that sees fewer), stranded when its traffic
   stops before the window ends, and weighing on the next window as the previous second's count.
-- Batch 1: a key this process sees under about two requests a second gets leases of one request, that
-  is one Redis call per request with exactly the counter's decisions of before; so does every limit
-  under 32 (`largest_lease` is 1).
+- Batch 1: a key whose requests reach this process more than half a second apart (under two a second)
+  gets leases of one request, that is one Redis call per request with exactly the counter's decisions
+  of before; so does every limit under 32 (`largest_lease` is 1).
+- Clocks: a lease's end is measured on this process's monotonic clock, Redis's window on Redis's; the
+  two need only run at the same rate, not show the same time.
 - Requests of one key that arrive while its Redis call is in flight wait for that call and spend from
   its lease (a busy key makes one call at a time, not one per request in flight); one that still finds
   no room asks Redis itself.
