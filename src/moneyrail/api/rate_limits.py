@@ -170,8 +170,8 @@ class SeenRate:
     """The requests of one key this process saw in the last second, before the one being checked.
 
     Two counts of whole local seconds, the previous one weighted by how much of it is still within the
-    last second (the same approximation as the window's). Requests at least half a second apart never
-    keep it under 2, so such a key gets leases of one.
+    last second (the same approximation as the window's). Requests more than half a second apart keep
+    it under 2, so such a key gets leases of one.
     """
 
     second: int = 0
