@@ -274,10 +274,10 @@ class KeyRateLimiter:
         lease = self.lease_for(principal.key_id, limit, now)
         rate = lease.seen.note(now)
         if lease.spend(now):
-            # Yield once, as the Redis call this replaces did. Measured (bench/results/SPEED-rate.md):
-            # without it the web process spent more CPU per request than with the call (wrk, 64
-            # connections: 0.88 against 0.78 ms), with it less (0.75); in-process, so did a gate with no
-            # limit at all. The cause is not established.
+            # Yield once, as the Redis call this replaces did. Measured (bench/results/SPEED-rate.md,
+            # in-process, 32 in flight): a gate with no limit at all cost as much CPU per request as
+            # with the Redis call (~550 µs), the same gate with this one yield ~470 µs; under wrk the
+            # lease without it cost more than the call. The cause is not established.
             await asyncio.sleep(0)
             return
         for _ in range(WAITS_FOR_ANOTHER_CALL):
