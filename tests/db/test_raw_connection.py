@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 
 from sqlalchemy import text
 
@@ -93,3 +94,49 @@ def test_a_dead_pooled_connection_fails_one_lone_statement_then_is_dropped(bridg
     pooled, failures = _kill_the_pool_then_ask(bridge, db, backend_pid)
     assert 1 <= failures <= len(pooled)
     assert bridge.run(_in_session(bridge, backend_pid)) not in pooled
+
+
+def test_a_lone_statement_on_an_idle_connection_is_sent_after_one_pass_of_the_event_loop(bridge):
+    """Requests that reach their statement in the same pass send them together (db/raw.py,
+    `_outside_any_transaction`): another ready task runs before the connection is handed over."""
+
+    async def handed_over_after_another_task(session):
+        ran: list[str] = []
+
+        async def other() -> None:
+            ran.append("other")
+
+        async with lone_statement_connection(session):  # warms the pool: an idle connection next
+            pass
+        pool = session.bind.sync_engine.pool
+        assert pool.checkedin() >= 1
+        task = asyncio.get_running_loop().create_task(other())
+        async with lone_statement_connection(session) as connection:
+            ran.append("handed over")
+            await connection.fetchval("SELECT 1")
+        await task
+        return ran
+
+    assert bridge.run(_in_session(bridge, handed_over_after_another_task)) == ["other", "handed over"]
+
+
+def test_a_lone_statement_cancelled_before_sending_gives_its_connection_back(bridge):
+    async def cancelled_during_the_pass(session):
+        async with lone_statement_connection(session):  # warms the pool
+            pass
+        pool = session.bind.sync_engine.pool
+        checked_out = pool.checkedout()
+
+        async def lone() -> None:
+            async with lone_statement_connection(session) as connection:
+                await connection.fetchval("SELECT 1")
+
+        task = asyncio.get_running_loop().create_task(lone())
+        await asyncio.sleep(0)  # the task took an idle connection and yields once before sending
+        assert pool.checkedout() == checked_out + 1
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+        return pool.checkedout() - checked_out, task.cancelled()
+
+    assert bridge.run(_in_session(bridge, cancelled_during_the_pass)) == (0, True)

@@ -274,12 +274,7 @@ class KeyRateLimiter:
         lease = self.lease_for(principal.key_id, limit, now)
         rate = lease.seen.note(now)
         if lease.spend(now):
-            # Yield once, as the Redis call this replaces did. Measured (bench/results/SPEED-rate.md,
-            # in-process, 32 in flight): a gate with no limit at all cost as much CPU per request as
-            # with the Redis call (~550 µs), the same gate with this one yield ~470 µs; under wrk the
-            # lease without it cost more than the call. The cause is not established.
-            await asyncio.sleep(0)
-            return
+            return  # no await: the yield the Redis call gave is the lone statement's (db/raw.py)
         for _ in range(WAITS_FOR_ANOTHER_CALL):
             if lease.call_in_flight is None:
                 break
