@@ -120,23 +120,24 @@ def test_a_lone_statement_on_an_idle_connection_is_sent_after_one_pass_of_the_ev
     assert bridge.run(_in_session(bridge, handed_over_after_another_task)) == ["other", "handed over"]
 
 
-def test_a_lone_statement_cancelled_before_sending_gives_its_connection_back(bridge):
+def test_a_lone_statement_cancelled_during_its_pass_of_the_event_loop_holds_no_connection(bridge):
     async def cancelled_during_the_pass(session):
         async with lone_statement_connection(session):  # warms the pool
             pass
         pool = session.bind.sync_engine.pool
         checked_out = pool.checkedout()
+        sent: list[int] = []
 
         async def lone() -> None:
             async with lone_statement_connection(session) as connection:
-                await connection.fetchval("SELECT 1")
+                sent.append(await connection.fetchval("SELECT 1"))
 
         task = asyncio.get_running_loop().create_task(lone())
-        await asyncio.sleep(0)  # the task took an idle connection and yields once before sending
-        assert pool.checkedout() == checked_out + 1
+        await asyncio.sleep(0)  # the task started and yields once before taking its connection
+        held_during_the_pass = pool.checkedout() - checked_out
         task.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await task
-        return pool.checkedout() - checked_out, task.cancelled()
+        return held_during_the_pass, pool.checkedout() - checked_out, task.cancelled(), sent
 
-    assert bridge.run(_in_session(bridge, cancelled_during_the_pass)) == (0, True)
+    assert bridge.run(_in_session(bridge, cancelled_during_the_pass)) == (0, 0, True, [])
