@@ -285,7 +285,7 @@ async def facts_of(
     session: AsyncSession, payment_id: str, conditions: Mapping[str, PaymentCondition]
 ) -> frozenset[str]:
     """The names of the conditions that hold for this payment, all asked in one statement, on the
-    driver (a capture asks on every request; the ORM's execute costs more than the round trip)."""
+    driver (a capture asks on every request; the ORM's execute cost about as much as the statement)."""
     if not conditions:
         return frozenset()
     asked = tuple(conditions.items())
