@@ -19,6 +19,7 @@ from moneyrail.db.raw import (
     SessionOnDemand,
     StatementClaim,
     driver_connection,
+    engine_of,
     loaded_row,
     lone_statement_connection,
     select_list,
@@ -283,20 +284,44 @@ PaymentCondition = Callable[[ColumnElement[str]], ColumnElement[bool]]
 async def facts_of(
     session: AsyncSession, payment_id: str, conditions: Mapping[str, PaymentCondition]
 ) -> frozenset[str]:
-    """The names of the conditions that hold for this payment, all asked in one statement."""
+    """The names of the conditions that hold for this payment, all asked in one statement, on the
+    driver (a capture asks on every request; the ORM's execute cost about as much as the statement)."""
     if not conditions:
         return frozenset()
     asked = tuple(conditions.items())
     statement = _facts_statements.get(asked)
     if statement is None:  # built once: the domains register their conditions at import
-        payment = bindparam("payment_id", type_=PaymentIntent.id.type)
-        statement = _facts_statements[asked] = select(*(condition(payment) for _, condition in asked))
-    names = [name for name, _ in asked]
-    row = (await session.execute(statement, {"payment_id": payment_id})).one()
-    return frozenset(name for name, holds in zip(names, row, strict=True) if holds)
+        statement = _facts_statements[asked] = _FactsStatement.of(
+            select(*(condition(_FACT_PAYMENT) for _, condition in asked)), engine_of(session).dialect
+        )
+    if session.sync_session.autoflush and (session.new or session.dirty or session.deleted):
+        await session.flush()  # what the ORM's execute would have autoflushed first
+    row = await (await driver_connection(session)).fetchrow(statement.sql, *statement.parameters(payment_id))
+    return frozenset(name for (name, _), holds in zip(asked, row.values(), strict=True) if holds)
 
 
-_facts_statements: dict[tuple[tuple[str, PaymentCondition], ...], Any] = {}  # a Select of booleans
+_FACT_PAYMENT = bindparam("payment_id", type_=PaymentIntent.id.type)
+
+
+class _FactsStatement(NamedTuple):
+    """The conditions' SELECT as the driver takes it: its SQL, and its parameters in order, the
+    payment's id among the conditions' own constants (a review's status, say)."""
+
+    sql: str
+    names: tuple[str, ...]
+    constants: Mapping[str, Any]
+
+    @classmethod
+    def of(cls, statement: Any, dialect: Any) -> _FactsStatement:
+        compiled = statement.compile(dialect=dialect)
+        assert not compiled.literal_execute_params and not compiled.post_compile_params  # plain $n only
+        return cls(compiled.string, tuple(compiled.positiontup), compiled.params)
+
+    def parameters(self, payment_id: str) -> list[Any]:
+        return [payment_id if name == _FACT_PAYMENT.key else self.constants[name] for name in self.names]
+
+
+_facts_statements: dict[tuple[tuple[str, PaymentCondition], ...], _FactsStatement] = {}
 
 
 async def get_payment_by_authentication_token(session: AsyncSession, token_hash: str) -> PaymentIntent | None:
