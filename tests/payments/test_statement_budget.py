@@ -37,7 +37,7 @@ from tests.sql_counter import StatementCounter, Tally
 # Cut again on 2026-11-26 (SPEED.md §10, second round): confirm 10 -> 9 (the environment's value lists
 # remembered for the key lifetime), capture 13 -> 9 (the commerce order, payment invoice and two
 # subscription invoice lookups and the review hold asked as one statement of the payment's facts).
-# Cut on 2026-11-26 (SPEED.md §13): create 6 -> 1 (branch paycreate: a plain payment's INSERT, its
+# Cut on 2026-11-26 (SPEED.md §17, §18): create 6 -> 1 (branch paycreate: a plain payment's INSERT, its
 # event and the key's claim and stored answer in one self-committing statement: no BEGIN, no COMMIT);
 # confirm 9 -> 7 and capture 9 -> 7 (branch paysteps: the key's claim and the payment's lock in one
 # statement; the key's stored answer in the payment's UPDATE and event statement).

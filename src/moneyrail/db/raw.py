@@ -239,7 +239,7 @@ async def _outside_any_transaction(
 
     `yield_before_sending` (a request's lone statement): the connection is taken after one pass of the
     event loop, so the statement is sent together with those of the other requests that reached theirs
-    in the same pass, not between their Python work. Measured (bench/results/SPEED-intake2.md):
+    in the same pass, not between their Python work. Measured (bench/results/SPEED.md §20):
     the same number of sends, but each costs the process ~21-29 µs of CPU in the kernel instead of
     ~39 µs, and a request ~70-100 µs less CPU in all; most likely the wake-up of PostgreSQL's
     backends, cheaper while the other CPU is still busy with the previous ones than when it has gone
@@ -308,7 +308,7 @@ def pending_update(instance: Base, first_parameter: int) -> Write | None:
     parameters: list[Any] = []
     written: dict[str, Any] = {}
     # Only attributes set since the load have a committed value recorded: asking every column for its
-    # history costs more than the statement it saves (SPEED.md, paysteps2).
+    # history costs more than the statement it saves (SPEED.md §19).
     touched = state.committed_state
     for attribute in state.mapper.column_attrs:
         if attribute.key not in touched or not state.attrs[attribute.key].history.has_changes():
