@@ -153,6 +153,10 @@ class DeliveriesOfEffect(NamedTuple):
     wakeups: str  # a scalar for the statement's SELECT: the relay woken for each operation; how many
     parameters: tuple[Any, ...]
 
+    def without_parameters(self) -> DeliveriesOfEffect:
+        """The text alone: a key for remembering the statement composed from it."""
+        return self._replace(parameters=())
+
 
 def deliveries_of_effect(
     tenant: Tenant, event: NewEvent, planned: PlannedDeliveries, first_parameter: int

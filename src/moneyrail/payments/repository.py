@@ -126,6 +126,7 @@ _ANSWER_STATUS = 200  # the create route's status
 
 @cache
 def _keyless_create(listening_sql: str, event_sql: str, deliveries: events.DeliveriesOfEffect) -> str:
+    # `deliveries` without its parameters (the statement's text is remembered by its fragments' text)
     where = f"WHERE {deliveries.fit}"
     return (
         _KEYLESS_CREATE.replace("LISTENING", listening_sql, 1)
@@ -188,7 +189,7 @@ async def insert_created(
     delivery_writes = events.deliveries_of_effect(tenant, event, deliveries, after_event)
     after_deliveries = after_event + len(delivery_writes.parameters)
     if claim is None:
-        sql = _keyless_create(listening.sql, event_write.sql, delivery_writes._replace(parameters=()))
+        sql = _keyless_create(listening.sql, event_write.sql, delivery_writes.without_parameters())
         parameters: tuple[Any, ...] = (
             *listening.parameters,
             *values,
@@ -199,7 +200,7 @@ async def insert_created(
         assert answer is not None  # a keyed create stores its answer
         write = claim.answer_write(_ANSWER_STATUS, answer, after_deliveries)
         sql = _keyed_create(
-            claim.sql, listening.sql, event_write.sql, delivery_writes._replace(parameters=()), write.sql
+            claim.sql, listening.sql, event_write.sql, delivery_writes.without_parameters(), write.sql
         )
         parameters = (
             *claim.parameters,
