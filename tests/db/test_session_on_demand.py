@@ -1,6 +1,7 @@
 """The unit of work makes its SQLAlchemy session on first use (db/uow.py).
 
-The intake (`POST /v1/customers`, keyed or not, replayed) runs driver statements only, so over HTTP,
+The intake (`POST /v1/customers`, keyed or not, replayed) and a plain payment's create
+(`POST /v1/payment-intents`) run driver statements only, so over HTTP,
 with the real app in this process, it must make no `AsyncSession` at all; a request that needs the
 ORM still gets one, and its ORM work commits, or rolls back, with its driver statements in one
 transaction.
@@ -115,6 +116,35 @@ def test_the_intake_makes_no_session_keyed_keyless_or_replayed(servers, tenant, 
     assert replayed.headers["Idempotent-Replayed"] == "true" and replayed.content == keyed.content
     assert count_rows(db, "customers", tenant.installation_id) == 4  # the warm-up's included
     assert count_rows(db, "idempotency_records", tenant.installation_id) == 1
+
+
+def test_a_plain_payment_create_makes_no_session_keyed_keyless_replayed_or_listened_for(
+    servers, tenant, sessions_made, bridge, db
+):
+    """The create's one statement, and the publishable key and commission terms it looks up first (lone
+    statements on a miss: this process has not read them yet), need no session; nor where an endpoint
+    listens for the event (its delivery is scheduled in the same statement)."""
+
+    async def creates() -> list[httpx.Response]:
+        async with in_process(servers, tenant.secret) as client:
+            body = {"amount": 2500, "currency": "eur"}
+            sessions_made.clear()
+            keyless = await client.post("/v1/payment-intents", json=body)
+            keyed = {"json": body, "headers": {"Idempotency-Key": "pay-1"}}
+            first, replayed = [await client.post("/v1/payment-intents", **keyed) for _ in range(2)]
+            assert sessions_made == []
+            endpoint = {"url": "http://127.0.0.1:9/hook", "enabled_events": ["payment_intent.created"]}
+            assert (await client.post("/v1/webhook-endpoints", json=endpoint)).status_code == 200
+            sessions_made.clear()
+            listened = await client.post("/v1/payment-intents", json=body)
+            return [keyless, first, replayed, listened]
+
+    keyless, first, replayed, listened = bridge.run(creates())
+    assert [r.status_code for r in (keyless, first, replayed, listened)] == [200] * 4
+    assert sessions_made == []
+    assert replayed.headers["Idempotent-Replayed"] == "true" and replayed.content == first.content
+    assert count_rows(db, "payment_intents", tenant.installation_id) == 3
+    assert count_rows(db, "webhook_deliveries", tenant.installation_id) == 1
 
 
 def test_a_keyed_create_reusing_a_reference_makes_its_session_then_and_commits_the_key(

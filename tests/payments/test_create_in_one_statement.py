@@ -1,7 +1,8 @@
-"""A plain payment's create is one self-committing statement (SPEED.md, branch paycreate): the key's
-claim, the payment, its `payment_intent.created` event and the stored answer. What it answers, stores
-and announces must be what the transactional path does for the same request; the cases it cannot
-settle alone (an endpoint listening for the event, a record under the key, a refusal to store) take
+"""A plain payment's create is one self-committing statement (SPEED.md, branches paycreate and
+paycreate2): the key's claim, the payment, its `payment_intent.created` event, a delivery to each
+endpoint listening for it and the stored answer. What it answers, stores, announces and schedules must
+be what the transactional path does for the same request; the cases it cannot settle alone (more
+endpoints listening than it made operation ids for, a record under the key, a refusal to store) take
 that path and keep nothing of the attempt.
 """
 
@@ -15,7 +16,9 @@ import psycopg
 import pytest
 
 from moneyrail.api.idempotency import advisory_lock_id
+from moneyrail.engine.repository import NOTIFY_CHANNEL
 from moneyrail.kit.tenant import Tenant
+from moneyrail.payments.service import DELIVERIES_IN_ONE_STATEMENT
 from tests.helpers import assert_error, count_rows
 from tests.payments.support import set_commission
 
@@ -36,8 +39,8 @@ TEN_DAYS = 10 * 86_400
 
 def _warmed(api: Any) -> Any:
     """The web process remembers the environment's publishable key and commission terms (issue 13); a
-    create that must look them up first has begun a transaction, so takes the transactional path. The
-    tests of the one statement look them up beforehand, as every create but one per lifetime finds them."""
+    create that must look them up first does so in lone statements of their own. The tests of the one
+    statement look them up beforehand, as every create but one per lifetime finds them."""
     assert api.get("/v1/payment-intents").status_code == 200  # the publishable key
     assert api.post("/v1/payment-quotes", json={"amount": 100_000, "currency": "eur"}).status_code == 200
     return api
@@ -75,6 +78,20 @@ def _deliveries_of(db: Any, event_id: str) -> int:
         "SELECT count(*) FROM webhook_deliveries WHERE event_id = %s", (event_id,)
     ).fetchone()
     return int(count)
+
+
+def _listen(
+    api: Any, endpoints: int, enabled_events: tuple[str, ...] = ("payment_intent.created",)
+) -> list[str]:
+    ids = []
+    for number in range(endpoints):
+        listening = api.post(
+            "/v1/webhook-endpoints",
+            json={"url": f"http://127.0.0.1:9/hook-{number}", "enabled_events": list(enabled_events)},
+        )
+        assert listening.status_code == 200, listening.text
+        ids.append(listening.json()["id"])
+    return ids
 
 
 def _without_client_secret(answer: bytes, client_secret: str) -> bytes:
@@ -126,18 +143,14 @@ def _normalized(content: bytes, *values: str) -> bytes:
 
 @pytest.mark.parametrize("advanced", [0, TEN_DAYS], ids=["clock-now", "clock-advanced"])
 def test_the_one_statement_and_the_transactional_create_answer_and_announce_the_same_bytes(api, db, advanced):
-    """Twin requests, the first in one statement, the second on the transactional path (an endpoint
-    listens for the event: its delivery needs the transaction): answer, replay, read and event differ
-    only in the payment's id, secret and moment."""
+    """Twin requests, the first in one statement, the second on the transactional path (more endpoints
+    listen for the event than the one statement schedules deliveries for): answer, replay, read and
+    event differ only in the payment's id, secret and moment."""
     _advance(_warmed(api), advanced)
     results = []
     for twin in ("one-statement", "transactional"):
         if twin == "transactional":
-            listening = api.post(
-                "/v1/webhook-endpoints",
-                json={"url": "http://127.0.0.1:9/hook", "enabled_events": ["payment_intent.created"]},
-            )
-            assert listening.status_code == 200, listening.text
+            _listen(api, DELIVERIES_IN_ONE_STATEMENT + 1)
         headers = {"Idempotency-Key": f"twin-{twin}-{advanced}"}
         first = api.post("/v1/payment-intents", json=UNSORTED_BODY, headers=headers)
         assert first.status_code == 200, first.text
@@ -145,7 +158,9 @@ def test_the_one_statement_and_the_transactional_create_answer_and_announce_the_
         again = api.post("/v1/payment-intents", json=UNSORTED_BODY, headers=headers)
         assert again.headers["Idempotent-Replayed"] == "true" and again.content == first.content
         event_id = _event_of(db, api.keys.installation_id, answer["id"])
-        assert _deliveries_of(db, event_id) == (1 if twin == "transactional" else 0)
+        assert _deliveries_of(db, event_id) == (
+            DELIVERIES_IN_ONE_STATEMENT + 1 if twin == "transactional" else 0
+        )
         results.append(
             [
                 _normalized(content, answer["client_secret"], answer["id"], event_id)
@@ -293,3 +308,80 @@ def test_concurrent_creates_with_one_key_make_one_payment_and_one_event(api, db)
     assert len({answer.content for answer in succeeded}) == 1
     assert count_rows(db, "payment_intents", api.keys.installation_id) == 1
     assert count_rows(db, "events", api.keys.installation_id) == 1
+
+
+def _operations_of(db: Any, event_id: str) -> list[str]:
+    rows = db.execute("SELECT id FROM webhook_deliveries WHERE event_id = %s", (event_id,)).fetchall()
+    return [row[0] for row in rows]
+
+
+def _scheduled(db: Any, event_id: str) -> list[dict[str, Any]]:
+    """The event's deliveries and their operations, what either path writes for them: each row's own
+    ids and moments checked against each other, then left out (they differ between twins)."""
+    rows = db.execute(
+        "SELECT to_jsonb(d) AS delivery, to_jsonb(o) AS operation FROM webhook_deliveries d "
+        "JOIN operations o ON o.id = d.id WHERE d.event_id = %s ORDER BY d.endpoint_id",
+        (event_id,),
+    ).fetchall()
+    scheduled = []
+    for delivery, operation in rows:
+        assert operation["resource"] == event_id
+        assert operation["payload"] == {"event": event_id, "endpoint": delivery["endpoint_id"]}
+        assert delivery["created_at"] == operation["created_at"]
+        for column in ("id", "created_at"):
+            delivery.pop(column)
+        delivery.pop("event_id")
+        for column in ("id", "created_at", "updated_at", "next_attempt_at", "resource", "payload"):
+            operation.pop(column)
+        scheduled.append({"delivery": delivery, "operation": operation})
+    return scheduled
+
+
+@pytest.mark.parametrize("listening", [1, 2], ids=["one-endpoint", "two-endpoints"])
+def test_a_create_with_listening_endpoints_schedules_in_one_statement_what_the_transactional_path_does(
+    api, db, listening
+):
+    """Beside the listening endpoints, a disabled one and one for another type get nothing. Twins: a plain
+    create (one statement: its answer's moment is stored beside the template) and one for a customer
+    (the transactional path: `announce`, then `_schedule_delivery` per endpoint) write the same
+    deliveries and operations, each endpoint one."""
+    _warmed(api)
+    listeners = _listen(api, listening)
+    (disabled,) = _listen(api, 1)
+    assert api.post(f"/v1/webhook-endpoints/{disabled}", json={"disabled": True}).status_code == 200
+    _listen(api, 1, ("payment_intent.succeeded",))
+    customer = api.post("/v1/customers", json={"name": "Ada"}).json()["id"]
+    twins = []
+    for twin, body in (("one-statement", BODY), ("transactional", {**BODY, "customer": customer})):
+        with psycopg.connect(db.info.dsn, autocommit=True) as relay:
+            relay.execute(f"LISTEN {NOTIFY_CHANNEL}")
+            created = api.post("/v1/payment-intents", json=body, headers={"Idempotency-Key": twin})
+            assert created.status_code == 200, created.text
+            # the relay is woken for each operation, at commit (create_operation's notify_relay)
+            woken = {notice.payload for notice in relay.notifies(timeout=2, stop_after=listening)}
+        event_id = _event_of(db, api.keys.installation_id, created.json()["id"])
+        assert woken == set(_operations_of(db, event_id))
+        assert (_answer_created_at(db, api.keys.installation_id, twin) is None) == (twin == "transactional")
+        twins.append(_scheduled(db, event_id))
+    one_statement, transactional = twins
+    assert [row["delivery"]["endpoint_id"] for row in one_statement] == sorted(listeners)
+    assert one_statement == transactional
+    assert one_statement[0]["operation"]["status"] == "pending"
+
+
+def test_more_listening_endpoints_than_operation_ids_take_the_transactional_path(api, db):
+    """The one statement writes nothing (no payment, no event, no delivery, the key free); the
+    transactional path then schedules every endpoint's delivery."""
+    _warmed(api)
+    listeners = _listen(api, DELIVERIES_IN_ONE_STATEMENT + 1)
+    created = api.post("/v1/payment-intents", json=BODY, headers={"Idempotency-Key": "many"})
+    assert created.status_code == 200, created.text
+    assert _answer_created_at(db, api.keys.installation_id, "many") is None  # the transactional path's
+    event_id = _event_of(db, api.keys.installation_id, created.json()["id"])
+    scheduled = _scheduled(db, event_id)
+    assert [row["delivery"]["endpoint_id"] for row in scheduled] == sorted(listeners)
+    assert count_rows(db, "payment_intents", api.keys.installation_id) == 1
+    assert count_rows(db, "events", api.keys.installation_id) == 1
+    again = api.post("/v1/payment-intents", json=BODY, headers={"Idempotency-Key": "many"})
+    assert again.headers["Idempotent-Replayed"] == "true" and again.content == created.content
+    assert count_rows(db, "webhook_deliveries", api.keys.installation_id) == DELIVERIES_IN_ONE_STATEMENT + 1

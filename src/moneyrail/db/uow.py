@@ -11,8 +11,10 @@ runs driver statements only. So service and repository functions take one of two
   default, most of moneyrail;
 - the `UnitOfWork` itself, when their usual path runs lone driver statements only (db/raw.py,
   `lone_statement_connection`: a read of committed state, or a write that commits by itself): the
-  key lookups (`installations.service.find_active_*`, which also take a session from callers that
-  hold one) and the customers intake (`customers.service.create_or_reuse_customer`). They ask for
+  key lookups (`installations.service.find_active_*`), the environment's remembered settings
+  (`installations.service.publishable_key` and `commission_terms`; all of these also take a session
+  from callers that hold one), the customers intake (`customers.service.create_or_reuse_customer`)
+  and the payment create (`payments.service.create_payment_intent_answered`). They ask for
   `uow.session` only on a branch that needs the ORM or the transaction; the session made there is
   this unit of work's, so what it does commits here, with the rest, in one transaction.
 

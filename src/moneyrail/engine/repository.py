@@ -10,7 +10,7 @@ from typing import Any
 from sqlalchemy import and_, select, text
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from moneyrail.db.raw import driver_connection, from_row
+from moneyrail.db.raw import Write, driver_connection, from_row
 from moneyrail.kit.tenant import Tenant
 from moneyrail.models import Operation, OperationAttempt
 
@@ -63,6 +63,38 @@ async def insert_operations(
         shared.max_attempts,
         shared.batch_size,
     )
+
+
+# The same as a CTE of another statement (a route whose effect, event and deliveries are one statement):
+# one operation per row of the caller's CTE `source` (its columns id, resource, payload as jsonb).
+def operations_from(source: str, tenant: Tenant, shared: NewOperations, first_parameter: int) -> Write:
+    """The INSERT of `source`'s operations, `RETURNING id, created_at` (the columns not given take their
+    defaults, as `create_operation`'s flush leaves them)."""
+    n = first_parameter
+    # only a CTE's name and parameter numbers are formatted in
+    sql = (
+        "INSERT INTO operations (id, installation_id, livemode, type, resource, payload, actor_name, "  # noqa: S608
+        "queue_name, max_attempts, batch_size) "
+        f"SELECT id, ${n}::text, ${n + 1}::boolean, ${n + 2}::text, resource, payload, ${n + 3}::text, "
+        f"${n + 4}::text, ${n + 5}::integer, ${n + 6}::integer FROM {source} RETURNING id, created_at"
+    )
+    parameters = (
+        tenant.installation_id,
+        tenant.livemode,
+        shared.operation_type,
+        shared.actor_name,
+        shared.queue_name,
+        shared.max_attempts,
+        shared.batch_size,
+    )
+    return Write(sql, parameters)
+
+
+def relay_wakeups(written: str) -> str:
+    """`notify_relay` for each operation of the caller's CTE `written` (its column id), as a scalar
+    subquery that answers how many: the statement's SELECT must name it, or PostgreSQL skips it."""
+    # a CTE's name only; pg_notify is volatile, so PostgreSQL calls it for every row it counts
+    return f"(SELECT count(*) FROM (SELECT pg_notify('{NOTIFY_CHANNEL}', id) FROM {written}) AS woken)"  # noqa: S608
 
 
 async def get_for_tenant(session: AsyncSession, tenant: Tenant, operation_id: str) -> Operation | None:

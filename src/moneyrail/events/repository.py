@@ -4,7 +4,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from functools import cache
-from typing import Any
+from typing import Any, NamedTuple
 
 import orjson
 from sqlalchemy import and_, select
@@ -12,6 +12,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from moneyrail.db.pagination import newest_first_page
 from moneyrail.db.raw import Write, WriteAt, driver_connection, engine_of, pending_update
+from moneyrail.engine.repository import NewOperations, operations_from, relay_wakeups
 from moneyrail.kit.pagination import Position
 from moneyrail.kit.tenant import Tenant
 from moneyrail.models import Event, Operation, WebhookDelivery, WebhookDeliveryAttempt, WebhookEndpoint
@@ -119,21 +120,73 @@ class NewEvent:
     created_at: datetime
 
 
-# An event and its listeners as CTEs of a statement whose CTE `effect` inserts the row the event
-# describes (with that row's `created_at` in its RETURNING): the same INSERT and endpoint question
-# `insert_event` asks, for a route whose effect, event and stored answer are one statement.
+# An event, its listeners and their deliveries as CTEs of a statement whose CTE `effect` inserts the row
+# the event describes (with that row's `created_at` in its RETURNING): the same INSERT, endpoint question
+# and deliveries `insert_event` and the service's `_schedule_delivery` write, for a route whose effect,
+# event, deliveries and stored answer are one statement.
 def listening_endpoints(tenant: Tenant, event_type: str, first_parameter: int) -> Write:
-    """The tenant's endpoints listening for `event_type` (a SELECT of their ids), as a CTE: a statement
-    that can schedule no delivery writes nothing where one listens, and its caller takes the
-    transactional path (`insert_event`, then a delivery per endpoint)."""
+    """The tenant's endpoints listening for `event_type` as a CTE: their ids and their `position`, 1 up
+    in the order of their ids (`insert_event`'s order, in which the transactional path schedules)."""
     n = first_parameter
     # only parameter numbers are formatted in
     sql = (
-        "SELECT id FROM webhook_endpoints WHERE installation_id = "  # noqa: S608
-        f"${n}::text AND livemode = ${n + 1}::boolean AND deleted_at IS NULL AND disabled_at IS NULL "
-        f"AND enabled_events && ARRAY[${n + 2}::text, '*']"
+        "SELECT id, row_number() OVER (ORDER BY id) AS position FROM webhook_endpoints "  # noqa: S608
+        f"WHERE installation_id = ${n}::text AND livemode = ${n + 1}::boolean AND deleted_at IS NULL "
+        f"AND disabled_at IS NULL AND enabled_events && ARRAY[${n + 2}::text, '*']"
     )
     return Write(sql, (tenant.installation_id, tenant.livemode, event_type))
+
+
+@dataclass(frozen=True, slots=True)
+class PlannedDeliveries:
+    """What a statement needs to schedule the deliveries of its event itself: an operation id made in
+    Python for each endpoint that may listen (the `position`-th for the `position`-th endpoint), and the
+    columns every delivery's operation shares (events/service.py, `planned_deliveries`)."""
+
+    operation_ids: tuple[str, ...]
+    operations: NewOperations
+
+
+class DeliveriesOfEffect(NamedTuple):
+    ctes: str  # `planned_deliveries`, `scheduled` (the operations), `delivered`: after `listening`, `effect`
+    fit: str  # a condition for `effect`: no more endpoints listen than operation ids were made
+    wakeups: str  # a scalar for the statement's SELECT: the relay woken for each operation; how many
+    parameters: tuple[Any, ...]
+
+    def without_parameters(self) -> DeliveriesOfEffect:
+        """The text alone: a key for remembering the statement composed from it."""
+        return self._replace(parameters=())
+
+
+def deliveries_of_effect(
+    tenant: Tenant, event: NewEvent, planned: PlannedDeliveries, first_parameter: int
+) -> DeliveriesOfEffect:
+    """One delivery of `event` per `listening` endpoint, written only where `effect` inserted its row:
+    the operation (engine/repository.py, `operations_from`), the `webhook_deliveries` row (its id the
+    operation's, its `created_at` the operation's) and the relay's wake-up, as `_schedule_delivery`
+    writes them. `effect` must write nothing unless `fit` holds, or an endpoint would go unserved."""
+    n = first_parameter
+    operations = operations_from("planned_deliveries", tenant, planned.operations, n + 3)
+    # only parameter numbers and the engine's statement (its names and numbers) are formatted in;
+    # the delivery's tenant is the operation's ($n+3, $n+4: `operations_from`'s first two)
+    ctes = (
+        f"planned_deliveries AS (SELECT (${n}::text[])[listening.position] AS id, "  # noqa: S608
+        f"listening.id AS endpoint_id, ${n + 1}::text AS resource, "
+        f"jsonb_build_object('event', ${n + 1}::text, 'endpoint', listening.id) AS payload "
+        "FROM listening CROSS JOIN effect), "
+        f"scheduled AS ({operations.sql}), "
+        "delivered AS (INSERT INTO webhook_deliveries (id, installation_id, livemode, endpoint_id, event_id, "
+        f"event_type, created_at) SELECT scheduled.id, ${n + 3}::text, ${n + 4}::boolean, "
+        f"planned_deliveries.endpoint_id, ${n + 1}::text, ${n + 2}::text, scheduled.created_at "
+        "FROM scheduled JOIN planned_deliveries ON planned_deliveries.id = scheduled.id)"
+    )
+    fit = f"NOT EXISTS (SELECT FROM listening WHERE listening.position > cardinality(${n}::text[]))"
+    return DeliveriesOfEffect(
+        ctes,
+        fit,
+        relay_wakeups("scheduled"),
+        (list(planned.operation_ids), event.id, event.type, *operations.parameters),
+    )
 
 
 def event_of_effect(tenant: Tenant, event: NewEvent, first_parameter: int) -> Write:

@@ -21,7 +21,8 @@ from standardwebhooks import Webhook
 from moneyrail.config import API_VERSIONS, get_settings
 from moneyrail.db.raw import WriteAt
 from moneyrail.engine.outcomes import PermanentFailure, TransientFailure
-from moneyrail.engine.policy import RetryPolicy, register_policy
+from moneyrail.engine.policy import RetryPolicy, policy_for, register_policy
+from moneyrail.engine.repository import NewOperations
 from moneyrail.engine.schemas import render_operation
 from moneyrail.engine.service import create_operation, register_outcome_listener
 from moneyrail.errors import Conflict, ParameterInvalid, ResourceMissing
@@ -338,6 +339,23 @@ async def _schedule_delivery(
     )
     session.add(delivery)
     return delivery
+
+
+def planned_deliveries(endpoints: int) -> repository.PlannedDeliveries:
+    """What `_schedule_delivery` writes for each of up to `endpoints` listening endpoints, for a statement
+    that schedules its event's deliveries itself (repository.deliveries_of_effect): fresh operation ids
+    and the delivery type's columns from its policy, as `create_operation` takes them."""
+    policy = policy_for(DELIVERY_TYPE)
+    return repository.PlannedDeliveries(
+        tuple(new_id("op") for _ in range(endpoints)),
+        NewOperations(
+            operation_type=DELIVERY_TYPE,
+            actor_name=DELIVERY_ACTOR,
+            queue_name=policy.queue_name,
+            max_attempts=policy.max_attempts,
+            batch_size=policy.batch_size,
+        ),
+    )
 
 
 async def resend_delivery(

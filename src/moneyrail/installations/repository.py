@@ -9,7 +9,7 @@ from datetime import datetime
 from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from moneyrail.db.raw import driver_connection, lone_statement_connection
+from moneyrail.db.raw import lone_statement_connection
 from moneyrail.db.uow import UnitOfWork
 from moneyrail.models import ApiKey, EnvironmentSettings, Installation
 
@@ -69,16 +69,35 @@ async def get_settings(session: AsyncSession, installation_id: str, livemode: bo
     return settings
 
 
-async def get_publishable_key(session: AsyncSession, installation_id: str, livemode: bool) -> str | None:
-    """The environment's newest active publishable key; every payment answer shows it (db/raw.py)."""
-    connection = await driver_connection(session)
-    key: str | None = await connection.fetchval(
-        "SELECT id FROM publishable_keys WHERE installation_id = $1 AND livemode = $2 AND revoked_at IS NULL "
-        "ORDER BY created_at DESC LIMIT 1",
-        installation_id,
-        livemode,
-    )
+async def get_publishable_key(
+    work: AsyncSession | UnitOfWork, installation_id: str, livemode: bool
+) -> str | None:
+    """The environment's newest active publishable key; every payment answer shows it. A lone statement
+    on the driver (db/raw.py): given the unit of work, it makes no session."""
+    async with lone_statement_connection(work) as connection:
+        key: str | None = await connection.fetchval(
+            "SELECT id FROM publishable_keys WHERE installation_id = $1 AND livemode = $2 "
+            "AND revoked_at IS NULL ORDER BY created_at DESC LIMIT 1",
+            installation_id,
+            livemode,
+        )
     return key
+
+
+async def get_commission_terms(
+    work: AsyncSession | UnitOfWork, installation_id: str, livemode: bool
+) -> tuple[int, int]:
+    """The environment's commission (basis points, fixed amount): a lone statement, as the key lookups."""
+    async with lone_statement_connection(work) as connection:
+        row = await connection.fetchrow(
+            "SELECT commission_basis_points, commission_fixed_amount FROM environment_settings "
+            "WHERE installation_id = $1 AND livemode = $2",
+            installation_id,
+            livemode,
+        )
+    if row is None:  # every installation is created with both rows
+        raise LookupError(f"no settings for {installation_id} livemode={livemode}")
+    return int(row[0]), int(row[1])
 
 
 async def list_keys(session: AsyncSession, installation_id: str) -> Sequence[ApiKey]:

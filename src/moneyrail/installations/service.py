@@ -237,24 +237,28 @@ class AccountView:
     publishable_key: str | None
 
 
-async def publishable_key(session: AsyncSession, tenant: Tenant) -> str | None:
+async def publishable_key(work: AsyncSession | UnitOfWork, tenant: Tenant) -> str | None:
     """The environment's active publishable key, for client-side confirmation; every payment answer and
-    event shows it. Remembered for `key_cache_seconds` across requests, as the keys themselves are."""
+    event shows it. Remembered for `key_cache_seconds` across requests, as the keys themselves are;
+    given the unit of work, it makes no session (a lone statement on a miss)."""
     key = _environment_publishable_keys.get(tenant)
     if key is None:
-        key = await repository.get_publishable_key(session, tenant.installation_id, tenant.livemode)
+        key = await repository.get_publishable_key(work, tenant.installation_id, tenant.livemode)
         if key is not None:
             _environment_publishable_keys.put(tenant, key)
     return key
 
 
-async def commission_terms(session: AsyncSession, tenant: Tenant) -> CommissionTerms:
+async def commission_terms(work: AsyncSession | UnitOfWork, tenant: Tenant) -> CommissionTerms:
     """For a tenant that already authenticated (so its installation exists): one lookup, no check,
-    remembered for `key_cache_seconds`."""
+    remembered for `key_cache_seconds`; given the unit of work, it makes no session (a lone statement
+    on a miss, of committed state or of the transaction the unit of work has begun)."""
     terms = _commission_terms.get(tenant)
     if terms is None:
-        settings = await repository.get_settings(session, tenant.installation_id, tenant.livemode)
-        terms = CommissionTerms(settings.commission_basis_points, settings.commission_fixed_amount)
+        basis_points, fixed_amount = await repository.get_commission_terms(
+            work, tenant.installation_id, tenant.livemode
+        )
+        terms = CommissionTerms(basis_points, fixed_amount)
         _commission_terms.put(tenant, terms)
     return terms
 

@@ -6,7 +6,7 @@ from fastapi import APIRouter, Depends, Query, Request, Response
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from moneyrail.api.context import Principal, request_session, request_uow
-from moneyrail.api.idempotency import AnswerWithEffect, awaiting_created, pending_claim
+from moneyrail.api.idempotency import AnswerWithEffect, awaiting_created, pending_claim, with_created
 from moneyrail.api.openapi import CHARGES_CARD
 from moneyrail.api.pagination import ListEnvelope, PageRequest, list_envelope, page_request
 from moneyrail.api.routing import MoneyrailRoute, client_side, scoped
@@ -62,6 +62,9 @@ def _answered(answer: AnswerWithEffect) -> Response:
     return Response(answer.body, media_type="application/json")
 
 
+_JSON = "application/json"
+
+
 def _json(answer: PaymentIntentOut) -> bytes:
     return answer.__pydantic_serializer__.to_json(answer)
 
@@ -78,27 +81,27 @@ async def create_payment_intent(
     checkout page. The answer carries the `client_secret`, shown once.
     """
     uow = request_uow(request)
-    publishable_key = await installations.publishable_key(uow.session, principal.tenant)
 
-    def answer_awaiting_created(created: service.CreatedPayment) -> bytes:
-        """The answer sealed into the key's record before the database stamps the payment's `created`
-        (a plain payment: no distribution to show)."""
-        shown = render_payment_intent(
-            created.payment, publishable_key=publishable_key, client_secret=created.client_secret
-        )
+    def answer_awaiting_created(shown: PaymentIntentOut) -> bytes:
+        """The answer, serialized once before the database stamps the payment's `created` (a plain
+        payment: no distribution to show): sealed into the key's record and, filled in, sent."""
         return awaiting_created(_json(shown.model_copy(update={"created": 0})))
 
     created = await service.create_payment_intent_answered(
         uow, principal.tenant, body, pending_claim(request), answer_awaiting_created
     )
+    payment = created.payment
+    if created.answer_awaiting_created is not None:  # the one statement wrote it: the same bytes as stored
+        return Response(with_created(created.answer_awaiting_created, payment.created_at), media_type=_JSON)
+    session = uow.session  # the transactional path made it
     shown = render_payment_intent(
-        created.payment,
-        publishable_key=publishable_key,
+        payment,
+        publishable_key=await installations.publishable_key(session, principal.tenant),
         client_secret=created.client_secret,
-        distribution=(await distributions.describe(uow.session, [created.payment])).get(created.payment.id),
+        distribution=(await distributions.describe(session, [payment])).get(payment.id),
     )
     # serialized once, here: the same bytes as the stored answer (response_model stays for the docs)
-    return Response(_json(shown), media_type="application/json")
+    return Response(_json(shown), media_type=_JSON)
 
 
 @router.get("/payment-intents", response_model=ListEnvelope[PaymentIntentOut])

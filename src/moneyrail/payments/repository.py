@@ -95,15 +95,17 @@ def _new_payment_values(payment: Mapping[str, Any]) -> tuple[Any, ...]:
     )
 
 
-# The payment's INSERT (`effect`), its event and, with a key, the key's claim ahead of them and its stored
-# answer after: one statement that commits by itself. Nothing is written where an endpoint listens for
-# the event (its deliveries are operations the transactional path schedules) or where the claim does not
-# grant the key; a record under the key the claim did not see fails the whole statement.
+# The payment's INSERT (`effect`), its event, a delivery for each endpoint listening for it and, with a
+# key, the key's claim ahead of them and its stored answer after: one statement that commits by itself.
+# Nothing is written where more endpoints listen than the statement has operation ids for (the
+# transactional path schedules theirs) or where the claim does not grant the key; a record under the key
+# the claim did not see fails the whole statement.
 _KEYLESS_CREATE = """
     WITH listening AS MATERIALIZED (LISTENING),
-    effect AS (INSERT_WHERE_NONE_LISTENS),
-    announced AS (EVENT)
-    SELECT effect.created_at, EXISTS (SELECT FROM listening) AS listened
+    effect AS (INSERT_WHERE_SERVED),
+    announced AS (EVENT),
+    DELIVERIES
+    SELECT effect.created_at, (SELECT count(*) FROM listening) AS listening, WAKEUPS AS scheduled
     FROM (SELECT 1) AS one LEFT JOIN effect ON true
 """
 _KEYED_CREATE = """
@@ -111,8 +113,10 @@ _KEYED_CREATE = """
     listening AS MATERIALIZED (LISTENING),
     effect AS (INSERT_WHERE_CLAIMED),
     announced AS (EVENT),
+    DELIVERIES,
     stored AS (ANSWER)
-    SELECT claim.*, effect.created_at, stored.answered, EXISTS (SELECT FROM listening) AS listened
+    SELECT claim.*, effect.created_at, stored.answered, (SELECT count(*) FROM listening) AS listening,
+        WAKEUPS AS scheduled
     FROM claim LEFT JOIN effect ON true LEFT JOIN stored ON true
 """
 _CLAIM_PARAMETERS = 5  # the claim's $1 to $5 (api/idempotency.py)
@@ -122,32 +126,37 @@ _ANSWER_STATUS = 200  # the create route's status
 
 
 @cache
-def _keyless_create(listening_sql: str, event_sql: str) -> str:
-    where = "WHERE NOT EXISTS (SELECT FROM listening)"
+def _keyless_create(listening_sql: str, event_sql: str, deliveries: events.DeliveriesOfEffect) -> str:
+    # `deliveries` without its parameters (the statement's text is remembered by its fragments' text)
+    where = f"WHERE {deliveries.fit}"
     return (
         _KEYLESS_CREATE.replace("LISTENING", listening_sql, 1)
-        .replace("INSERT_WHERE_NONE_LISTENS", _new_payment_insert(4, where), 1)
+        .replace("INSERT_WHERE_SERVED", _new_payment_insert(4, where), 1)
         .replace("EVENT", event_sql, 1)
+        .replace("DELIVERIES", deliveries.ctes, 1)
+        .replace("WAKEUPS", deliveries.wakeups, 1)
     )
 
 
 @cache
-def _keyed_create(claim_sql: str, listening_sql: str, event_sql: str, answer_sql: str) -> str:
-    where = (
-        "FROM claim WHERE claim.locked AND claim.fingerprint IS NULL AND NOT EXISTS (SELECT FROM listening)"
-    )
+def _keyed_create(
+    claim_sql: str, listening_sql: str, event_sql: str, deliveries: events.DeliveriesOfEffect, answer_sql: str
+) -> str:
+    where = f"FROM claim WHERE claim.locked AND claim.fingerprint IS NULL AND {deliveries.fit}"
     return (
         _KEYED_CREATE.replace("CLAIM", claim_sql, 1)
         .replace("LISTENING", listening_sql, 1)
         .replace("INSERT_WHERE_CLAIMED", _new_payment_insert(_CLAIM_PARAMETERS + 4, where), 1)
         .replace("EVENT", event_sql, 1)
+        .replace("DELIVERIES", deliveries.ctes, 1)
         .replace("ANSWER", answer_sql, 1)
+        .replace("WAKEUPS", deliveries.wakeups, 1)
     )
 
 
 class CreatedAtOnce(NamedTuple):
     created_at: datetime | None  # None: nothing kept, the transactional path answers
-    listened: bool  # an endpoint listens for the event (so the statement wrote nothing)
+    listening: int  # endpoints listening for the event, each given a delivery where the payment was kept
 
 
 async def insert_created(
@@ -155,39 +164,51 @@ async def insert_created(
     tenant: Tenant,
     payment: Mapping[str, Any],
     event: events.NewEvent,
+    deliveries: events.PlannedDeliveries,
     claim: StatementClaim | None,
     answer: bytes | None,
 ) -> CreatedAtOnce:
-    """Insert a new payment (`payment`: its `NEW_PAYMENT_ATTRIBUTES`) with its event and, with a key,
-    the key's claim and stored answer, in one statement that commits by itself (no BEGIN, no COMMIT).
+    """Insert a new payment (`payment`: its `NEW_PAYMENT_ATTRIBUTES`) with its event, a delivery of it to
+    each listening endpoint and, with a key, the key's claim and stored answer, in one statement that
+    commits by itself (no BEGIN, no COMMIT).
 
     `event`'s object is rendered before the database stamps the payment's `created`; `answer` likewise
     (api/idempotency.py, `awaiting_created`). The claim's replay or refusal is raised as usual. Answers
     the payment's stamped `created_at`, or None for it when this statement could not settle the request
-    alone, with nothing of it kept: an endpoint listens for the event (`listened`), a record under the
-    key stopped the stored answer (a stale one to replace, or a first answer committed after this
-    statement's snapshot), or the unit of work has begun a transaction already (a failed statement
-    would spoil it). The caller then takes the transactional path, which claims the key again.
+    alone, with nothing of it kept: more endpoints listen than `deliveries` has operation ids for, a
+    record under the key stopped the stored answer (a stale one to replace, or a first answer committed
+    after this statement's snapshot), or the unit of work has begun a transaction already (a failed
+    statement would spoil it). The caller then takes the transactional path, which claims the key again.
     """
     if transaction_open(uow):
-        return CreatedAtOnce(None, listened=False)
+        return CreatedAtOnce(None, listening=0)
     offset = 0 if claim is None else _CLAIM_PARAMETERS
     listening = events.listening_endpoints(tenant, event.type, offset + 1)
     values = _new_payment_values(payment)
     event_write = events.event_of_effect(tenant, event, offset + 4 + len(values))
     after_event = offset + 4 + len(values) + len(event_write.parameters)
+    delivery_writes = events.deliveries_of_effect(tenant, event, deliveries, after_event)
+    after_deliveries = after_event + len(delivery_writes.parameters)
     if claim is None:
-        sql = _keyless_create(listening.sql, event_write.sql)
-        parameters: tuple[Any, ...] = (*listening.parameters, *values, *event_write.parameters)
+        sql = _keyless_create(listening.sql, event_write.sql, delivery_writes.without_parameters())
+        parameters: tuple[Any, ...] = (
+            *listening.parameters,
+            *values,
+            *event_write.parameters,
+            *delivery_writes.parameters,
+        )
     else:
         assert answer is not None  # a keyed create stores its answer
-        write = claim.answer_write(_ANSWER_STATUS, answer, after_event)
-        sql = _keyed_create(claim.sql, listening.sql, event_write.sql, write.sql)
+        write = claim.answer_write(_ANSWER_STATUS, answer, after_deliveries)
+        sql = _keyed_create(
+            claim.sql, listening.sql, event_write.sql, delivery_writes.without_parameters(), write.sql
+        )
         parameters = (
             *claim.parameters,
             *listening.parameters,
             *values,
             *event_write.parameters,
+            *delivery_writes.parameters,
             *write.parameters,
         )
     try:
@@ -196,12 +217,12 @@ async def insert_created(
     except asyncpg.UniqueViolationError as error:
         if claim is None or error.constraint_name != _ANSWER_KEY:
             raise
-        return CreatedAtOnce(None, listened=False)
+        return CreatedAtOnce(None, listening=0)
     if claim is not None:
         claim.settle(row)
         if not row["answered"]:
-            return CreatedAtOnce(None, listened=row["listened"])
-    return CreatedAtOnce(row["created_at"], listened=row["listened"])
+            return CreatedAtOnce(None, listening=row["listening"])
+    return CreatedAtOnce(row["created_at"], listening=row["listening"])
 
 
 async def claim_in_transaction(session: AsyncSession, claim: StatementClaim) -> None:

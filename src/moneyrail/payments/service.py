@@ -33,7 +33,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 import structlog
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from moneyrail.config import API_VERSIONS, get_settings
+from moneyrail.config import API_VERSIONS
 from moneyrail.customers import service as customers
 from moneyrail.db.raw import AnsweringClaim, StatementClaim, WriteAt, from_row, transaction_open
 from moneyrail.db.uow import UnitOfWork
@@ -53,7 +53,7 @@ from moneyrail.errors import (
     ResourceMissing,
 )
 from moneyrail.events.repository import NewEvent
-from moneyrail.events.service import record_event, record_events
+from moneyrail.events.service import planned_deliveries, record_event, record_events
 from moneyrail.installations import service as installations
 from moneyrail.installations.service import hash_secret
 from moneyrail.kit import crypto
@@ -61,7 +61,6 @@ from moneyrail.kit.clock import utcnow
 from moneyrail.kit.ids import new_id, random_base62
 from moneyrail.kit.pagination import Position
 from moneyrail.kit.tenant import Tenant
-from moneyrail.kit.ttl_cache import TtlCache
 from moneyrail.merchants import service as merchants
 from moneyrail.models import PaymentIntent, PaymentMethod
 from moneyrail.payment_methods import service as methods
@@ -296,8 +295,8 @@ class CommissionPolicy:
         return fees.commission_reserve(amount, self.basis_points, self.fixed_amount) if self.is_set else None
 
 
-async def commission_policy(session: AsyncSession, tenant: Tenant) -> CommissionPolicy:
-    terms = await installations.commission_terms(session, tenant)
+async def commission_policy(work: AsyncSession | UnitOfWork, tenant: Tenant) -> CommissionPolicy:
+    terms = await installations.commission_terms(work, tenant)
     return CommissionPolicy(terms.basis_points, terms.fixed_amount)
 
 
@@ -312,6 +311,9 @@ def check_amount_covers(amount: int, reserve: int | None, param: str) -> None:
 class CreatedPayment:
     payment: PaymentIntent
     client_secret: str
+    # the route's answer (`create_payment_intent_answered`'s `answer`) rendered once with `created` still
+    # to come, where the one statement wrote the payment; None on the transactional path
+    answer_awaiting_created: bytes | None = None
 
 
 async def create_payment_intent(
@@ -385,13 +387,9 @@ async def create_payment_intent(
     return CreatedPayment(payment, client_secret)
 
 
-# Environments where an endpoint listened for `payment_intent.created` at their last one-statement create:
-# that statement then writes nothing (a delivery is an operation only the transactional path schedules),
-# so for `key_cache_seconds` their creates go to the transactional path at once instead of paying the
-# attempt's round trip each time. Only a shortcut: both paths ask for the listening endpoints themselves,
-# so an endpoint added anywhere is served at once, and one removed brings the one statement back within
-# that lifetime.
-_listening_for_created: TtlCache[Tenant, bool] = TtlCache(lambda: get_settings().key_cache_seconds)
+# Operation ids the one-statement create makes for the deliveries of its event: an environment with more
+# endpoints listening for `payment_intent.created` takes the transactional path (most have one or two).
+DELIVERIES_IN_ONE_STATEMENT = 4
 
 
 def _is_plain(command: PaymentIntentCreate) -> bool:
@@ -427,15 +425,17 @@ async def create_payment_intent_answered(
     uow: UnitOfWork,
     tenant: Tenant,
     command: PaymentIntentCreate,
-    claim: StatementClaim | None = None,
-    answer: Callable[[CreatedPayment], bytes] | None = None,
+    claim: StatementClaim | None,
+    answer: Callable[[PaymentIntentOut], bytes],
 ) -> CreatedPayment:
     """`create_payment_intent` for the create route: a plain payment (`_is_plain`) in one statement that
-    commits by itself, with its event and, given a claim, the Idempotency-Key's claim and stored answer.
+    commits by itself, with its event, a delivery to each endpoint listening for it and, given a claim,
+    the Idempotency-Key's claim and stored answer.
 
     `claim`: the request's key, not claimed yet (`scoped(..., claim_in_statement=True)`); its replay or
-    refusal is raised. `answer`: the route's answer for a new payment with its `created` still to come
-    (api/idempotency.py, `awaiting_created`), required with a claim. Anything else, and whatever the one
+    refusal is raised. `answer`: the route's answer bytes, given the payment rendered once with its
+    client secret, with its `created` still to come (api/idempotency.py, `awaiting_created`); kept as
+    `answer_awaiting_created` where the one statement wrote the payment. Anything else, and whatever the one
     statement could not settle alone (it then kept nothing), takes the transactional path, which claims
     the key first as the gate would: a refusal there (an amount below its commission, an unknown
     customer) is stored under the key as before.
@@ -454,16 +454,16 @@ async def _create_in_one_statement(
     tenant: Tenant,
     command: PaymentIntentCreate,
     claim: StatementClaim | None,
-    answer: Callable[[CreatedPayment], bytes] | None,
+    answer: Callable[[PaymentIntentOut], bytes],
 ) -> CreatedPayment | None:
-    if not _is_plain(command) or transaction_open(uow) or _listening_for_created.get(tenant):
+    if not _is_plain(command) or transaction_open(uow):
         return None
-    session = uow.session  # the remembered lookups below use it only on a miss
-    policy = await commission_policy(session, tenant)
-    publishable_key = await installations.publishable_key(session, tenant)
+    # remembered lookups: on a miss a lone statement, no session
+    policy = await commission_policy(uow, tenant)
+    publishable_key = await installations.publishable_key(uow, tenant)
     reserve = policy.reserve(command.amount)
-    if transaction_open(uow) or (reserve is not None and command.amount <= reserve):
-        return None  # a lookup began a transaction, or a refusal to store under the key: transactional
+    if reserve is not None and command.amount <= reserve:
+        return None  # a refusal to store under the key: the transactional path
 
     payment_id = new_id("pi")
     client_secret = f"{payment_id}_secret_{random_base62(24)}"
@@ -502,30 +502,31 @@ async def _create_in_one_statement(
         "updated_at": now,
     }
     payment = from_row(PaymentIntent, {**_unset_at_creation(), **row})  # for rendering: never flushed
-    created = CreatedPayment(payment, client_secret)
-    # what `announce` records; its object's `created` is set by the statement from the stamped row
-    shown = render_payment_intent(payment, publishable_key=publishable_key, with_authentication_link=False)
+    # rendered once: the answer, and the object `announce` records (no client secret; a new payment has
+    # no authentication link to leave out); the statement sets the event object's `created`
+    shown = render_payment_intent(payment, publishable_key=publishable_key, client_secret=client_secret)
+    template = answer(shown)
+    announced = shown.model_dump(mode="json")
+    announced["client_secret"] = None
     event = NewEvent(
-        new_id("evt"),
-        "payment_intent.created",
-        API_VERSIONS["payments"][0],
-        {"object": shown.model_dump(mode="json")},
-        utcnow(),
+        new_id("evt"), "payment_intent.created", API_VERSIONS["payments"][0], {"object": announced}, utcnow()
     )
-    template = None
-    if claim is not None:
-        assert answer is not None  # a keyed create stores its answer with the payment
-        template = answer(created)
-    at_once = await repository.insert_created(uow, tenant, row, event, claim, template)
-    if at_once.listened:
-        _listening_for_created.put(tenant, True)
+    at_once = await repository.insert_created(
+        uow,
+        tenant,
+        row,
+        event,
+        planned_deliveries(DELIVERIES_IN_ONE_STATEMENT),
+        claim,
+        template if claim is not None else None,
+    )
     if at_once.created_at is None:
         return None
     payment.created_at = at_once.created_at
     logger.info(
         "payment_intent_created", payment_intent=payment.id, amount=payment.amount, currency=payment.currency
     )
-    return created
+    return CreatedPayment(payment, client_secret, answer_awaiting_created=template)
 
 
 @dataclass(frozen=True)
