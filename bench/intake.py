@@ -356,14 +356,17 @@ def history_table() -> list[str]:
         "| run | CPUs | moneyrail req/s | bare req/s | localstripe req/s | ÷ bare | ÷ localstripe | valid |",
         "|---|---:|---:|---:|---:|---:|---:|---|",
     ]
+
+    def ratio(run: dict[str, Any], pair: str) -> str:  # a partial run (`--targets`) lacks some pairs
+        return f"{run['ratios'][pair]['requests_per_s']:.3f}" if pair in run["ratios"] else "—"
+
     for path in sorted(RESULTS_DIR.glob("intake-*.json"), reverse=True):
         run = json.loads(path.read_text())
         rps = {name: result["requests_per_s"] for name, result in run["results"].items()}
         lines.append(
             f"| [{run['started_at']}]({path.name}) | {run['machine']['cpu_count']}"
             f" | {rps.get('moneyrail', 0):.1f} | {rps.get('bare', 0):.1f} | {rps.get('localstripe', 0):.1f}"
-            f" | {run['ratios']['moneyrail/bare']['requests_per_s']:.3f}"
-            f" | {run['ratios']['moneyrail/localstripe']['requests_per_s']:.3f}"
+            f" | {ratio(run, 'moneyrail/bare')} | {ratio(run, 'moneyrail/localstripe')}"
             f" | {'yes' if not run['problems'] else 'no'} |"
         )
     return [*lines, ""]
