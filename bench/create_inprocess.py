@@ -16,78 +16,33 @@ their request paths on a shared machine.
 from __future__ import annotations
 
 import argparse
-import asyncio
-import os
 import sys
 import time
+from functools import partial
 from typing import Any
 
 import harness
-from intake_inprocess import cpu_seconds
 
 BODY = b'{"amount": 2000, "currency": "eur", "capture_method": "manual"}'
-
-
-async def post_payment(app: Any, secret: str, number: int, run: str | None) -> int:
-    return await post(app, secret, "/v1/payment-intents", BODY, None if run is None else f"{run}-{number}")
-
-
-async def post(app: Any, secret: str, path: str, body: bytes, idempotency_key: str | None) -> int:
-    headers = [
-        (b"host", b"bench"),
-        (b"authorization", f"Bearer {secret}".encode()),
-        (b"content-type", b"application/json"),
-        (b"content-length", str(len(body)).encode()),
-    ]
-    if idempotency_key is not None:
-        headers.append((b"idempotency-key", idempotency_key.encode()))
-    scope = {
-        "type": "http",
-        "asgi": {"version": "3.0"},
-        "http_version": "1.1",
-        "method": "POST",
-        "scheme": "http",
-        "path": path,
-        "raw_path": path.encode(),
-        "query_string": b"",
-        "root_path": "",
-        "headers": headers,
-        "client": ("127.0.0.1", 1),
-        "server": ("127.0.0.1", 80),
-    }
-    messages = [{"type": "http.request", "body": body, "more_body": False}]
-    status = 0
-
-    async def receive() -> dict[str, Any]:
-        return messages.pop() if messages else {"type": "http.disconnect"}
-
-    async def send(message: dict[str, Any]) -> None:
-        nonlocal status
-        if message["type"] == "http.response.start":
-            status = message["status"]
-
-    await app(scope, receive, send)
-    return status
 
 
 async def load(
     app: Any, secret: str, requests: int, in_flight: int, run: str | None
 ) -> tuple[float, float, int]:
-    numbers = iter(range(requests))
     failures = 0
 
-    async def client() -> None:
+    async def one(number: int) -> None:
         nonlocal failures
-        for number in numbers:
-            if await post_payment(app, secret, number, run) != 200:
-                failures += 1
+        key = None if run is None else f"{run}-{number}"
+        status, _ = await harness.asgi_post(app, "/v1/payment-intents", BODY, secret, key)
+        if status != 200:
+            failures += 1
 
-    started, cpu_before = time.perf_counter(), cpu_seconds()
-    await asyncio.gather(*(client() for _ in range(in_flight)))
-    return time.perf_counter() - started, cpu_seconds() - cpu_before, failures
+    wall, cpu = await harness.each_in_flight(range(requests), in_flight, one)
+    return wall, cpu, failures
 
 
-async def bench(secret: str, args: argparse.Namespace) -> None:
+async def bench(args: argparse.Namespace, secret: str) -> None:
     from moneyrail.app import create_app  # after the environment points it at the bench database
 
     app = create_app()
@@ -96,7 +51,8 @@ async def bench(secret: str, args: argparse.Namespace) -> None:
             endpoint = (
                 f'{{"url": "http://127.0.0.1:9/hook-{number}", "enabled_events": ["payment_intent.created"]}}'
             )
-            assert await post(app, secret, "/v1/webhook-endpoints", endpoint.encode(), None) == 200
+            status, _ = await harness.asgi_post(app, "/v1/webhook-endpoints", endpoint.encode(), secret)
+            assert status == 200
         await load(app, secret, 300, args.in_flight, "warm")  # pools fill, caches warm
         for round_number in range(args.rounds):
             run = None if args.keyless else f"r{round_number}-{time.time_ns()}"
@@ -118,13 +74,7 @@ def main() -> int:
     parser.add_argument("--listening", type=int, default=0, help="webhook endpoints listening for the create")
     parser.add_argument("--database", default=harness.BENCH_DATABASE + "_create_inprocess")
     args = parser.parse_args()
-    with harness.run_context(args.database) as run:
-        os.environ.update(run.env)
-        import moneyrail
-
-        print(f"moneyrail from {os.path.dirname(moneyrail.__file__)}", flush=True)
-        asyncio.run(bench(run.secret, args))
-    return 0
+    return harness.run_in_process(args.database, partial(bench, args))
 
 
 if __name__ == "__main__":

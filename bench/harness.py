@@ -18,6 +18,7 @@ import json
 import os
 import platform
 import re
+import resource
 import secrets
 import shutil
 import signal
@@ -27,7 +28,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterator, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from importlib import metadata
@@ -631,3 +632,86 @@ def write_json(name: str, document: dict[str, Any]) -> Path:
 
 def run_token() -> str:
     return time.strftime("%H%M%S", time.gmtime()) + secrets.token_hex(2)
+
+
+# ---------------------------------------------------------------------------------------------- in-process
+# The *_inprocess.py benchmarks call moneyrail's ASGI app from this process (no uvicorn, no client
+# sockets) and read this process's CPU time: the app's request path plus this thin driver, the same for
+# any code under test, so two trees (PYTHONPATH=<other src>) alternated in the same minutes compare.
+
+
+def cpu_seconds() -> float:
+    """This process's CPU time, user + system, from the kernel."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+async def asgi_post(
+    app: Any, path: str, body: bytes, key: str, idempotency_key: str | None = None
+) -> tuple[int, bytes]:
+    """One `POST path` with a JSON body (empty: none) straight into the ASGI app: (status, answer body)."""
+    headers = [
+        (b"host", b"bench"),
+        (b"authorization", f"Bearer {key}".encode()),
+        (b"content-length", str(len(body)).encode()),
+    ]
+    if body:
+        headers.append((b"content-type", b"application/json"))
+    if idempotency_key is not None:
+        headers.append((b"idempotency-key", idempotency_key.encode()))
+    scope = {
+        "type": "http",
+        "asgi": {"version": "3.0"},
+        "http_version": "1.1",
+        "method": "POST",
+        "scheme": "http",
+        "path": path,
+        "raw_path": path.encode(),
+        "query_string": b"",
+        "root_path": "",
+        "headers": headers,
+        "client": ("127.0.0.1", 1),
+        "server": ("127.0.0.1", 80),
+    }
+    messages = [{"type": "http.request", "body": body, "more_body": False}]
+    status, answer = 0, bytearray()
+
+    async def receive() -> dict[str, Any]:
+        return messages.pop() if messages else {"type": "http.disconnect"}
+
+    async def send(message: dict[str, Any]) -> None:
+        nonlocal status
+        if message["type"] == "http.response.start":
+            status = message["status"]
+        elif message["type"] == "http.response.body":
+            answer.extend(message.get("body", b""))
+
+    await app(scope, receive, send)
+    return status, bytes(answer)
+
+
+async def each_in_flight(
+    items: Iterable[Any], in_flight: int, step: Callable[[Any], Awaitable[None]]
+) -> tuple[float, float]:
+    """Wall and CPU seconds for `step` over every item, `in_flight` at a time."""
+    pending = iter(items)
+
+    async def client() -> None:
+        for item in pending:
+            await step(item)
+
+    started, cpu_before = time.perf_counter(), cpu_seconds()
+    await asyncio.gather(*(client() for _ in range(in_flight)))
+    return time.perf_counter() - started, cpu_seconds() - cpu_before
+
+
+def run_in_process(database: str, bench: Callable[[str], Awaitable[None]]) -> int:
+    """A fresh bench database (`run_context`), then `bench(secret key)` with moneyrail's settings pointed
+    at it; says whose code runs (this tree's, or PYTHONPATH's)."""
+    with run_context(database) as run:
+        os.environ.update(run.env)
+        import moneyrail
+
+        print(f"moneyrail from {os.path.dirname(moneyrail.__file__)}", flush=True)
+        asyncio.run(bench(run.secret))
+    return 0

@@ -14,78 +14,37 @@ their request paths even on a shared machine, where wrk's throughput follows the
 from __future__ import annotations
 
 import argparse
-import asyncio
-import os
-import resource
 import sys
 import time
+from functools import partial
 from typing import Any
 
 import harness
 import orjson
 
 
-def cpu_seconds() -> float:
-    usage = resource.getrusage(resource.RUSAGE_SELF)
-    return usage.ru_utime + usage.ru_stime
-
-
 async def post_customer(app: Any, secret: str, number: int, run: str | None) -> int:
     body = orjson.dumps({"email": f"c{number}@example.com", "name": f"Bench {number}"})
-    scope = {
-        "type": "http",
-        "asgi": {"version": "3.0"},
-        "http_version": "1.1",
-        "method": "POST",
-        "scheme": "http",
-        "path": "/v1/customers",
-        "raw_path": b"/v1/customers",
-        "query_string": b"",
-        "root_path": "",
-        "headers": [
-            (b"host", b"bench"),
-            (b"authorization", f"Bearer {secret}".encode()),
-            (b"content-type", b"application/json"),
-            (b"content-length", str(len(body)).encode()),
-        ],
-        "client": ("127.0.0.1", 1),
-        "server": ("127.0.0.1", 80),
-    }
-    if run is not None:
-        scope["headers"].append((b"idempotency-key", f"{run}-{number}".encode()))
-    messages = [{"type": "http.request", "body": body, "more_body": False}]
-    status = 0
-
-    async def receive() -> dict[str, Any]:
-        return messages.pop() if messages else {"type": "http.disconnect"}
-
-    async def send(message: dict[str, Any]) -> None:
-        nonlocal status
-        if message["type"] == "http.response.start":
-            status = message["status"]
-
-    await app(scope, receive, send)
+    key = None if run is None else f"{run}-{number}"
+    status, _ = await harness.asgi_post(app, "/v1/customers", body, secret, key)
     return status
 
 
 async def load(
     app: Any, secret: str, requests: int, in_flight: int, run: str | None
 ) -> tuple[float, float, int]:
-    numbers = iter(range(requests))
     failures = 0
 
-    async def client() -> None:
+    async def one(number: int) -> None:
         nonlocal failures
-        for number in numbers:
-            if await post_customer(app, secret, number, run) != 200:
-                failures += 1
+        if await post_customer(app, secret, number, run) != 200:
+            failures += 1
 
-    started, cpu_before = time.perf_counter(), cpu_seconds()
-    await asyncio.gather(*(client() for _ in range(in_flight)))
-    return time.perf_counter() - started, cpu_seconds() - cpu_before, failures
+    wall, cpu = await harness.each_in_flight(range(requests), in_flight, one)
+    return wall, cpu, failures
 
 
-async def bench(secret: str, args: argparse.Namespace) -> None:
+async def bench(args: argparse.Namespace, secret: str) -> None:
     from moneyrail.app import create_app  # after the environment points it at the bench database
 
     app = create_app()
@@ -110,11 +69,7 @@ def main() -> int:
     parser.add_argument("--keyless", action="store_true", help="no Idempotency-Key (the keyless create)")
     parser.add_argument("--database", default=harness.BENCH_DATABASE + "_inprocess")
     args = parser.parse_args()
-    with harness.run_context(args.database) as run:
-        os.environ.update(run.env)
-        print(f"moneyrail from {os.environ.get('PYTHONPATH') or 'this tree'}", flush=True)
-        asyncio.run(bench(run.secret, args))
-    return 0
+    return harness.run_in_process(args.database, partial(bench, args))
 
 
 if __name__ == "__main__":

@@ -15,75 +15,23 @@ on a shared machine.
 from __future__ import annotations
 
 import argparse
-import asyncio
-import os
 import sys
 import time
-from collections.abc import Awaitable, Callable
+from functools import partial
 from typing import Any
 
 import harness
 import orjson
-from intake_inprocess import cpu_seconds
 
 CARD = {"number": "4242424242424242", "exp_month": 12, "exp_year": 2034, "cvc": "123"}
 
 
 async def post(app: Any, path: str, key: str, idempotency_key: str, body: dict[str, Any] | None) -> Any:
     raw = orjson.dumps(body) if body is not None else b""
-    headers = [
-        (b"host", b"bench"),
-        (b"authorization", f"Bearer {key}".encode()),
-        (b"idempotency-key", idempotency_key.encode()),
-        (b"content-length", str(len(raw)).encode()),
-    ]
-    if body is not None:
-        headers.append((b"content-type", b"application/json"))
-    scope = {
-        "type": "http",
-        "asgi": {"version": "3.0"},
-        "http_version": "1.1",
-        "method": "POST",
-        "scheme": "http",
-        "path": path,
-        "raw_path": path.encode(),
-        "query_string": b"",
-        "root_path": "",
-        "headers": headers,
-        "client": ("127.0.0.1", 1),
-        "server": ("127.0.0.1", 80),
-    }
-    messages = [{"type": "http.request", "body": raw, "more_body": False}]
-    answer: dict[str, Any] = {"status": 0, "body": b""}
-
-    async def receive() -> dict[str, Any]:
-        return messages.pop() if messages else {"type": "http.disconnect"}
-
-    async def send(message: dict[str, Any]) -> None:
-        if message["type"] == "http.response.start":
-            answer["status"] = message["status"]
-        elif message["type"] == "http.response.body":
-            answer["body"] += message.get("body", b"")
-
-    await app(scope, receive, send)
-    if answer["status"] != 200:
-        raise harness.BenchError(f"POST {path} answered {answer['status']}: {answer['body'][:300]!r}")
-    return orjson.loads(answer["body"])
-
-
-async def each(
-    items: list[Any], in_flight: int, step: Callable[[Any], Awaitable[None]]
-) -> tuple[float, float]:
-    """Wall and CPU seconds for `step` over every item, `in_flight` at a time."""
-    pending = iter(items)
-
-    async def client() -> None:
-        for item in pending:
-            await step(item)
-
-    started, cpu_before = time.perf_counter(), cpu_seconds()
-    await asyncio.gather(*(client() for _ in range(in_flight)))
-    return time.perf_counter() - started, cpu_seconds() - cpu_before
+    status, answer = await harness.asgi_post(app, path, raw, key, idempotency_key)
+    if status != 200:
+        raise harness.BenchError(f"POST {path} answered {status}: {answer[:300]!r}")
+    return orjson.loads(answer)
 
 
 async def round_of(app: Any, secret: str, payments: int, in_flight: int, run: str) -> dict[str, float]:
@@ -93,7 +41,7 @@ async def round_of(app: Any, secret: str, payments: int, in_flight: int, run: st
         body = {"amount": 2000, "currency": "eur", "capture_method": "manual"}
         created.append(await post(app, "/v1/payment-intents", secret, f"{run}-create-{number}", body))
 
-    await each(list(range(payments)), in_flight, create)
+    await harness.each_in_flight(list(range(payments)), in_flight, create)
 
     async def confirm(payment: dict[str, Any]) -> None:
         body = {"client_secret": payment["client_secret"], "card": CARD}
@@ -104,12 +52,12 @@ async def round_of(app: Any, secret: str, payments: int, in_flight: int, run: st
         path = f"/v1/payment-intents/{payment['id']}/capture"
         await post(app, path, secret, f"{run}-capture-{payment['id']}", None)
 
-    _, confirm_cpu = await each(created, in_flight, confirm)
-    _, capture_cpu = await each(created, in_flight, capture)
+    _, confirm_cpu = await harness.each_in_flight(created, in_flight, confirm)
+    _, capture_cpu = await harness.each_in_flight(created, in_flight, capture)
     return {"confirm": 1e6 * confirm_cpu / payments, "capture": 1e6 * capture_cpu / payments}
 
 
-async def bench(secret: str, args: argparse.Namespace) -> None:
+async def bench(args: argparse.Namespace, secret: str) -> None:
     from moneyrail.app import create_app  # after the environment points it at the bench database
 
     app = create_app()
@@ -133,11 +81,7 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--database", default=harness.BENCH_DATABASE + "_steps_inprocess")
     args = parser.parse_args()
-    with harness.run_context(args.database) as run:
-        os.environ.update(run.env)
-        print(f"moneyrail from {os.environ.get('PYTHONPATH') or 'this tree'}", flush=True)
-        asyncio.run(bench(run.secret, args))
-    return 0
+    return harness.run_in_process(args.database, partial(bench, args))
 
 
 if __name__ == "__main__":
