@@ -705,6 +705,30 @@ async def each_in_flight(
     return time.perf_counter() - started, cpu_seconds() - cpu_before
 
 
+async def requests_in_flight(
+    count: int, in_flight: int, request: Callable[[int], Awaitable[int]]
+) -> tuple[float, float, int]:
+    """`request(number)` (answering its status) for numbers 0..count-1, `in_flight` at a time: wall and CPU
+    seconds, and how many did not answer 200."""
+    failures = 0
+
+    async def one(number: int) -> None:
+        nonlocal failures
+        if await request(number) != 200:
+            failures += 1
+
+    wall, cpu = await each_in_flight(range(count), in_flight, one)
+    return wall, cpu, failures
+
+
+def print_round(number: int, requests: int, wall: float, cpu: float, failures: int) -> None:
+    print(
+        f"round {number}: {1e6 * cpu / requests:.0f} µs CPU per request, {requests / wall:.0f} req/s,"
+        f" {failures} failed, load average {load_average()[0]:.2f}",
+        flush=True,
+    )
+
+
 def run_in_process(database: str, bench: Callable[[str], Awaitable[None]]) -> int:
     """A fresh bench database (`run_context`), then `bench(secret key)` with moneyrail's settings pointed
     at it; says whose code runs (this tree's, or PYTHONPATH's)."""

@@ -23,25 +23,11 @@ import harness
 import orjson
 
 
-async def post_customer(app: Any, secret: str, number: int, run: str | None) -> int:
+async def post(app: Any, secret: str, run: str | None, number: int) -> int:
     body = orjson.dumps({"email": f"c{number}@example.com", "name": f"Bench {number}"})
     key = None if run is None else f"{run}-{number}"
     status, _ = await harness.asgi_post(app, "/v1/customers", body, secret, key)
     return status
-
-
-async def load(
-    app: Any, secret: str, requests: int, in_flight: int, run: str | None
-) -> tuple[float, float, int]:
-    failures = 0
-
-    async def one(number: int) -> None:
-        nonlocal failures
-        if await post_customer(app, secret, number, run) != 200:
-            failures += 1
-
-    wall, cpu = await harness.each_in_flight(range(requests), in_flight, one)
-    return wall, cpu, failures
 
 
 async def bench(args: argparse.Namespace, secret: str) -> None:
@@ -49,16 +35,13 @@ async def bench(args: argparse.Namespace, secret: str) -> None:
 
     app = create_app()
     async with app.router.lifespan_context(app):
-        await load(app, secret, 300, args.in_flight, "warm")  # pools fill, caches warm
+        await harness.requests_in_flight(300, args.in_flight, partial(post, app, secret, "warm"))  # warm-up
         for round_number in range(args.rounds):
             run = None if args.keyless else f"r{round_number}-{time.time_ns()}"
-            wall, cpu, failures = await load(app, secret, args.requests, args.in_flight, run)
-            print(
-                f"round {round_number + 1}: {1e6 * cpu / args.requests:.0f} µs CPU per request,"
-                f" {args.requests / wall:.0f} req/s, {failures} failed, load average"
-                f" {harness.load_average()[0]:.2f}",
-                flush=True,
+            wall, cpu, failures = await harness.requests_in_flight(
+                args.requests, args.in_flight, partial(post, app, secret, run)
             )
+            harness.print_round(round_number + 1, args.requests, wall, cpu, failures)
 
 
 def main() -> int:
