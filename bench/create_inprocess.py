@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
 from functools import partial
 from typing import Any
 
@@ -43,13 +42,13 @@ async def bench(args: argparse.Namespace, secret: str) -> None:
             )
             status, _ = await harness.asgi_post(app, "/v1/webhook-endpoints", endpoint.encode(), secret)
             assert status == 200
-        await harness.requests_in_flight(300, args.in_flight, partial(post, app, secret, "warm"))  # warm-up
-        for round_number in range(args.rounds):
-            run = None if args.keyless else f"r{round_number}-{time.time_ns()}"
-            wall, cpu, failures = await harness.requests_in_flight(
-                args.requests, args.in_flight, partial(post, app, secret, run)
-            )
-            harness.print_round(round_number + 1, args.requests, wall, cpu, failures)
+        await harness.rounds_of_requests(
+            partial(post, app, secret),
+            requests=args.requests,
+            in_flight=args.in_flight,
+            rounds=args.rounds,
+            keyless=args.keyless,
+        )
 
 
 def main() -> int:

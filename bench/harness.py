@@ -31,6 +31,7 @@ import urllib.request
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
+from functools import partial
 from importlib import metadata
 from pathlib import Path
 from types import FrameType
@@ -721,12 +722,25 @@ async def requests_in_flight(
     return wall, cpu, failures
 
 
-def print_round(number: int, requests: int, wall: float, cpu: float, failures: int) -> None:
-    print(
-        f"round {number}: {1e6 * cpu / requests:.0f} µs CPU per request, {requests / wall:.0f} req/s,"
-        f" {failures} failed, load average {load_average()[0]:.2f}",
-        flush=True,
-    )
+async def rounds_of_requests(
+    request: Callable[[str | None, int], Awaitable[int]],
+    *,
+    requests: int,
+    in_flight: int,
+    rounds: int,
+    keyless: bool,
+) -> None:
+    """A warm-up (pools fill, caches warm), then `rounds` rounds of `request(run, number)`, each printed
+    with its CPU per request; `run` names the round's Idempotency-Keys (None: keyless requests)."""
+    await requests_in_flight(300, in_flight, partial(request, "warm"))
+    for number in range(1, rounds + 1):
+        run = None if keyless else f"r{number}-{time.time_ns()}"
+        wall, cpu, failures = await requests_in_flight(requests, in_flight, partial(request, run))
+        print(
+            f"round {number}: {1e6 * cpu / requests:.0f} µs CPU per request, {requests / wall:.0f} req/s,"
+            f" {failures} failed, load average {load_average()[0]:.2f}",
+            flush=True,
+        )
 
 
 def run_in_process(database: str, bench: Callable[[str], Awaitable[None]]) -> int:

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
 from functools import partial
 from typing import Any
 
@@ -35,13 +34,13 @@ async def bench(args: argparse.Namespace, secret: str) -> None:
 
     app = create_app()
     async with app.router.lifespan_context(app):
-        await harness.requests_in_flight(300, args.in_flight, partial(post, app, secret, "warm"))  # warm-up
-        for round_number in range(args.rounds):
-            run = None if args.keyless else f"r{round_number}-{time.time_ns()}"
-            wall, cpu, failures = await harness.requests_in_flight(
-                args.requests, args.in_flight, partial(post, app, secret, run)
-            )
-            harness.print_round(round_number + 1, args.requests, wall, cpu, failures)
+        await harness.rounds_of_requests(
+            partial(post, app, secret),
+            requests=args.requests,
+            in_flight=args.in_flight,
+            rounds=args.rounds,
+            keyless=args.keyless,
+        )
 
 
 def main() -> int:

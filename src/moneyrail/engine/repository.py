@@ -55,6 +55,13 @@ async def insert_operations(
         [operation_id for operation_id, _, _ in rows],
         [resource for _, resource, _ in rows],
         [payload for _, _, payload in rows],
+        *_shared_columns(tenant, shared),
+    )
+
+
+def _shared_columns(tenant: Tenant, shared: NewOperations) -> tuple[Any, ...]:
+    """The columns every operation of one insert shares, in the order both statements take them."""
+    return (
         tenant.installation_id,
         tenant.livemode,
         shared.operation_type,
@@ -78,16 +85,7 @@ def operations_from(source: str, tenant: Tenant, shared: NewOperations, first_pa
         f"SELECT id, ${n}::text, ${n + 1}::boolean, ${n + 2}::text, resource, payload, ${n + 3}::text, "
         f"${n + 4}::text, ${n + 5}::integer, ${n + 6}::integer FROM {source} RETURNING id, created_at"
     )
-    parameters = (
-        tenant.installation_id,
-        tenant.livemode,
-        shared.operation_type,
-        shared.actor_name,
-        shared.queue_name,
-        shared.max_attempts,
-        shared.batch_size,
-    )
-    return Write(sql, parameters)
+    return Write(sql, _shared_columns(tenant, shared))
 
 
 def relay_wakeups(written: str) -> str:

@@ -112,45 +112,37 @@ def _move(payment: PaymentIntent, status: str) -> None:
     payment.updated_at = utcnow()
 
 
-async def announce(session: AsyncSession, tenant: Tenant, payment: PaymentIntent, event_type: str) -> None:
-    shown = render_payment_intent(
-        payment,
-        publishable_key=await installations.publishable_key(session, tenant),
-        with_authentication_link=False,  # events are stored in the clear and sent to receivers
-        distribution=(await distributions.describe(session, [payment])).get(payment.id),
-    )
-    # the payment's changes not flushed yet go in the event's statement: one round trip for both
-    await record_event(session, tenant, event_type, shown.model_dump(mode="json"), changed=payment)
-
-
 # A step's answer written with its last statement (confirm, capture; api/idempotency.py
 # `AnswerWithEffect.write`): given the payment as the caller sees it, the write of the request's stored
 # answer for the event's statement, or None (no key sent).
 StepAnswer = Callable[[PaymentIntentOut], WriteAt | None]
 
 
-async def _announce_answering(
-    session: AsyncSession, tenant: Tenant, payment: PaymentIntent, event_type: str, answer: StepAnswer | None
+async def announce(
+    session: AsyncSession,
+    tenant: Tenant,
+    payment: PaymentIntent,
+    event_type: str,
+    answer: StepAnswer | None = None,
 ) -> None:
-    """`announce` for a step's last statement, with the request's answer in it when `answer` is given:
-    the payment's changes, its event and the stored answer in one round trip."""
-    if answer is None:
-        await announce(session, tenant, payment, event_type)
-        return
+    """The payment's event; its changes not flushed yet go in the event's statement (one round trip for
+    both), and so does a step's stored answer when `answer` is given."""
     publishable_key = await installations.publishable_key(session, tenant)
     distribution = (await distributions.describe(session, [payment])).get(payment.id)
+    # events are stored in the clear and sent to receivers: no bank authentication link
     shown = render_payment_intent(
         payment, publishable_key=publishable_key, with_authentication_link=False, distribution=distribution
     )
-    # the caller sees the bank authentication link, which events leave out; without one, the same object
-    answered = (
-        shown
-        if payment.next_action is None
-        else render_payment_intent(payment, publishable_key=publishable_key, distribution=distribution)
-    )
-    await record_event(
-        session, tenant, event_type, shown.model_dump(mode="json"), changed=payment, also=answer(answered)
-    )
+    also = None
+    if answer is not None:
+        # the caller sees the bank authentication link; without one, the same object
+        answered = (
+            shown
+            if payment.next_action is None
+            else render_payment_intent(payment, publishable_key=publishable_key, distribution=distribution)
+        )
+        also = answer(answered)
+    await record_event(session, tenant, event_type, shown.model_dump(mode="json"), changed=payment, also=also)
 
 
 # --- reading ------------------------------------------------------------------------------------
@@ -1115,7 +1107,7 @@ async def _apply_authorization(
         payment.last_payment_error = None
         _move(payment, "requires_action")
         await session.flush()
-        await _announce_answering(session, tenant, payment, "payment_intent.requires_action", answer)
+        await announce(session, tenant, payment, "payment_intent.requires_action", answer)
         return
     if authorization.status != "authorized":
         await _decline(
@@ -1135,7 +1127,7 @@ async def _apply_authorization(
             await _capture(session, tenant, processor, payment, payment.amount, facts, answer=answer)
             return
     _move(payment, "requires_capture")
-    await _announce_answering(  # writes it
+    await announce(  # writes it
         session, tenant, payment, "payment_intent.amount_capturable_updated", answer
     )
 
@@ -1253,7 +1245,7 @@ async def _capture(
         if condition is None or condition in facts:
             await listener(session, tenant, payment)
     await _send_receipts(session, tenant, payment)
-    await _announce_answering(session, tenant, payment, "payment_intent.succeeded", answer)
+    await announce(session, tenant, payment, "payment_intent.succeeded", answer)
     logger.info(
         "payment_succeeded",
         payment_intent=payment.id,
