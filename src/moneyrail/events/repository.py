@@ -54,12 +54,16 @@ def _event_alongside(write: str) -> str:
 
 
 @cache
-def _event_also(statement: str, write: str) -> str:
-    return statement.replace("WITH ", f"WITH also AS ({write}), ", 1)
+def _event_also(statement: str, write: str, position: int = 0) -> str:
+    name = "also" if position == 0 else f"also_{position + 1}"
+    return statement.replace("WITH ", f"WITH {name} AS ({write}), ", 1)
 
 
 async def insert_event(
-    session: AsyncSession, event: Event, changed: Base | None = None, also: WriteAt | None = None
+    session: AsyncSession,
+    event: Event,
+    changed: Base | None = None,
+    also: WriteAt | Sequence[WriteAt] | None = None,
 ) -> list[str]:
     """Insert the event; return the ids of the tenant's endpoints listening for its type.
 
@@ -67,16 +71,17 @@ async def insert_event(
     `changed`: the loaded row the event describes; its changes not flushed yet are written in the same
     round trip (db/raw.py's `pending_update`, its parameters after the event's seven).
     `also`: another write of the caller's in the same round trip, its parameters after those (a payment
-    step's Idempotency-Key answer, which commits with the change).
+    step's Idempotency-Key answer, which commits with the change), or several, each a CTE of its own (a
+    capture's postings beside it).
     """
     connection = await driver_connection(session)
     update = pending_update(changed, first_parameter=8) if changed is not None else None
     statement, extra = _INSERT_EVENT, ()
     if update is not None:
         statement, extra = _event_alongside(update.sql), update.parameters
-    if also is not None:
-        write = also(8 + len(extra))
-        statement, extra = _event_also(statement, write.sql), (*extra, *write.parameters)
+    for position, write_at in enumerate([also] if callable(also) else also or ()):
+        write = write_at(8 + len(extra))
+        statement, extra = _event_also(statement, write.sql, position), (*extra, *write.parameters)
     rows = await connection.fetch(
         statement,
         event.id,

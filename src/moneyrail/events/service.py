@@ -81,7 +81,7 @@ async def record_event(
     data_object: dict[str, Any],
     *,
     changed: Base | None = None,
-    also: WriteAt | None = None,
+    also: WriteAt | Sequence[WriteAt] | None = None,
 ) -> Event:
     """Write the event and one delivery per listening endpoint, in the caller's transaction.
 

@@ -10,7 +10,7 @@ from sqlalchemy import func, select, text, tuple_
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from moneyrail.db.raw import from_row
+from moneyrail.db.raw import Write, WriteAt, from_row
 from moneyrail.kit.ids import new_id
 from moneyrail.kit.tenant import Tenant
 from moneyrail.models.ledger import (
@@ -261,6 +261,70 @@ GUARDED_POST_SQL = (
     )
 )
 assert GUARDED_POST_SQL.count("guard") == 5, "POST_SQL changed shape: GUARDED_POST_SQL needs a look"
+
+
+# What a caller that posts with a later statement of its own (`journal_writes`) asks first, as columns of
+# an earlier statement in the same transaction: the balance of its guard account (named by code, 0 when
+# it does not exist yet) and which of the accounts it would post to exist. Parameters from `first`:
+# installation_id, livemode, the guard's code, the currency, the codes asked about.
+def accounts_outlook_columns(first: int) -> str:
+    balance = _BALANCE_OF_CODE.format(
+        installation_id=f"${first}", livemode=f"${first + 1}", code=f"${first + 2}", currency=f"${first + 3}"
+    )
+    # only parameter numbers are formatted in
+    return (
+        f"({balance}) AS guard_balance, "  # noqa: S608
+        "(SELECT coalesce(array_agg(account.code), '{}') FROM ledger_accounts AS account "
+        f"WHERE account.installation_id = ${first} AND account.livemode = ${first + 1} "
+        f"AND account.currency = ${first + 3} AND account.code = ANY(${first + 4}::text[])) "
+        "AS existing_accounts"
+    )
+
+
+# One journal transaction as two writes riding in another statement (CTEs of it): its row, and its
+# postings on the tenant's accounts, matched by code in the same statement. Unlike POST_SQL nothing is
+# skipped: an account missing makes a posting's account NULL, which the column refuses, and a used
+# idempotency key breaks the unique index, so the statement fails and its transaction rolls back rather
+# than leaving the journal short. The caller asks first (`accounts_outlook_columns`).
+def _journal_row_sql(first: int) -> str:
+    numbers = ", ".join(f"${first + offset}" for offset in range(6))
+    columns = "id, installation_id, livemode, kind, reference, idempotency_key"
+    return f"INSERT INTO journal_transactions ({columns}) VALUES ({numbers})"  # noqa: S608 - numbers only
+
+
+def _journal_postings_sql(first: int) -> str:
+    transaction_id, installation_id, livemode, codes, amounts, currencies = (
+        f"${first + offset}" for offset in range(6)
+    )
+    # only parameter numbers are formatted in
+    return (
+        "INSERT INTO postings (transaction_id, account_id, currency, amount) "  # noqa: S608
+        f"SELECT {transaction_id}, account.id, leg.currency, leg.amount "
+        f"FROM unnest({codes}::text[], {amounts}::bigint[], {currencies}::text[]) "
+        "WITH ORDINALITY AS leg(code, amount, currency, ordinality) "
+        "LEFT JOIN ledger_accounts AS account "
+        f"ON account.installation_id = {installation_id} AND account.livemode = {livemode} "
+        "AND account.code = leg.code AND account.currency = leg.currency "
+        "ORDER BY leg.ordinality"
+    )
+
+
+def journal_writes(entry: NewJournalTransaction) -> list[WriteAt]:
+    """The journal transaction as writes for another statement (see `_journal_row_sql`)."""
+    tenant = entry.tenant
+
+    def row(first: int) -> Write:
+        values = (entry.id, tenant.installation_id, tenant.livemode, entry.kind, entry.reference)
+        return Write(_journal_row_sql(first), (*values, entry.idempotency_key))
+
+    def postings(first: int) -> Write:
+        codes = [code for code, _, _ in entry.legs]
+        amounts = [amount for _, amount, _ in entry.legs]
+        currencies = [currency for _, _, currency in entry.legs]
+        parameters = (entry.id, tenant.installation_id, tenant.livemode, codes, amounts, currencies)
+        return Write(_journal_postings_sql(first), parameters)
+
+    return [row, postings]
 
 
 async def accounts_with_codes(

@@ -19,12 +19,14 @@ balance. P is what this payment still has in the pending balance; y is the part 
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from datetime import datetime
+from typing import Any
 
 import structlog
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from moneyrail.db.raw import WriteAt
 from moneyrail.kit.tenant import Tenant
 from moneyrail.ledger import service as ledger
 from moneyrail.models import PaymentIntent, Refund
@@ -92,7 +94,40 @@ async def prior_recovery_for(
     return min(await outstanding_fees(session, tenant, currency), max(proceeds, 0))
 
 
-async def post_capture(session: AsyncSession, tenant: Tenant, payment: PaymentIntent) -> None:
+# The accounts a capture posts to; `capture_outlook` asks which exist and whether `fees:owed` is short.
+_CAPTURE_ACCOUNTS = [WORLD_CARD_NETWORK, BALANCE_PENDING, SERVICE_RESERVE, FEES_OWED]
+
+
+def capture_outlook(tenant: Tenant, currency: str) -> Callable[[int], tuple[str, Sequence[Any]]]:
+    """The columns of a capture's `ledger.AccountsOutlook` for a statement it runs before capturing (its
+    parameters numbered from the one given): read once the payment is locked, they let `post_capture`
+    write its postings with the capture's last statement."""
+
+    def columns(first_parameter: int) -> tuple[str, Sequence[Any]]:
+        parameters = (tenant.installation_id, tenant.livemode, FEES_OWED, currency, _CAPTURE_ACCOUNTS)
+        return ledger.accounts_outlook_columns(first_parameter), parameters
+
+    return columns
+
+
+def read_capture_outlook(columns: Mapping[str, Any]) -> ledger.AccountsOutlook:
+    return ledger.AccountsOutlook(int(columns["guard_balance"]), frozenset(columns["existing_accounts"]))
+
+
+async def post_capture(
+    session: AsyncSession,
+    tenant: Tenant,
+    payment: PaymentIntent,
+    outlook: ledger.AccountsOutlook | None = None,
+) -> list[WriteAt]:
+    """The capture's postings; what is left to write with the capture's last statement comes back.
+
+    `outlook`: read in this transaction since the payment was locked (`capture_outlook`). When it shows
+    no shortfall on `fees:owed` and every account the postings need, nothing is written here: the
+    postings come back as writes for the last statement, one round trip fewer. That balance is read
+    without a lock either way (before, in the posting's own statement): a shortfall recorded after the
+    read is recovered by a later capture, as one recorded just after the posting's snapshot was.
+    """
     captured = payment.amount_received
     reserve = payment.fee_reserve or 0
 
@@ -107,11 +142,20 @@ async def post_capture(session: AsyncSession, tenant: Tenant, payment: PaymentIn
 
     journal = {"kind": "payment_capture", "reference": payment.id, "idempotency_key": f"{payment.id}:capture"}
     recovery = 0
+    legs = capture_legs(0)
+    if (
+        outlook is not None
+        and outlook.guard_balance >= 0
+        and all(leg.account in outlook.existing for leg in legs)
+    ):
+        payment.fee_prior_recovery = 0
+        payment.amount_pending_settlement = captured - reserve
+        return ledger.post_with(tenant, postings=legs, **journal)
     # The usual case, no earlier shortfall to recover: the check rides in the posting's statement. With
     # one, nothing was written: the debt is recovered under its lock, as `prior_recovery_for` does.
     if (
         await ledger.post_if_not_negative(
-            session, tenant, guard=(FEES_OWED, payment.currency), postings=capture_legs(0), **journal
+            session, tenant, guard=(FEES_OWED, payment.currency), postings=legs, **journal
         )
         is None
     ):
@@ -119,6 +163,7 @@ async def post_capture(session: AsyncSession, tenant: Tenant, payment: PaymentIn
         await ledger.post(session, tenant, postings=capture_legs(recovery), **journal)
     payment.fee_prior_recovery = recovery
     payment.amount_pending_settlement = captured - reserve - recovery
+    return []
 
 
 async def post_captures(session: AsyncSession, tenant: Tenant, payments: Sequence[PaymentIntent]) -> None:

@@ -9,7 +9,7 @@ from typing import Any, NamedTuple
 
 import asyncpg
 import orjson
-from sqlalchemy import ColumnElement, and_, bindparam, func, select, update
+from sqlalchemy import ColumnElement, and_, bindparam, func, select, true, update
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -307,18 +307,46 @@ async def facts_of(
 ) -> frozenset[str]:
     """The names of the conditions that hold for this payment, all asked in one statement, on the
     driver (a capture asks on every request; the ORM's execute cost about as much as the statement)."""
-    if not conditions:
-        return frozenset()
+    facts, _ = await facts_and_more_of(session, payment_id, conditions)
+    return facts
+
+
+# More columns for the facts' statement, another domain's question asked in the same round trip:
+# given the number of its first parameter, the columns' SQL (named) and their parameters.
+MoreColumns = Callable[[int], tuple[str, Sequence[Any]]]
+
+
+async def facts_and_more_of(
+    session: AsyncSession,
+    payment_id: str,
+    conditions: Mapping[str, PaymentCondition],
+    more: MoreColumns | None = None,
+) -> tuple[frozenset[str], Mapping[str, Any]]:
+    """`facts_of`, and the columns `more` asks for in the same statement (by name; none without it)."""
     asked = tuple(conditions.items())
+    if not asked and more is None:
+        return frozenset(), {}
     statement = _facts_statements.get(asked)
     if statement is None:  # built once: the domains register their conditions at import
         statement = _facts_statements[asked] = _FactsStatement.of(
-            select(*(condition(_FACT_PAYMENT) for _, condition in asked)), engine_of(session).dialect
+            select(*(condition(_FACT_PAYMENT) for _, condition in asked)) if asked else select(true()),
+            engine_of(session).dialect,
         )
+    sql, parameters = statement.sql, statement.parameters(payment_id)
+    if more is not None:
+        columns, more_parameters = more(len(parameters) + 1)
+        sql, parameters = _with_more_columns(sql, columns), [*parameters, *more_parameters]
     if session.sync_session.autoflush and (session.new or session.dirty or session.deleted):
         await session.flush()  # what the ORM's execute would have autoflushed first
-    row = await (await driver_connection(session)).fetchrow(statement.sql, *statement.parameters(payment_id))
-    return frozenset(name for (name, _), holds in zip(asked, row.values(), strict=True) if holds)
+    row = await (await driver_connection(session)).fetchrow(sql, *parameters)
+    values = list(row.values())
+    facts = frozenset(name for (name, _), holds in zip(asked, values, strict=False) if holds)
+    return facts, dict(list(row.items())[len(asked) or 1 :])
+
+
+@cache
+def _with_more_columns(facts_sql: str, columns: str) -> str:
+    return f"SELECT facts.*, {columns} FROM ({facts_sql}) AS facts"  # noqa: S608 - SQL built in code
 
 
 _FACT_PAYMENT = bindparam("payment_id", type_=PaymentIntent.id.type)

@@ -61,6 +61,7 @@ from moneyrail.kit.clock import utcnow
 from moneyrail.kit.ids import new_id, random_base62
 from moneyrail.kit.pagination import Position
 from moneyrail.kit.tenant import Tenant
+from moneyrail.ledger.service import AccountsOutlook
 from moneyrail.merchants import service as merchants
 from moneyrail.models import PaymentIntent, PaymentMethod
 from moneyrail.payment_methods import service as methods
@@ -124,16 +125,18 @@ async def announce(
     payment: PaymentIntent,
     event_type: str,
     answer: StepAnswer | None = None,
+    also: Sequence[WriteAt] = (),
 ) -> None:
     """The payment's event; its changes not flushed yet go in the event's statement (one round trip for
-    both), and so does a step's stored answer when `answer` is given."""
+    both), and so does a step's stored answer when `answer` is given, and the writes `also` (a
+    capture's postings)."""
     publishable_key = await installations.publishable_key(session, tenant)
     distribution = (await distributions.describe(session, [payment])).get(payment.id)
     # events are stored in the clear and sent to receivers: no bank authentication link
     shown = render_payment_intent(
         payment, publishable_key=publishable_key, with_authentication_link=False, distribution=distribution
     )
-    also = None
+    writes = list(also)
     if answer is not None:
         # the caller sees the bank authentication link; without one, the same object
         answered = (
@@ -141,8 +144,12 @@ async def announce(
             if payment.next_action is None
             else render_payment_intent(payment, publishable_key=publishable_key, distribution=distribution)
         )
-        also = answer(answered)
-    await record_event(session, tenant, event_type, shown.model_dump(mode="json"), changed=payment, also=also)
+        stored = answer(answered)
+        if stored is not None:
+            writes.append(stored)
+    await record_event(
+        session, tenant, event_type, shown.model_dump(mode="json"), changed=payment, also=writes
+    )
 
 
 # --- reading ------------------------------------------------------------------------------------
@@ -190,17 +197,35 @@ CaptureListener = Callable[[AsyncSession, Tenant, PaymentIntent], Awaitable[None
 CapturesListener = Callable[[AsyncSession, Tenant, Sequence[PaymentIntent]], Awaitable[None]]
 _capture_listeners: dict[CaptureListener, CapturesListener | None] = {}
 _listener_conditions: dict[CaptureListener, str] = {}
+_listener_payments: dict[CaptureListener, Callable[[PaymentIntent], bool]] = {}
 
 
 def register_capture_listener(
-    listener: CaptureListener, *, together: CapturesListener | None = None, when: str | None = None
+    listener: CaptureListener,
+    *,
+    together: CapturesListener | None = None,
+    when: str | None = None,
+    for_payment: Callable[[PaymentIntent], bool] | None = None,
 ) -> None:
     """`together`, when given, replaces `listener` for payments captured together. `when`: a fact
     (`register_payment_fact`) without which the listener has nothing to do, so a single capture skips
-    it; the listener still checks for itself (payments captured together call it regardless)."""
+    it; `for_payment`: the same, told by the payment's own columns. The listener still checks for
+    itself (payments captured together call it regardless)."""
     _capture_listeners[listener] = together
     if when is not None:
         _listener_conditions[listener] = _registered_fact(when)
+    if for_payment is not None:
+        _listener_payments[listener] = for_payment
+
+
+def _listeners_for(payment: PaymentIntent, facts: frozenset[str]) -> list[CaptureListener]:
+    """The capture listeners with something to do for this payment (single capture)."""
+    running = []
+    for listener in _capture_listeners:
+        condition, applies = _listener_conditions.get(listener), _listener_payments.get(listener)
+        if (condition is None or condition in facts) and (applies is None or applies(payment)):
+            running.append(listener)
+    return running
 
 
 # --- what other domains know of a payment -------------------------------------------------------------
@@ -1221,9 +1246,12 @@ async def _capture(
     facts: frozenset[str],
     *,
     answer: StepAnswer | None = None,
+    outlook: AccountsOutlook | None = None,
 ) -> None:
     """`facts`: the payment's (`_facts_of`), asked after it was locked. `answer`: the request's, written
-    with the capture's last statement."""
+    with the capture's last statement. `outlook`: the ledger's, read with the facts
+    (`fees.capture_outlook`): the postings then ride in the last statement too, unless a listener runs
+    (it may read the ledger, so it finds them written)."""
     assert payment.processor_authorization is not None
     with _network_answers("capture"):
         capture = await processor.capture(
@@ -1238,14 +1266,13 @@ async def _capture(
     # the network's own time of capture when it gives one (the sandbox does, on the tenant's clock)
     payment.captured_at = capture.captured_at or await tenant_now(session, tenant)
     _move(payment, "succeeded")
-    await fees.post_capture(session, tenant, payment)
+    listeners = _listeners_for(payment, facts)
+    postings = await fees.post_capture(session, tenant, payment, None if listeners else outlook)
     # not flushed here: the row goes with its event (announce), unless a listener's flush writes it first
-    for listener in _capture_listeners:
-        condition = _listener_conditions.get(listener)
-        if condition is None or condition in facts:
-            await listener(session, tenant, payment)
+    for listener in listeners:
+        await listener(session, tenant, payment)
     await _send_receipts(session, tenant, payment)
-    await announce(session, tenant, payment, "payment_intent.succeeded", answer)
+    await announce(session, tenant, payment, "payment_intent.succeeded", answer, also=postings)
     logger.info(
         "payment_succeeded",
         payment_intent=payment.id,
@@ -1278,7 +1305,9 @@ async def capture_payment_intent(
     payment = await _locked_claiming(session, tenant, payment_id, claim)
     if payment.status != "requires_capture":
         raise Conflict(f"Capture applies to an authorized payment; this one is {payment.status}.")
-    facts = await _facts_of(session, payment)
+    facts, ledger_columns = await repository.facts_and_more_of(
+        session, payment.id, _payment_facts, fees.capture_outlook(tenant, payment.currency)
+    )
     if not by_owner:
         await _refuse_if_owned(session, tenant, payment, "capture", facts)
     if HELD_FOR_REVIEW in facts:
@@ -1294,7 +1323,8 @@ async def capture_payment_intent(
             "This payment carries a fee reserve, so it is captured in full or cancelled.",
             param="amount_to_capture",
         )
-    await _capture(session, tenant, processor, payment, amount, facts, answer=answer)
+    outlook = fees.read_capture_outlook(ledger_columns)
+    await _capture(session, tenant, processor, payment, amount, facts, answer=answer, outlook=outlook)
     return payment
 
 

@@ -523,7 +523,11 @@ async def distribute_captured_payment(session: AsyncSession, tenant: Tenant, pay
     await _commit(session, tenant, group, COMMIT_TYPE)
 
 
-payments.register_capture_listener(distribute_captured_payment)
+def _has_distribution(payment: PaymentIntent) -> bool:
+    return payment.has_distribution
+
+
+payments.register_capture_listener(distribute_captured_payment, for_payment=_has_distribution)
 
 
 async def distribution_group_id(session: AsyncSession, payment_id: str) -> str | None:
