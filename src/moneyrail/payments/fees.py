@@ -151,8 +151,9 @@ async def post_capture(
         payment.fee_prior_recovery = 0
         payment.amount_pending_settlement = captured - reserve
         return ledger.post_with(tenant, postings=legs, **journal)
-    # The usual case, no earlier shortfall to recover: the check rides in the posting's statement. With
-    # one, nothing was written: the debt is recovered under its lock, as `prior_recovery_for` does.
+    # Without an outlook (an automatic capture, a listener to run) or with an account to create: posted
+    # now. No earlier shortfall to recover: the check rides in the posting's statement. With one, nothing
+    # was written: the debt is recovered under its lock, as `prior_recovery_for` does.
     if (
         await ledger.post_if_not_negative(
             session, tenant, guard=(FEES_OWED, payment.currency), postings=legs, **journal

@@ -136,7 +136,7 @@ async def announce(
     shown = render_payment_intent(
         payment, publishable_key=publishable_key, with_authentication_link=False, distribution=distribution
     )
-    writes = list(also)
+    writes: list[WriteAt] = []
     if answer is not None:
         # the caller sees the bank authentication link; without one, the same object
         answered = (
@@ -147,6 +147,7 @@ async def announce(
         stored = answer(answered)
         if stored is not None:
             writes.append(stored)
+    writes.extend(also)
     await record_event(
         session, tenant, event_type, shown.model_dump(mode="json"), changed=payment, also=writes
     )
