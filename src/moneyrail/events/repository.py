@@ -54,12 +54,16 @@ def _event_alongside(write: str) -> str:
 
 
 @cache
-def _event_also(statement: str, write: str) -> str:
-    return statement.replace("WITH ", f"WITH also AS ({write}), ", 1)
+def _event_also(statement: str, write: str, name: str = "also") -> str:
+    return statement.replace("WITH ", f"WITH {name} AS ({write}), ", 1)
 
 
 async def insert_event(
-    session: AsyncSession, event: Event, changed: Base | None = None, also: WriteAt | None = None
+    session: AsyncSession,
+    event: Event,
+    changed: Base | None = None,
+    also: WriteAt | None = None,
+    writes: Sequence[WriteAt] = (),
 ) -> list[str]:
     """Insert the event; return the ids of the tenant's endpoints listening for its type.
 
@@ -68,6 +72,9 @@ async def insert_event(
     round trip (db/raw.py's `pending_update`, its parameters after the event's seven).
     `also`: another write of the caller's in the same round trip, its parameters after those (a payment
     step's Idempotency-Key answer, which commits with the change).
+    `writes`: more writes of the caller's in the same round trip, each a CTE of its own, their
+    parameters after those (a confirmation's new card, whose row the payment's UPDATE refers to:
+    PostgreSQL checks the reference at the end of the statement).
     """
     connection = await driver_connection(session)
     update = pending_update(changed, first_parameter=8) if changed is not None else None
@@ -77,6 +84,9 @@ async def insert_event(
     if also is not None:
         write = also(8 + len(extra))
         statement, extra = _event_also(statement, write.sql), (*extra, *write.parameters)
+    for number, more in enumerate(writes, 1):
+        write = more(8 + len(extra))
+        statement, extra = _event_also(statement, write.sql, f"write_{number}"), (*extra, *write.parameters)
     rows = await connection.fetch(
         statement,
         event.id,

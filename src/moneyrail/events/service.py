@@ -82,15 +82,16 @@ async def record_event(
     *,
     changed: Base | None = None,
     also: WriteAt | None = None,
+    writes: Sequence[WriteAt] = (),
 ) -> Event:
     """Write the event and one delivery per listening endpoint, in the caller's transaction.
 
     `changed`: the row the event describes, if its changes are not flushed yet: they are written in
     the event's own round trip instead of a flush of their own. `also`: another write of the caller's
-    for the same round trip (repository.insert_event).
+    for the same round trip (repository.insert_event), and `writes` more of them.
     """
     event = _new_event(tenant, event_type, data_object)
-    for endpoint_id in await repository.insert_event(session, event, changed, also):
+    for endpoint_id in await repository.insert_event(session, event, changed, also, writes):
         await _schedule_delivery(session, tenant, endpoint_id, event)
     return event
 

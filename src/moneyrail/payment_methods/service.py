@@ -26,6 +26,7 @@ import structlog
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from moneyrail.customers import service as customers
+from moneyrail.db.raw import WriteAt
 from moneyrail.engine.schedule import register_periodic
 from moneyrail.errors import (
     CardDeclined,
@@ -103,26 +104,7 @@ async def save_card(
     """
     if customer_id is not None:
         await _require_referenced_customer(session, tenant, customer_id)
-    try:
-        tokenized = await processor.tokenize_card(tenant, card)
-    except CardNotAccepted as refused:
-        raise CardDeclined(refused.message, decline_code=refused.decline_code, param="card[number]") from None
-    except ProcessorUnavailable:
-        raise ProcessorUnavailableError("The card network did not answer; try again.") from None
-    method = PaymentMethod(
-        id=new_id("pm"),
-        installation_id=tenant.installation_id,
-        livemode=tenant.livemode,
-        customer_id=None,
-        merchant_id=account,
-        processor_token=tokenized.token,
-        brand=tokenized.brand,
-        last4=tokenized.last4,
-        exp_month=tokenized.exp_month,
-        exp_year=tokenized.exp_year,
-        fingerprint=tokenized.fingerprint,
-        preferred=False,
-    )
+    method = await _tokenized(tenant, processor, card, account)
     if customer_id is None:
         await repository.insert_method(session, method)
         return method
@@ -141,6 +123,63 @@ async def save_card(
     method.preferred = await repository.preferred_id(session, tenant, customer_id) is None
     await repository.insert_method(session, method)
     return method
+
+
+@dataclass(eq=False)
+class UnsavedCard:
+    """A one-off card tokenized for a payment's confirmation, its row not written yet: the
+    confirmation's last statement carries its INSERT (`insert`: one round trip fewer), or `save`
+    writes it first where anything written before that may refer to it (a decline, a flush)."""
+
+    method: PaymentMethod
+    written: bool = False
+
+    async def save(self, session: AsyncSession) -> None:
+        if not self.written:
+            self.written = True
+            # before the payment's pending changes, which refer to it
+            await repository.insert_method(session, self.method, flush_first=False)
+
+    def insert(self) -> WriteAt:
+        """The INSERT for the statement about to run in this transaction; the row counts as written."""
+        assert not self.written, "the card's row is written already"
+        self.written = True
+        return repository.method_insert(self.method)
+
+
+async def tokenize_one_off(
+    tenant: Tenant, processor: Processor, card: CardDetails, *, account: str | None
+) -> UnsavedCard:
+    """`save_card` with no customer, the row left for the caller to write (`UnsavedCard`): the same
+    refusals (402 card_declined, 503 processor_unavailable), the same method."""
+    return UnsavedCard(await _tokenized(tenant, processor, card, account))
+
+
+async def _tokenized(
+    tenant: Tenant, processor: Processor, card: CardDetails, account: str | None
+) -> PaymentMethod:
+    """The card tokenized, as a new one-off method of the payment account (not written)."""
+    try:
+        tokenized = await processor.tokenize_card(tenant, card)
+    except CardNotAccepted as refused:
+        raise CardDeclined(refused.message, decline_code=refused.decline_code, param="card[number]") from None
+    except ProcessorUnavailable:
+        raise ProcessorUnavailableError("The card network did not answer; try again.") from None
+    return PaymentMethod(
+        id=new_id("pm"),
+        installation_id=tenant.installation_id,
+        livemode=tenant.livemode,
+        customer_id=None,
+        merchant_id=account,
+        processor_token=tokenized.token,
+        brand=tokenized.brand,
+        last4=tokenized.last4,
+        exp_month=tokenized.exp_month,
+        exp_year=tokenized.exp_year,
+        fingerprint=tokenized.fingerprint,
+        preferred=False,
+        detached_at=None,
+    )
 
 
 async def attach_to_customer(

@@ -124,9 +124,10 @@ async def announce(
     payment: PaymentIntent,
     event_type: str,
     answer: StepAnswer | None = None,
+    writes: Sequence[WriteAt] = (),
 ) -> None:
     """The payment's event; its changes not flushed yet go in the event's statement (one round trip for
-    both), and so does a step's stored answer when `answer` is given."""
+    both), and so does a step's stored answer when `answer` is given, and `writes`."""
     publishable_key = await installations.publishable_key(session, tenant)
     distribution = (await distributions.describe(session, [payment])).get(payment.id)
     # events are stored in the clear and sent to receivers: no bank authentication link
@@ -142,7 +143,9 @@ async def announce(
             else render_payment_intent(payment, publishable_key=publishable_key, distribution=distribution)
         )
         also = answer(answered)
-    await record_event(session, tenant, event_type, shown.model_dump(mode="json"), changed=payment, also=also)
+    await record_event(
+        session, tenant, event_type, shown.model_dump(mode="json"), changed=payment, also=also, writes=writes
+    )
 
 
 # --- reading ------------------------------------------------------------------------------------
@@ -713,24 +716,25 @@ async def _method_for_confirmation(
     processor: Processor,
     payment: PaymentIntent,
     confirmation: Confirmation,
-) -> PaymentMethod:
+) -> tuple[PaymentMethod, methods.UnsavedCard | None]:
+    """The card to authorize, and for a new card its row still to write (`UnsavedCard`)."""
     if confirmation.card is not None and confirmation.payment_method is not None:
         raise ParametersExclusive("Send either card or payment_method, not both.", param="card")
     # cards are saved on, and found on, the payment account the payment runs on (spec 4.N rule 7)
     account = await methods.payment_account(session, tenant, payment.merchant_id)
     if confirmation.card is not None:
         # a one-off method; with the payer's consent it is attached to the customer once the payment works
-        return await methods.save_card(
-            session, tenant, processor, confirmation.card, customer_id=None, account=account
-        )
+        unsaved = await methods.tokenize_one_off(tenant, processor, confirmation.card, account=account)
+        return unsaved.method, unsaved
     if confirmation.payment_method is not None:
-        return await methods.usable_method(
+        method = await methods.usable_method(
             session, tenant, confirmation.payment_method, customer_id=payment.customer_id, account=account
         )
+        return method, None
     if payment.payment_method_id is not None:
-        method = await methods.get_method(session, tenant, payment.payment_method_id)
-        if method is not None and method.detached_at is None:
-            return method
+        chosen = await methods.get_method(session, tenant, payment.payment_method_id)
+        if chosen is not None and chosen.detached_at is None:
+            return chosen, None
     raise ParameterMissing("Confirming needs a card or a saved payment_method.", param="payment_method")
 
 
@@ -807,11 +811,14 @@ async def confirm_locked_payment(
             "save_payment_method needs a payment created with a customer.", param="save_payment_method"
         )
     try:
-        method = await _method_for_confirmation(session, tenant, processor, payment, confirmation)
+        method, unsaved = await _method_for_confirmation(session, tenant, processor, payment, confirmation)
     except CardDeclined as declined:
         await _decline(session, tenant, payment, declined.decline_code, declined.message, None)
         raise _declined_error(payment) from None
+    # a new card's row is not written yet: nothing the risk screens write refers to it
     if await _risk_verdict(session, tenant, processor, payment, method, confirmation) == "block":
+        if unsaved is not None:
+            await unsaved.save(session)
         await _decline(session, tenant, payment, "fraudulent", None, method.id)
         raise _declined_error(payment)
     payment.payment_method_id = method.id
@@ -832,7 +839,15 @@ async def confirm_locked_payment(
         ),
     )
     await _apply_authorization(
-        session, tenant, processor, payment, authorization, method, base_url=base_url, answer=answer
+        session,
+        tenant,
+        processor,
+        payment,
+        authorization,
+        method,
+        base_url=base_url,
+        answer=answer,
+        unsaved=unsaved,
     )
     if payment.status == "requires_payment_method":
         raise _declined_error(payment)
@@ -1090,8 +1105,19 @@ async def _apply_authorization(
     *,
     base_url: str,
     answer: StepAnswer | None = None,
+    unsaved: methods.UnsavedCard | None = None,
 ) -> None:
-    """`answer`: the request's, written with the last statement where the payment is not declined."""
+    """`answer`: the request's, written with the last statement where the payment is not declined.
+    `unsaved`: the new card's row, not written yet: the last statement carries it where the payment is
+    authorized for a manual capture and the card not kept; elsewhere it is written first, as the
+    payment's row refers to it before that (a flush) or other rows do (the customer's cards)."""
+    rides = (
+        authorization.status == "authorized"
+        and payment.capture_method != "automatic"
+        and not (payment.save_payment_method and payment.customer_id is not None)
+    )
+    if unsaved is not None and not rides:
+        await unsaved.save(session)
     if authorization.status == "requires_action":
         token = random_base62(32)
         payment.processor_authorization = authorization.id
@@ -1127,8 +1153,13 @@ async def _apply_authorization(
             await _capture(session, tenant, processor, payment, payment.amount, facts, answer=answer)
             return
     _move(payment, "requires_capture")
-    await announce(  # writes it
-        session, tenant, payment, "payment_intent.amount_capturable_updated", answer
+    await announce(  # writes it, and the new card's row
+        session,
+        tenant,
+        payment,
+        "payment_intent.amount_capturable_updated",
+        answer,
+        writes=[unsaved.insert()] if unsaved is not None and not unsaved.written else (),
     )
 
 
