@@ -45,7 +45,10 @@ from tests.sql_counter import StatementCounter, Tally
 # deliveries' operations, rows and the relay's wake-up in the same statement; it took 6 and more).
 # Cut on 2026-11-26 (SPEED-capture5.md): capture 7 -> 6 (branch capture5: the fee shortfall and the
 # ledger accounts asked with the payment's facts, the postings written in the last statement).
-BUDGET = {"create": 1, "confirm": 7, "capture": 6, "customer": 1, "customer_without_key": 1}
+# Cut on 2026-11-26 (SPEED-confirm5.md): confirm 7 -> 5 (a new card's row rides in the payment's UPDATE
+# and event statement where the payment ends authorized for a manual capture; the sandbox processor
+# tokenizes and authorizes a new card in one self-committing statement).
+BUDGET = {"create": 1, "confirm": 5, "capture": 6, "customer": 1, "customer_without_key": 1}
 
 
 @pytest.fixture(scope="module")
@@ -152,6 +155,16 @@ def test_one_payment_and_one_customer_stay_within_the_recorded_statement_budget(
         "INSERT INTO postings" in text and 'UPDATE "payment_intents"' in text
         for text in measured["capture"].statements
     ), measured["capture"].statements
+    # the sandbox tokenizes and authorizes the new card in one statement
+    assert any(
+        "INSERT INTO sandbox_cards" in text and "INSERT INTO sandbox_authorizations" in text
+        for text in measured["confirm"].statements
+    ), measured["confirm"].statements
+    # a new card's row rides in the confirmation's last statement
+    assert any(
+        "INSERT INTO payment_methods" in text and 'UPDATE "payment_intents"' in text
+        for text in measured["confirm"].statements
+    ), measured["confirm"].statements
     keyed = measured["customer"].statements[0]
     assert "INSERT INTO customers" in keyed and "INSERT INTO idempotency_records" in keyed, keyed
     assert counts["customer_without_key"] == 1, counts

@@ -87,7 +87,7 @@ async def record_event(
 
     `changed`: the row the event describes, if its changes are not flushed yet: they are written in
     the event's own round trip instead of a flush of their own. `also`: another write of the caller's
-    for the same round trip (repository.insert_event).
+    for the same round trip (repository.insert_event), or several.
     """
     event = _new_event(tenant, event_type, data_object)
     for endpoint_id in await repository.insert_event(session, event, changed, also):

@@ -11,7 +11,7 @@ from sqlalchemy import and_, func, select, text, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from moneyrail.db.pagination import newest_first_page
-from moneyrail.db.raw import driver_connection, inserted_row
+from moneyrail.db.raw import Write, WriteAt, driver_connection, inserted_row
 from moneyrail.kit.pagination import Position
 from moneyrail.kit.tenant import Tenant
 from moneyrail.models import CustomerSession, PaymentMethod, SetupIntent
@@ -51,21 +51,42 @@ async def add(session: AsyncSession, row: PaymentMethod | SetupIntent | Customer
 
 
 # A saved card's row; `created_at` is the database's (its default, or a sandbox row's tenant clock).
-_INSERT_METHOD = (
-    "INSERT INTO payment_methods (id, installation_id, livemode, customer_id, merchant_id, processor_token, "
-    "brand, last4, exp_month, exp_year, fingerprint, preferred, detached_at) "
-    "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13) RETURNING created_at"
-)
+def _insert_method_sql(first_parameter: int) -> str:
+    numbers = ", ".join(f"${first_parameter + offset}" for offset in range(13))
+    # only parameter numbers are formatted in
+    return (
+        "INSERT INTO payment_methods (id, installation_id, livemode, customer_id, merchant_id, "  # noqa: S608
+        "processor_token, brand, last4, exp_month, exp_year, fingerprint, preferred, detached_at) "
+        f"VALUES ({numbers})"
+    )
 
 
-async def insert_method(session: AsyncSession, method: PaymentMethod) -> None:
+_INSERT_METHOD = _insert_method_sql(1) + " RETURNING created_at"
+
+
+async def insert_method(session: AsyncSession, method: PaymentMethod, *, flush_first: bool = True) -> None:
     """`add` for a new saved card, without the ORM's flush: its INSERT on the driver (a confirmation
-    with a new card saves one on every request), the instance then the session's row."""
-    if session.new or session.dirty or session.deleted:
+    with a new card saves one on every request), the instance then the session's row. `flush_first`
+    False: pending changes stay pending (they may refer to this card: they are written after it)."""
+    if flush_first and (session.new or session.dirty or session.deleted):
         await session.flush()  # what a flush of its own would have written first
     connection = await driver_connection(session)
-    created_at = await connection.fetchval(
-        _INSERT_METHOD,
+    created_at = await connection.fetchval(_INSERT_METHOD, *_method_values(method))
+    inserted_row(session, method, created_at=created_at, detached_at=method.detached_at)
+
+
+def method_insert(method: PaymentMethod) -> WriteAt:
+    """`insert_method`'s INSERT as a write riding in another statement (a CTE of it), its parameters
+    numbered from the one given. Nothing is read back: the row's `created_at` stays the database's."""
+
+    def write(first_parameter: int) -> Write:
+        return Write(_insert_method_sql(first_parameter), _method_values(method))
+
+    return write
+
+
+def _method_values(method: PaymentMethod) -> tuple[Any, ...]:
+    return (
         method.id,
         method.installation_id,
         method.livemode,
@@ -80,7 +101,6 @@ async def insert_method(session: AsyncSession, method: PaymentMethod) -> None:
         method.preferred,
         method.detached_at,
     )
-    inserted_row(session, method, created_at=created_at, detached_at=method.detached_at)
 
 
 async def get_method(session: AsyncSession, tenant: Tenant, method_id: str) -> PaymentMethod | None:

@@ -17,7 +17,8 @@ own status and reason for a setup intent that will not be used.
 from __future__ import annotations
 
 import hmac
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -26,6 +27,7 @@ import structlog
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from moneyrail.customers import service as customers
+from moneyrail.db.raw import WriteAt
 from moneyrail.engine.schedule import register_periodic
 from moneyrail.errors import (
     CardDeclined,
@@ -42,7 +44,16 @@ from moneyrail.kit.ids import new_id, random_base62
 from moneyrail.kit.pagination import Position
 from moneyrail.kit.tenant import Tenant
 from moneyrail.models import CustomerSession, PaymentMethod, SetupIntent
-from moneyrail.processor.interface import CardDetails, CardNotAccepted, Processor, ProcessorUnavailable
+from moneyrail.processor.interface import (
+    Authorization,
+    AuthorizationRequest,
+    CardDetails,
+    CardNotAccepted,
+    Processor,
+    ProcessorRefused,
+    ProcessorUnavailable,
+    TokenizedCard,
+)
 from moneyrail.sandbox.service import register_due_work, tenant_now
 
 from . import repository
@@ -103,26 +114,7 @@ async def save_card(
     """
     if customer_id is not None:
         await _require_referenced_customer(session, tenant, customer_id)
-    try:
-        tokenized = await processor.tokenize_card(tenant, card)
-    except CardNotAccepted as refused:
-        raise CardDeclined(refused.message, decline_code=refused.decline_code, param="card[number]") from None
-    except ProcessorUnavailable:
-        raise ProcessorUnavailableError("The card network did not answer; try again.") from None
-    method = PaymentMethod(
-        id=new_id("pm"),
-        installation_id=tenant.installation_id,
-        livemode=tenant.livemode,
-        customer_id=None,
-        merchant_id=account,
-        processor_token=tokenized.token,
-        brand=tokenized.brand,
-        last4=tokenized.last4,
-        exp_month=tokenized.exp_month,
-        exp_year=tokenized.exp_year,
-        fingerprint=tokenized.fingerprint,
-        preferred=False,
-    )
+    method = await _tokenized(tenant, processor, card, account)
     if customer_id is None:
         await repository.insert_method(session, method)
         return method
@@ -141,6 +133,99 @@ async def save_card(
     method.preferred = await repository.preferred_id(session, tenant, customer_id) is None
     await repository.insert_method(session, method)
     return method
+
+
+@dataclass(eq=False)
+class UnsavedCard:
+    """A one-off card tokenized for a payment's confirmation, its row not written yet: the
+    confirmation's last statement carries its INSERT (`insert`: one round trip fewer), or `save`
+    writes it first where anything written before that may refer to it (a decline, a flush)."""
+
+    method: PaymentMethod
+    written: bool = False
+
+    async def save(self, session: AsyncSession) -> None:
+        if not self.written:
+            self.written = True
+            # before the payment's pending changes, which refer to it
+            await repository.insert_method(session, self.method, flush_first=False)
+
+    def insert(self) -> WriteAt:
+        """The INSERT for the statement about to run in this transaction; the row counts as written."""
+        assert not self.written, "the card's row is written already"
+        self.written = True
+        return repository.method_insert(self.method)
+
+
+async def tokenize_one_off(
+    tenant: Tenant, processor: Processor, card: CardDetails, *, account: str | None
+) -> UnsavedCard:
+    """`save_card` with no customer, the row left for the caller to write (`UnsavedCard`): the same
+    refusals (402 card_declined, 503 processor_unavailable), the same method."""
+    return UnsavedCard(await _tokenized(tenant, processor, card, account))
+
+
+async def tokenize_and_authorize(
+    tenant: Tenant,
+    processor: Processor,
+    card: CardDetails,
+    *,
+    account: str | None,
+    choose: Callable[[PaymentMethod], Awaitable[AuthorizationRequest | None]],
+) -> tuple[UnsavedCard, Authorization | ProcessorRefused | ProcessorUnavailable | None]:
+    """`tokenize_one_off`, and the new card authorized as `choose` asks given its method (not written),
+    in one exchange with the processor (`Processor.tokenize_and_authorize`): the tokenizing's refusals
+    raised as `tokenize_one_off` raises them, the authorization's answer or refusal answered."""
+    chosen: list[PaymentMethod] = []
+
+    async def choose_for(tokenized: TokenizedCard) -> AuthorizationRequest | None:
+        chosen.append(_one_off(tenant, tokenized, account))
+        return await choose(chosen[0])
+
+    with _tokenizing_refusals():
+        answered = await processor.tokenize_and_authorize(tenant, card, choose_for)
+    (method,) = chosen
+    if method.processor_token != answered.card.token:
+        raise RuntimeError("the processor authorized another card than the one chosen for")
+    return UnsavedCard(method), answered.authorization
+
+
+@contextmanager
+def _tokenizing_refusals() -> Iterator[None]:
+    """A card the network will not take: 402 card_declined; the network not answering: 503."""
+    try:
+        yield
+    except CardNotAccepted as refused:
+        raise CardDeclined(refused.message, decline_code=refused.decline_code, param="card[number]") from None
+    except ProcessorUnavailable:
+        raise ProcessorUnavailableError("The card network did not answer; try again.") from None
+
+
+async def _tokenized(
+    tenant: Tenant, processor: Processor, card: CardDetails, account: str | None
+) -> PaymentMethod:
+    """The card tokenized, as a new one-off method of the payment account (not written)."""
+    with _tokenizing_refusals():
+        tokenized = await processor.tokenize_card(tenant, card)
+    return _one_off(tenant, tokenized, account)
+
+
+def _one_off(tenant: Tenant, tokenized: TokenizedCard, account: str | None) -> PaymentMethod:
+    return PaymentMethod(
+        id=new_id("pm"),
+        installation_id=tenant.installation_id,
+        livemode=tenant.livemode,
+        customer_id=None,
+        merchant_id=account,
+        processor_token=tokenized.token,
+        brand=tokenized.brand,
+        last4=tokenized.last4,
+        exp_month=tokenized.exp_month,
+        exp_year=tokenized.exp_year,
+        fingerprint=tokenized.fingerprint,
+        preferred=False,
+        detached_at=None,
+    )
 
 
 async def attach_to_customer(

@@ -67,6 +67,7 @@ from moneyrail.models import PaymentIntent, PaymentMethod
 from moneyrail.payment_methods import service as methods
 from moneyrail.processor.interface import (
     Authorization,
+    AuthorizationRequest,
     CardDetails,
     OffSessionCharge,
     Processor,
@@ -678,8 +679,17 @@ async def update_payment_intent(
 # --- risk (risk/) -------------------------------------------------------------------------------------
 # Screens run before the network is asked: "block" declines the payment (decline_code fraudulent, nothing
 # charged), "review" lets it be authorized but holds its capture until a review approves it.
+@dataclass(frozen=True)
+class RiskVerdict:
+    """A screen's verdict (`allow`, `review`, `block`), given before the card is known to be saved and
+    writing nothing, and what follows from it once it is (`then`: a review opened, a block logged)."""
+
+    verdict: str
+    then: Callable[[], Awaitable[None]] | None = None
+
+
 RiskScreen = Callable[
-    [AsyncSession, Tenant, Processor, PaymentIntent, PaymentMethod, "Confirmation"], Awaitable[str]
+    [AsyncSession, Tenant, Processor, PaymentIntent, PaymentMethod, "Confirmation"], Awaitable[RiskVerdict]
 ]
 # A payment under an open review: the fact HELD_FOR_REVIEW (`register_payment_fact`), and for several
 # payments in one statement the ids of those held.
@@ -695,18 +705,26 @@ def register_risk_screen(screen: RiskScreen, *, held_among: ReviewHolds) -> None
         _review_holds.append(held_among)
 
 
-async def _risk_verdict(
+async def _risk_verdicts(
     session: AsyncSession,
     tenant: Tenant,
     processor: Processor,
     payment: PaymentIntent,
     method: PaymentMethod,
     confirmation: Confirmation,
-) -> str:
-    verdicts = {
+) -> list[RiskVerdict]:
+    return [
         await screen(session, tenant, processor, payment, method, confirmation) for screen in _risk_screens
-    }
-    return "block" if "block" in verdicts else "review" if "review" in verdicts else "allow"
+    ]
+
+
+async def _followed(verdicts: Sequence[RiskVerdict]) -> str:
+    """What the screens' verdicts lead to, their effects written (in the screens' order)."""
+    for verdict in verdicts:
+        if verdict.then is not None:
+            await verdict.then()
+    found = {verdict.verdict for verdict in verdicts}
+    return "block" if "block" in found else "review" if "review" in found else "allow"
 
 
 async def held_among(session: AsyncSession, payment_ids: Sequence[str]) -> set[str]:
@@ -733,22 +751,14 @@ class Confirmation:
     ip_address: str | None = None  # where the payer confirmed from, for the risk lists
 
 
-async def _method_for_confirmation(
+async def _saved_method_for_confirmation(
     session: AsyncSession,
     tenant: Tenant,
-    processor: Processor,
     payment: PaymentIntent,
     confirmation: Confirmation,
+    account: str | None,
 ) -> PaymentMethod:
-    if confirmation.card is not None and confirmation.payment_method is not None:
-        raise ParametersExclusive("Send either card or payment_method, not both.", param="card")
-    # cards are saved on, and found on, the payment account the payment runs on (spec 4.N rule 7)
-    account = await methods.payment_account(session, tenant, payment.merchant_id)
-    if confirmation.card is not None:
-        # a one-off method; with the payer's consent it is attached to the customer once the payment works
-        return await methods.save_card(
-            session, tenant, processor, confirmation.card, customer_id=None, account=account
-        )
+    """The saved card the payer chose, or the one the payment was given."""
     if confirmation.payment_method is not None:
         return await methods.usable_method(
             session, tenant, confirmation.payment_method, customer_id=payment.customer_id, account=account
@@ -832,43 +842,100 @@ async def confirm_locked_payment(
         raise ParameterInvalid(
             "save_payment_method needs a payment created with a customer.", param="save_payment_method"
         )
-    try:
-        method = await _method_for_confirmation(session, tenant, processor, payment, confirmation)
-    except CardDeclined as declined:
-        await _decline(session, tenant, payment, declined.decline_code, declined.message, None)
-        raise _declined_error(payment) from None
-    if await _risk_verdict(session, tenant, processor, payment, method, confirmation) == "block":
+    if confirmation.card is not None and confirmation.payment_method is not None:
+        raise ParametersExclusive("Send either card or payment_method, not both.", param="card")
+    # cards are saved on, and found on, the payment account the payment runs on (spec 4.N rule 7)
+    account = await methods.payment_account(session, tenant, payment.merchant_id)
+    verdicts: list[RiskVerdict] = []
+
+    async def screened(method: PaymentMethod) -> AuthorizationRequest | None:
+        """The authorization to ask for the card, unless a risk screen blocks it (before anything is
+        authorized; the screens' effects are written once the card is known to be saved)."""
+        verdicts[:] = await _risk_verdicts(session, tenant, processor, payment, method, confirmation)
+        if any(verdict.verdict == "block" for verdict in verdicts):
+            return None
+        return AuthorizationRequest(
+            idempotency_key=authorization_key(payment, method, attempt=payment.confirmations + 1),
+            amount=payment.amount,
+            currency=payment.currency,
+            off_session=False,
+            reference=payment.id,
+        )
+
+    unsaved: methods.UnsavedCard | None = None
+    answered: Authorization | ProcessorRefused | ProcessorUnavailable | None = None
+    request: AuthorizationRequest | None = None
+    if confirmation.card is not None:
+        # a one-off method; with the payer's consent it is attached to the customer once the payment works.
+        # Tokenized and authorized in one exchange; its row is written later (`UnsavedCard`).
+        try:
+            unsaved, answered = await methods.tokenize_and_authorize(
+                tenant, processor, confirmation.card, account=account, choose=screened
+            )
+        except CardDeclined as declined:
+            await _decline(session, tenant, payment, declined.decline_code, declined.message, None)
+            raise _declined_error(payment) from None
+        method = unsaved.method
+    else:
+        method = await _saved_method_for_confirmation(session, tenant, payment, confirmation, account)
+        request = await screened(method)
+    if await _followed(verdicts) == "block":
+        if unsaved is not None:
+            await unsaved.save(session)
         await _decline(session, tenant, payment, "fraudulent", None, method.id)
         raise _declined_error(payment)
     payment.payment_method_id = method.id
     payment.confirmations += 1
     payment.save_payment_method = confirmation.save_payment_method
     payment.return_url = confirmation.return_url
-    authorization = await _authorization_or_decline(
-        payment,
-        processor.authorize(
-            tenant,
-            idempotency_key=authorization_key(payment, method),
-            card_token=method.processor_token,
-            card_fingerprint=method.fingerprint,
-            amount=payment.amount,
-            currency=payment.currency,
-            off_session=False,
-            reference=payment.id,
-        ),
-    )
+    if unsaved is not None:
+        authorization = await _authorization_or_decline(payment, _answered(answered))
+    else:
+        assert request is not None  # not blocked
+        authorization = await _authorization_or_decline(
+            payment,
+            processor.authorize(
+                tenant,
+                idempotency_key=request.idempotency_key,
+                card_token=method.processor_token,
+                card_fingerprint=method.fingerprint,
+                amount=request.amount,
+                currency=request.currency,
+                off_session=request.off_session,
+                reference=request.reference,
+            ),
+        )
     await _apply_authorization(
-        session, tenant, processor, payment, authorization, method, base_url=base_url, answer=answer
+        session,
+        tenant,
+        processor,
+        payment,
+        authorization,
+        method,
+        base_url=base_url,
+        answer=answer,
+        unsaved=unsaved,
     )
     if payment.status == "requires_payment_method":
         raise _declined_error(payment)
     return payment
 
 
-def authorization_key(payment: PaymentIntent, method: PaymentMethod) -> str:
+def authorization_key(payment: PaymentIntent, method: PaymentMethod, *, attempt: int | None = None) -> str:
     """The same for a retry of a lost confirmation (its attempt count was never committed) with the same
-    card and amount; another card or amount is another question to the network, under another key."""
-    return f"{payment.id}:authorize:{payment.confirmations}:{method.fingerprint}:{payment.amount}"
+    card and amount; another card or amount is another question to the network, under another key.
+    `attempt`: the payment's attempt count once this one is counted (by default, as it stands)."""
+    count = payment.confirmations if attempt is None else attempt
+    return f"{payment.id}:authorize:{count}:{method.fingerprint}:{payment.amount}"
+
+
+async def _answered(outcome: Authorization | ProcessorRefused | ProcessorUnavailable | None) -> Authorization:
+    """An authorization the processor answered already, as a call to `authorize` would end."""
+    if outcome is None:
+        raise RuntimeError("the card was not blocked, yet nothing was authorized")
+    if isinstance(outcome, Exception):
+        raise outcome
+    return outcome
 
 
 async def charge_off_session(
@@ -1116,8 +1183,19 @@ async def _apply_authorization(
     *,
     base_url: str,
     answer: StepAnswer | None = None,
+    unsaved: methods.UnsavedCard | None = None,
 ) -> None:
-    """`answer`: the request's, written with the last statement where the payment is not declined."""
+    """`answer`: the request's, written with the last statement where the payment is not declined.
+    `unsaved`: the new card's row, not written yet: the last statement carries it where the payment is
+    authorized for a manual capture and the card not kept; elsewhere it is written first, as the
+    payment's row refers to it before that (a flush) or other rows do (the customer's cards)."""
+    rides = (
+        authorization.status == "authorized"
+        and payment.capture_method != "automatic"
+        and not (payment.save_payment_method and payment.customer_id is not None)
+    )
+    if unsaved is not None and not rides:
+        await unsaved.save(session)
     if authorization.status == "requires_action":
         token = random_base62(32)
         payment.processor_authorization = authorization.id
@@ -1153,8 +1231,13 @@ async def _apply_authorization(
             await _capture(session, tenant, processor, payment, payment.amount, facts, answer=answer)
             return
     _move(payment, "requires_capture")
-    await announce(  # writes it
-        session, tenant, payment, "payment_intent.amount_capturable_updated", answer
+    await announce(  # writes it, and the new card's row
+        session,
+        tenant,
+        payment,
+        "payment_intent.amount_capturable_updated",
+        answer,
+        also=[unsaved.insert()] if unsaved is not None and not unsaved.written else (),
     )
 
 

@@ -3,7 +3,7 @@ operation (`"<operation id>:<step>"`), so a retried or re-driven attempt never m
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Protocol
@@ -173,6 +173,31 @@ class Authorization:
 
 
 @dataclass(frozen=True)
+class AuthorizationRequest:
+    """`authorize`'s arguments but the card's, for `tokenize_and_authorize`."""
+
+    idempotency_key: str
+    amount: int
+    currency: str
+    off_session: bool
+    reference: str
+
+
+# What the caller asks once the card is tokenized (it may ask `card_risk` about it first): the
+# authorization, or None for none (a risk rule refuses the card).
+AuthorizationChoice = Callable[[TokenizedCard], Awaitable[AuthorizationRequest | None]]
+
+
+@dataclass(frozen=True)
+class TokenizedAndAuthorized:
+    """`tokenize_and_authorize`'s answer: the card, and what `authorize` answered or raised (None: not
+    asked), so that a refusal of the authorization is not taken for one of the tokenizing."""
+
+    card: TokenizedCard
+    authorization: Authorization | ProcessorRefused | ProcessorUnavailable | None
+
+
+@dataclass(frozen=True)
 class Capture:
     authorization_id: str
     amount_captured: int
@@ -239,6 +264,16 @@ class ChargeAnswer:
 class Processor(Protocol):
     async def tokenize_card(self, tenant: Tenant, card: CardDetails) -> TokenizedCard:
         """Raises CardNotAccepted for a card the network will not take."""
+        ...
+
+    async def tokenize_and_authorize(
+        self, tenant: Tenant, card: CardDetails, choose: AuthorizationChoice
+    ) -> TokenizedAndAuthorized:
+        """`tokenize_card`, then `authorize` the new card as `choose` asks, with the same answers,
+        refusals and faults as those two calls made in turn, in one exchange where the network allows
+        (the sandbox: one statement). Tokenizing raises as `tokenize_card`; `choose` is awaited once the
+        card is known and before anything is authorized; the authorization's refusal or outage is
+        answered, not raised. A network without such an exchange calls the two in turn."""
         ...
 
     async def authorize(

@@ -218,8 +218,9 @@ async def screen(
     payment: PaymentIntent,
     method: PaymentMethod,
     confirmation: payments.Confirmation,
-) -> str:
-    """`block`, `review` (a review is opened, or the payment's earlier one kept) or `allow`."""
+) -> payments.RiskVerdict:
+    """`block`, `review` or `allow`, writing nothing; a review is opened (or the payment's earlier one
+    kept) by the verdict's `then`, once the card is known to the network (payments.RiskVerdict)."""
     try:
         risk = await processor.card_risk(tenant, card_token=method.processor_token)
         risk_level, country = risk.risk_level, risk.country
@@ -231,34 +232,47 @@ async def screen(
     matches = await _matching_lists(session, tenant, values)
     blocking = [rule for rule in matches if rule.action == "block"]
     if blocking:
-        logger.info(
-            "payment_blocked_by_risk",
-            payment_intent=payment.id,
-            value_list=blocking[0].id,
-            item_type=blocking[0].item_type,
-        )
-        return "block"
+
+        async def blocked() -> None:
+            logger.info(
+                "payment_blocked_by_risk",
+                payment_intent=payment.id,
+                value_list=blocking[0].id,
+                item_type=blocking[0].item_type,
+            )
+
+        return payments.RiskVerdict("block", blocked)
     reviewing = [rule for rule in matches if rule.action == "review"]
     if not reviewing and risk_level == "normal":
-        return "allow"
-    if await repository.review_of_payment(session, payment.id) is None:
-        matched = {"value_list": reviewing[0].id, "item_type": reviewing[0].item_type} if reviewing else {}
-        review = Review(
-            id=new_id("rv"),
-            installation_id=tenant.installation_id,
-            livemode=tenant.livemode,
-            payment_intent_id=payment.id,
-            reason="value_list" if reviewing else "rule",
-            matched=matched,
-            status="open",
-            created_at=utcnow(),
-            updated_at=utcnow(),
-        )
-        session.add(review)
-        await session.flush()
-        await record_event(session, tenant, "review.opened", render_review(review).model_dump(mode="json"))
-        logger.info("payment_held_for_review", payment_intent=payment.id, review=review.id)
-    return "review"
+        return payments.RiskVerdict("allow")
+
+    async def held() -> None:
+        await _open_review(session, tenant, payment, reviewing)
+
+    return payments.RiskVerdict("review", held)
+
+
+async def _open_review(
+    session: AsyncSession, tenant: Tenant, payment: PaymentIntent, reviewing: Sequence[ListRule]
+) -> None:
+    if await repository.review_of_payment(session, payment.id) is not None:
+        return
+    matched = {"value_list": reviewing[0].id, "item_type": reviewing[0].item_type} if reviewing else {}
+    review = Review(
+        id=new_id("rv"),
+        installation_id=tenant.installation_id,
+        livemode=tenant.livemode,
+        payment_intent_id=payment.id,
+        reason="value_list" if reviewing else "rule",
+        matched=matched,
+        status="open",
+        created_at=utcnow(),
+        updated_at=utcnow(),
+    )
+    session.add(review)
+    await session.flush()
+    await record_event(session, tenant, "review.opened", render_review(review).model_dump(mode="json"))
+    logger.info("payment_held_for_review", payment_intent=payment.id, review=review.id)
 
 
 async def held_among(session: AsyncSession, payment_ids: Sequence[str]) -> set[str]:

@@ -17,6 +17,8 @@ from moneyrail.kit.tenant import Tenant
 from moneyrail.processor import cards
 from moneyrail.processor.interface import (
     Authorization,
+    AuthorizationChoice,
+    AuthorizationRequest,
     BatchedTransfer,
     Capture,
     CardDetails,
@@ -32,6 +34,7 @@ from moneyrail.processor.interface import (
     ProcessorTransferRecord,
     ProcessorUnavailable,
     RefundResult,
+    TokenizedAndAuthorized,
     TokenizedCard,
     TransferRequest,
     TransferResult,
@@ -103,47 +106,28 @@ class SandboxProcessor:
 
     # cards ------------------------------------------------------------------------------------------
     async def tokenize_card(self, tenant: Tenant, card: CardDetails) -> TokenizedCard:
-        if tenant.livemode:
-            # the simulator must never make a live payment look real: live needs a real network adapter
-            raise CardNotAccepted(
-                "live_mode_not_connected",
-                "No card network is connected to live mode yet: live cards cannot be charged.",
-            )
         # One statement, committing alone: the fault taken (used up even though the call "fails"), the
         # tenant's clock read, and the card saved unless the fault or the card's checks refuse it. Only
         # the expiry needs that clock, so the statement compares it; the refusal is raised after, in
         # the order of the checks, by the same checks on the same time.
+        tokenized, behaviour = _card_checked_now(tenant, card)
         now = utcnow()
-        tokenized: TokenizedCard | None = None
-        behaviour: str | None = None
-        try:
-            digits = cards.checked_card_number(card, NOT_YET_EXPIRED)
-            behaviour = cards.sandbox_behaviour(digits)
-            tokenized = TokenizedCard(
-                token=sandbox_id("sbx_card"),
-                brand=cards.card_brand(digits),
-                last4=digits[-4:],
-                exp_month=card.exp_month,
-                exp_year=cards.full_expiry_year(card.exp_year),
-                fingerprint=cards.card_fingerprint(tenant.installation_id, digits),
-            )
-        except CardNotAccepted:
-            pass  # raised below, once the fault is taken
         async with autocommit_connection(self._sessionmaker) as connection:
             row = await connection.fetchrow(
-                sql.TOKENIZE,
-                tenant.installation_id,
-                tenant.livemode,
-                tokenized.token if tokenized is not None else None,
-                behaviour,
-                tokenized.brand if tokenized is not None else None,
-                tokenized.last4 if tokenized is not None else None,
-                card.exp_month,
-                tokenized.exp_year if tokenized is not None else None,
-                tokenized.fingerprint if tokenized is not None else None,
-                cards.expiry_end(card) if tokenized is not None else None,
-                now,
+                sql.TOKENIZE, *_tokenize_parameters(tenant, card, tokenized, behaviour, now)
             )
+        return self._saved_card(tenant, card, row, now, tokenized, behaviour)
+
+    def _saved_card(
+        self,
+        tenant: Tenant,
+        card: CardDetails,
+        row: Any,
+        now: datetime,
+        tokenized: TokenizedCard | None,
+        behaviour: str | None,
+    ) -> TokenizedCard:
+        """The tokenizing statement's answer: the fault it took or the card's refusal raised, or the card."""
         if row["mode"] == "transient":
             raise injected_unavailable("tokenize")
         if row["mode"] is not None:
@@ -154,6 +138,83 @@ class SandboxProcessor:
             raise RuntimeError("the card's checks and the tokenizing statement disagree")
         self._remember_behaviour((tokenized.token, tenant.installation_id, tenant.livemode), behaviour)
         return tokenized
+
+    async def tokenize_and_authorize(
+        self, tenant: Tenant, card: CardDetails, choose: AuthorizationChoice
+    ) -> TokenizedAndAuthorized:
+        """In the usual case one statement committing alone: `TOKENIZE` and `AUTHORIZE_AT_ONCE`'s
+        authorization of the card it saves. The card is made and checked in Python first, so `choose`
+        (a risk screen asking `card_risk`) answers before that statement; its behaviour is remembered
+        meanwhile and forgotten if the card is then not saved. Otherwise (a card refused, a fault armed
+        for either call, a key asked before) each call is answered as when made alone."""
+        tokenized, behaviour = _card_checked_now(tenant, card)
+        if tokenized is None or behaviour is None:  # refused: the fault taken and the refusal raised
+            await self.tokenize_card(tenant, card)
+            raise RuntimeError("the card's checks and the tokenizing statement disagree")
+        key = (tokenized.token, tenant.installation_id, tenant.livemode)
+        self._remember_behaviour(key, behaviour)
+        try:
+            asked = await choose(tokenized)
+            now = utcnow()
+            tokenizing = _tokenize_parameters(tenant, card, tokenized, behaviour, now)
+            if asked is None or asked.amount < 0:
+                async with autocommit_connection(self._sessionmaker) as connection:
+                    row = await connection.fetchrow(sql.TOKENIZE, *tokenizing)
+                saved = self._saved_card(tenant, card, row, now, tokenized, behaviour)
+                if asked is None:
+                    return TokenizedAndAuthorized(saved, None)
+                return TokenizedAndAuthorized(saved, await self._authorized(tenant, saved, asked))
+            request = _authorize_request(tokenized.fingerprint, asked)
+            outcomes = {
+                each: cards.authorization_outcome(each, asked.amount, off_session=asked.off_session)
+                for each in cards.BEHAVIOURS
+            }
+            async with autocommit_connection(self._sessionmaker) as connection:
+                row = await connection.fetchrow(
+                    sql.TOKENIZE_AND_AUTHORIZE,
+                    *tokenizing,
+                    asked.idempotency_key,
+                    sandbox_id("sbx_auth"),
+                    asked.amount,
+                    asked.currency,
+                    asked.reference,
+                    dumps(outcomes),
+                    dumps(request),
+                )
+            saved = self._saved_card(tenant, card, row, now, tokenized, behaviour)
+        except BaseException:
+            self._behaviours.pop(key, None)  # never saved (a saved card raises nothing here)
+            raise
+        if row["response"] is not None:
+            return TokenizedAndAuthorized(saved, authorization_from(dict(json_value(row["response"]))))
+        # not the usual authorization: answered as `authorize` answers it then
+        return TokenizedAndAuthorized(saved, await self._authorized(tenant, saved, asked, at_once=False))
+
+    async def _authorized(
+        self, tenant: Tenant, card: TokenizedCard, asked: AuthorizationRequest, *, at_once: bool = True
+    ) -> Authorization | ProcessorRefused | ProcessorUnavailable:
+        """`authorize` of a card just saved; its refusal or fault answered, not raised."""
+        try:
+            if at_once:
+                return await self.authorize(
+                    tenant,
+                    idempotency_key=asked.idempotency_key,
+                    card_token=card.token,
+                    card_fingerprint=card.fingerprint,
+                    amount=asked.amount,
+                    currency=asked.currency,
+                    off_session=asked.off_session,
+                    reference=asked.reference,
+                )
+            answer = authorize_answer(
+                tenant, card.token, asked.amount, asked.currency, asked.reference, asked.off_session
+            )
+            request = _authorize_request(card.fingerprint, asked)
+            return authorization_from(
+                await self._call(tenant, "authorize", asked.idempotency_key, request, answer)
+            )
+        except (ProcessorRefused, ProcessorUnavailable) as refused:
+            return refused
 
     async def authorize(
         self,
@@ -676,3 +737,58 @@ class SandboxProcessor:
         if failure is not None:
             raise failure
         return response
+
+
+def _card_checked_now(tenant: Tenant, card: CardDetails) -> tuple[TokenizedCard | None, str | None]:
+    """The card as the network would save it and its behaviour, by every check but the expiry on the
+    tenant's clock (the statement compares that); (None, None) when a check refuses it."""
+    if tenant.livemode:
+        # the simulator must never make a live payment look real: live needs a real network adapter
+        raise CardNotAccepted(
+            "live_mode_not_connected",
+            "No card network is connected to live mode yet: live cards cannot be charged.",
+        )
+    try:
+        digits = cards.checked_card_number(card, NOT_YET_EXPIRED)
+        behaviour = cards.sandbox_behaviour(digits)
+    except CardNotAccepted:
+        return None, None  # raised once the fault is taken
+    tokenized = TokenizedCard(
+        token=sandbox_id("sbx_card"),
+        brand=cards.card_brand(digits),
+        last4=digits[-4:],
+        exp_month=card.exp_month,
+        exp_year=cards.full_expiry_year(card.exp_year),
+        fingerprint=cards.card_fingerprint(tenant.installation_id, digits),
+    )
+    return tokenized, behaviour
+
+
+def _tokenize_parameters(
+    tenant: Tenant, card: CardDetails, tokenized: TokenizedCard | None, behaviour: str | None, now: datetime
+) -> tuple[Any, ...]:
+    return (
+        tenant.installation_id,
+        tenant.livemode,
+        tokenized.token if tokenized is not None else None,
+        behaviour,
+        tokenized.brand if tokenized is not None else None,
+        tokenized.last4 if tokenized is not None else None,
+        card.exp_month,
+        tokenized.exp_year if tokenized is not None else None,
+        tokenized.fingerprint if tokenized is not None else None,
+        cards.expiry_end(card) if tokenized is not None else None,
+        now,
+    )
+
+
+def _authorize_request(card_fingerprint: str, asked: AuthorizationRequest) -> dict[str, Any]:
+    # compared on a repeated key: the card by its fingerprint, since a retried confirmation tokenizes
+    # the same card again under a new token and must get the first answer, not a second charge
+    return {
+        "card": card_fingerprint,
+        "amount": asked.amount,
+        "currency": asked.currency,
+        "off_session": asked.off_session,
+        "reference": asked.reference,
+    }

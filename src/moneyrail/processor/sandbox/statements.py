@@ -76,6 +76,55 @@ TOKENIZE = """
     SELECT (SELECT mode FROM fault) AS mode, clock.offset_seconds, EXISTS (SELECT 1 FROM saved) AS saved
     FROM clock
 """
+# `TOKENIZE`, and where the card is saved `AUTHORIZE_AT_ONCE`'s usual authorization of it ($12 the key,
+# $13 the authorization's id, $14 the amount, $15 the currency, $16 the reference, $17 behaviour ->
+# [status, decline code], $18 the request): the card's behaviour is $4 (its row, written by `saved`, is
+# not visible to the other parts of the statement; the authorization's reference to it is checked at its
+# end). `response` NULL with the card saved: not the usual authorization, nothing of it written.
+TOKENIZE_AND_AUTHORIZE = """
+    WITH fault AS (
+        UPDATE sandbox_processor_faults SET remaining = remaining - 1, updated_at = now()
+        WHERE installation_id = $1 AND livemode = $2 AND operation_type = 'tokenize' AND remaining > 0
+        RETURNING mode
+    ), clock AS (
+        SELECT offset_seconds, $11::timestamptz + make_interval(secs => offset_seconds) AS tenant_now
+        FROM (SELECT COALESCE((SELECT offset_seconds FROM sandbox_clocks WHERE installation_id = $1), 0)
+                  AS offset_seconds) AS offset_of_tenant
+    ), saved AS (
+        INSERT INTO sandbox_cards
+            (token, installation_id, livemode, behaviour, brand, last4, exp_month, exp_year, fingerprint)
+        SELECT $3, $1, $2, $4, $5, $6, $7, $8, $9 FROM clock
+        WHERE $3::varchar IS NOT NULL AND NOT EXISTS (SELECT 1 FROM fault)
+          AND ($10::timestamptz IS NULL OR clock.tenant_now < $10)
+        RETURNING 1
+    ), usual AS (
+        SELECT $17::jsonb -> $4::text AS outcome
+        WHERE EXISTS (SELECT 1 FROM saved)
+          AND NOT EXISTS (SELECT 1 FROM sandbox_processor_calls
+                          WHERE installation_id = $1 AND livemode = $2 AND idempotency_key = $12)
+          AND NOT EXISTS (SELECT 1 FROM sandbox_processor_faults
+                          WHERE installation_id = $1 AND livemode = $2 AND operation_type = 'authorize'
+                            AND remaining > 0)
+    ), recorded AS (
+        INSERT INTO sandbox_processor_calls
+            (installation_id, livemode, idempotency_key, operation_type, request, response, succeeded)
+        SELECT $1, $2, $12, 'authorize', $18::jsonb,
+               jsonb_build_object('id', $13::text, 'status', outcome -> 0, 'amount', $14::bigint,
+                                  'currency', $15::text, 'decline_code', outcome -> 1),
+               true
+        FROM usual
+        ON CONFLICT DO NOTHING
+        RETURNING response
+    ), held AS (
+        INSERT INTO sandbox_authorizations
+            (id, installation_id, livemode, card_token, amount, currency, status, decline_code, reference)
+        SELECT $13, $1, $2, $3, $14, $15, response ->> 'status', response ->> 'decline_code', $16
+        FROM recorded
+    )
+    SELECT (SELECT mode FROM fault) AS mode, clock.offset_seconds, EXISTS (SELECT 1 FROM saved) AS saved,
+           (SELECT response FROM recorded) AS response
+    FROM clock
+"""
 TAKE_FAULT = """
     UPDATE sandbox_processor_faults SET remaining = remaining - 1, updated_at = now()
     WHERE installation_id = $1 AND livemode = $2 AND operation_type = $3 AND remaining > 0
