@@ -1,6 +1,6 @@
 """A confirmation with a new card when the network faults at tokenizing or at authorizing, or a risk rule
 holds the card: what the payer is answered, what the payment records, what the network was asked, which
-rows are written (SPEED-confirm5.md: the card's row and the network's calls moved between statements;
+rows are written (SPEED.md §25: the card's row and the network's calls moved between statements;
 these answers and effects must not)."""
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ def test_a_tokenize_fault_authorizes_nothing_saves_no_card_and_opens_no_review(a
     if mode == "transient":
         assert_error(refused, 503, "processor_unavailable")
     else:
-        # as before SPEED-confirm5.md: a refusal of the tokenizing that is no card decline is not
+        # as before SPEED.md §25: a refusal of the tokenizing that is no card decline is not
         # mapped to an API error (internal_error, everything rolled back)
         assert_error(refused, 500, "internal_error")
     after = api.get(f"/v1/payment-intents/{payment['id']}").json()

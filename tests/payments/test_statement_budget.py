@@ -43,9 +43,9 @@ from tests.sql_counter import StatementCounter, Tally
 # statement; the key's stored answer in the payment's UPDATE and event statement).
 # Held on 2026-11-26 (SPEED-paycreate2.md): create 1 also where an endpoint listens for its event (the
 # deliveries' operations, rows and the relay's wake-up in the same statement; it took 6 and more).
-# Cut on 2026-11-26 (SPEED-capture5.md): capture 7 -> 6 (branch capture5: the fee shortfall and the
+# Cut on 2026-11-26 (SPEED.md §24): capture 7 -> 6 (branch capture5: the fee shortfall and the
 # ledger accounts asked with the payment's facts, the postings written in the last statement).
-# Cut on 2026-11-26 (SPEED-confirm5.md): confirm 7 -> 5 (a new card's row rides in the payment's UPDATE
+# Cut on 2026-11-26 (SPEED.md §25): confirm 7 -> 5 (a new card's row rides in the payment's UPDATE
 # and event statement where the payment ends authorized for a manual capture; the sandbox processor
 # tokenizes and authorizes a new card in one self-committing statement).
 BUDGET = {"create": 1, "confirm": 5, "capture": 6, "customer": 1, "customer_without_key": 1}
