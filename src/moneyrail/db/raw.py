@@ -67,7 +67,9 @@ async def driver_connection(session: AsyncSession) -> Any:
 async def _bind_pooled_connection(session: AsyncSession) -> Any:
     """A connection from the engine's pool with a transaction begun on the driver, the session bound to it."""
     engine = engine_of(session)
-    pooled = await engine.raw_connection()
+    pool = engine.sync_engine.pool
+    # an idle connection without the greenlet hop of `AsyncEngine.raw_connection` (the same checkout)
+    pooled = _idle_connection(pool) or await greenlet_spawn(pool.connect)
     bound = AsyncConnection(engine, Connection(engine.sync_engine, connection=pooled))
     session.info[_OWNED] = bound  # released by the unit of work, whatever happens below
     await _begin_on_driver(pooled, bound)
