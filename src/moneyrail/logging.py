@@ -4,9 +4,22 @@ from __future__ import annotations
 
 import logging
 import sys
-from typing import TextIO
+from contextvars import ContextVar
+from typing import Any, TextIO
 
 import structlog
+
+# The id of the request being served, set by api/middleware.py for the request's whole run: one
+# ContextVar set and reset per request, where structlog's bind_contextvars/unbind_contextvars cost a
+# name lookup and a dict each; `add_request_id` puts it on each line logged meanwhile.
+current_request_id: ContextVar[str | None] = ContextVar("moneyrail_request_id", default=None)
+
+
+def add_request_id(_logger: Any, _method_name: str, event_dict: Any) -> Any:
+    request_id = current_request_id.get()
+    if request_id is not None:
+        event_dict.setdefault("request_id", request_id)  # a line's own request_id wins, as with contextvars
+    return event_dict
 
 
 def configure_logging(level: str = "INFO", *, json: bool = True, stream: TextIO | None = None) -> None:
@@ -16,6 +29,7 @@ def configure_logging(level: str = "INFO", *, json: bool = True, stream: TextIO 
     structlog.configure(
         processors=[
             structlog.contextvars.merge_contextvars,
+            add_request_id,
             structlog.processors.add_log_level,
             structlog.processors.TimeStamper(fmt="iso", utc=True),
             structlog.processors.format_exc_info,

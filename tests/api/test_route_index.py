@@ -12,6 +12,7 @@ same.
 from __future__ import annotations
 
 import asyncio
+import functools
 import re
 import uuid
 from collections.abc import Iterator
@@ -340,6 +341,42 @@ def test_generated_paths_answer_as_linear_matching_does(apps: Apps, segments: li
     method = data.draw(st.sampled_from(METHODS))
     indexed, linear = apps.both(method, path)
     assert indexed == linear, (method, path)
+
+
+@functools.cache
+def _built_index() -> tuple[RouteIndex, list[str]]:
+    """An app's route index, built, and the literal segments of its templates (once: create_app is slow)."""
+    app = create_app(Settings(database_url="postgresql://unused@127.0.0.1/unused"))
+    app.include_router(widgets)
+    # a template ending in a literal "/": a twin's walk one step further than its path's
+    app.add_api_route("/widgets/all/", _answer, methods=["GET"], include_in_schema=False)
+    index = app.router.middleware_stack
+    assert isinstance(index, RouteIndex)
+    index.view_for({"type": "http", "path": "/", "root_path": ""})  # builds the index
+    return index, _literal_segments(app)
+
+
+@settings(max_examples=500, deadline=None)
+@given(data=st.data())
+def test_the_one_walk_for_a_path_and_its_slash_twin_finds_the_two_positions_walked_apart(data: st.DataObject):
+    """`view_for`'s usual case (no root path, no trailing slash) walks once for both positions."""
+    index, literal = _built_index()
+    segment = st.one_of(st.sampled_from(literal), st.sampled_from(["x", "7", ""]), st.text(max_size=3))
+    parts = data.draw(st.lists(segment, min_size=1, max_size=8))
+    path = "/" + "/".join(parts)
+    if path.endswith("/"):
+        path += "x"
+    _assert_one_walk_finds_both(index, path)
+
+
+@pytest.mark.parametrize("path", ["/widgets/all", "/widgets", "/v1/customers", "/widgets/all/x", "/x"])
+def test_the_one_walk_for_chosen_paths_and_their_slash_twins(path: str):
+    _assert_one_walk_finds_both(_built_index()[0], path)
+
+
+def _assert_one_walk_finds_both(index: RouteIndex, path: str) -> None:
+    walked_apart = (*index._position(path), *index._position(path + "/"))
+    assert index._positions_with_slash_twin(path) == walked_apart, path
 
 
 def test_a_request_tries_only_the_routes_its_path_can_match():

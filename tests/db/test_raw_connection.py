@@ -98,7 +98,7 @@ def test_a_dead_pooled_connection_fails_one_lone_statement_then_is_dropped(bridg
 
 def test_a_lone_statement_on_an_idle_connection_is_sent_after_one_pass_of_the_event_loop(bridge):
     """Requests that reach their statement in the same pass send them together (db/raw.py,
-    `_outside_any_transaction`): another ready task runs before the connection is handed over."""
+    `PooledConnection`): another ready task runs before the connection is handed over."""
 
     async def handed_over_after_another_task(session):
         ran: list[str] = []

@@ -21,11 +21,14 @@ from moneyrail.api.metrics import http_latency
 from moneyrail.config import API_VERSIONS
 from moneyrail.errors import DatabaseUnavailable, MoneyrailError, UnsupportedVersion
 from moneyrail.kit.ids import new_id
+from moneyrail.logging import current_request_id
 
 logger = structlog.get_logger("moneyrail.http")
 
 # Path prefix -> API name (CONVENTIONS.md §1); longest prefixes first.
 API_PREFIXES = (("/commerce/v1", "commerce"), ("/fiscal/v1", "fiscal"), ("/v1", "payments"))
+# (prefix, prefix + "/", API): the concatenation made once, not on every request
+_PREFIXES_WITH_SLASH = tuple((prefix, prefix + "/", api) for prefix, api in API_PREFIXES)
 # Each API's current version as the response header, built once
 CURRENT_VERSION_HEADERS = {
     api: (b"service-version", versions[0].encode("latin-1")) for api, versions in API_VERSIONS.items()
@@ -38,8 +41,8 @@ _series_by_key: dict[tuple[str, int, str | None, int], tuple[Any, str, Any]] = {
 
 
 def api_of(path: str) -> str | None:
-    for prefix, api in API_PREFIXES:
-        if path == prefix or path.startswith(prefix + "/"):
+    for prefix, with_slash, api in _PREFIXES_WITH_SLASH:
+        if path.startswith(with_slash) or path == prefix:
             return api
     return None
 
@@ -58,8 +61,8 @@ def route_template(scope: Scope) -> str:
 
 
 def _api_prefix_of(path: str) -> str | None:
-    for prefix, _api in API_PREFIXES:
-        if path.startswith(prefix + "/"):
+    for prefix, with_slash, _api in _PREFIXES_WITH_SLASH:
+        if path.startswith(with_slash):
             return prefix
     return None
 
@@ -112,16 +115,18 @@ class RequestContextMiddleware:
             version = asked if asked is not None else API_VERSIONS[api][0]
             current = CURRENT_VERSION_HEADERS[api]
             extra_headers.append(current if asked is None else (current[0], asked.encode("latin-1")))
-        status_holder: dict[str, Any] = {"status": 500, "started": False}
+        status = 500
+        response_started = False
 
         async def send_with_headers(message: Message) -> None:
+            nonlocal status, response_started
             if message["type"] == "http.response.start":
-                status_holder["status"] = message["status"]
-                status_holder["started"] = True
+                status = message["status"]
+                response_started = True
                 message["headers"] = [*message.get("headers", []), *extra_headers]
             await send(message)
 
-        structlog.contextvars.bind_contextvars(request_id=request_id)
+        logged_request = current_request_id.set(request_id)
         try:
             if api is not None and version not in API_VERSIONS[api]:
                 # Answer with the version that will serve a retry, not the unknown one asked for.
@@ -152,11 +157,11 @@ class RequestContextMiddleware:
             else:
                 logger.exception("request_failed")
                 error = MoneyrailError("An internal error occurred.")
-            if not status_holder["started"]:
+            if not response_started:
                 await self._send_error(send_with_headers, error, request_id)
         finally:
-            self._log(scope, status_holder["status"], started)
-            structlog.contextvars.unbind_contextvars("request_id")
+            self._log(scope, status, started)
+            current_request_id.reset(logged_request)
 
     @staticmethod
     async def _send_error(send: Send, error: MoneyrailError, request_id: str) -> None:

@@ -27,6 +27,7 @@ from __future__ import annotations
 import copy
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from operator import attrgetter
 from typing import Any, TypeVar
 
 from fastapi import FastAPI
@@ -43,6 +44,8 @@ ONE_SEGMENT_CONVERTORS = (StringConvertor, IntegerConvertor, FloatConvertor, UUI
 Candidate = BaseRoute | _EffectiveRouteContext
 # An entry of a route list: the app router's routes, or an included router's candidates
 RouteEntry = TypeVar("RouteEntry", BaseRoute, _EffectiveRouteContext | _IncludedRouter)
+
+_routes_version = attrgetter("_routes_version")  # FastAPI's count of an APIRouter's route changes
 
 # Views kept, one per position of a path in the trie (and its slash twin's): far more than requests
 # make in practice (about one per route); past it, a view is built per request, about as costly as
@@ -148,11 +151,15 @@ class RouteIndex:
         """The app router with only the routes that can match this request's path (or its slash twin)."""
         if self._routes_changed():
             self._build()
-        route_path = get_route_path(scope)
-        # the path FastAPI tries for a redirect when nothing matches (APIRouter.app, redirect_slashes)
-        twin = scope["path"].rstrip("/") if route_path.endswith("/") else scope["path"] + "/"
-        twin_route_path = get_route_path({"path": twin, "root_path": scope.get("root_path", "")})
-        key = (*self._position(route_path), *self._position(twin_route_path))
+        path: str = scope["path"]
+        if not scope.get("root_path") and path.startswith("/") and not path.endswith("/"):
+            key = self._positions_with_slash_twin(path)  # the usual request: one walk for both
+        else:
+            route_path = get_route_path(scope)
+            # the path FastAPI tries for a redirect when nothing matches (APIRouter.app, redirect_slashes)
+            twin = path.rstrip("/") if route_path.endswith("/") else path + "/"
+            twin_route_path = get_route_path({"path": twin, "root_path": scope.get("root_path", "")})
+            key = (*self._position(route_path), *self._position(twin_route_path))
         view = self._views.get(key)
         if view is None:
             view = self._view((key[0], key[1]), (key[2], key[3]))
@@ -176,6 +183,22 @@ class RouteIndex:
             node = child
         return node, min(len(segments), self._longest + 1)
 
+    def _positions_with_slash_twin(self, path: str) -> tuple[_Node, int, _Node, int]:
+        """`_position` of a path (no root path, no trailing slash) and of its twin `path + "/"`, whose
+        segments are the path's and one empty one: the same walk, one step further at most."""
+        segments = path[1:].split("/")
+        node = self._root
+        walked_all = True
+        for segment in segments:
+            child = node.children.get(segment)
+            if child is None:
+                walked_all = False
+                break
+            node = child
+        twin_node = node.children.get("", node) if walked_all else node
+        cap = self._longest + 1
+        return node, min(len(segments), cap), twin_node, min(len(segments) + 1, cap)
+
     def _view(self, *positions: PathPosition) -> APIRouter:
         def fits(candidate: Candidate) -> bool:
             shape = self._shapes.get(id(candidate)) or RouteShape.of(candidate)
@@ -196,7 +219,7 @@ class RouteIndex:
     def _fingerprint(self) -> tuple[int, int]:
         # FastAPI counts route changes per APIRouter; a route appended to app.routes directly (a mount)
         # changes its length
-        return len(self.router.routes), sum(router._routes_version for router in self._routers)
+        return len(self.router.routes), sum(map(_routes_version, self._routers))
 
     def _build(self) -> None:
         self._routers = list(_routers(self.router))

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Coroutine
 from datetime import timedelta
+from functools import lru_cache
 from typing import Any
 
 from asyncpg.exceptions import UniqueViolationError
@@ -62,9 +63,14 @@ class ApiKeyGate(SecurityBase):
         if principal.key_kind == "secret" and not grants(principal.scopes, scope):
             raise InsufficientScope(f"This API key lacks the `{scope}` scope needed here.")
         await rate_limits.check(request, principal)  # before the key's claim: a 429 is never stored
-        retention = timedelta(hours=request.app.state.settings.idempotency_retention_hours)
+        retention = _retention(request.app.state.settings.idempotency_retention_hours)
         await idempotency.claim(request, principal, retention, defer=self.claim_in_statement)
         return principal
+
+
+@lru_cache(maxsize=8)  # one setting per app: a timedelta made once, not per request
+def _retention(hours: int) -> timedelta:
+    return timedelta(hours=hours)
 
 
 secret_key_gate = ApiKeyGate()

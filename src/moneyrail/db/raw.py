@@ -19,9 +19,9 @@ from __future__ import annotations
 
 import asyncio
 import warnings
-from collections.abc import AsyncIterator, Callable, Mapping
-from contextlib import asynccontextmanager
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from types import TracebackType
 from typing import Any, Protocol, TypeVar
 
 import orjson
@@ -67,7 +67,9 @@ async def driver_connection(session: AsyncSession) -> Any:
 async def _bind_pooled_connection(session: AsyncSession) -> Any:
     """A connection from the engine's pool with a transaction begun on the driver, the session bound to it."""
     engine = engine_of(session)
-    pooled = await engine.raw_connection()
+    pool = engine.sync_engine.pool
+    # an idle connection without the greenlet hop of `AsyncEngine.raw_connection` (the same checkout)
+    pooled = _idle_connection(pool) or await greenlet_spawn(pool.connect)
     bound = AsyncConnection(engine, Connection(engine.sync_engine, connection=pooled))
     session.info[_OWNED] = bound  # released by the unit of work, whatever happens below
     await _begin_on_driver(pooled, bound)
@@ -190,8 +192,7 @@ def transaction_open(work: AsyncSession | SessionOnDemand) -> bool:
     return session is not None and (session.in_transaction() or driver_transaction_open(session))
 
 
-@asynccontextmanager
-async def lone_statement_connection(work: AsyncSession | SessionOnDemand) -> AsyncIterator[Any]:
+def lone_statement_connection(work: AsyncSession | SessionOnDemand) -> PooledConnection:
     """The connection for a statement that needs no transaction of the unit of work's: the whole of its
     writes, or a read of committed state (a key's lookup).
 
@@ -201,13 +202,7 @@ async def lone_statement_connection(work: AsyncSession | SessionOnDemand) -> Asy
     own, one round trip instead of BEGIN, statement, COMMIT. A write's caller vouches that nothing else
     in the unit of work writes after it. Given the unit of work, this makes no session.
     """
-    session = _made_session(work)
-    if session is not None and transaction_open(session):
-        yield await driver_connection(session)
-        return
-    engine = engine_of(work) if isinstance(work, AsyncSession) else work.engine
-    async with _outside_any_transaction(engine, yield_before_sending=True) as connection:
-        yield connection
+    return PooledConnection(work, yield_before_sending=True)
 
 
 def _idle_connection(pool: Pool) -> PoolProxiedConnection | None:
@@ -225,12 +220,14 @@ def _idle_connection(pool: Pool) -> PoolProxiedConnection | None:
             return None
 
 
-@asynccontextmanager
-async def _outside_any_transaction(
-    engine: AsyncEngine, *, yield_before_sending: bool = False
-) -> AsyncIterator[Any]:
-    """An asyncpg connection of the engine's pool, checked out and back in without SQLAlchemy's
-    Connection and its two greenlet hops (on the intake's path, every request).
+class PooledConnection:
+    """`async with`: an asyncpg connection of the engine's pool outside any transaction, checked out
+    and back in without SQLAlchemy's Connection and its two greenlet hops (on the intake's path, every
+    request); or, for a lone statement of a unit of work that has begun its transaction, that
+    transaction's connection (nothing checked out here).
+
+    A class rather than an `asynccontextmanager`: on every lone statement, a generator and its
+    `__aenter__`/`__aexit__` steps (two nested, before) cost more than this try/finally.
 
     Taking an idle connection from the pool and giving it back does no I/O: no pre-ping, and the reset
     on return sends nothing when the adapter began no transaction (nothing here goes through it). Only a
@@ -245,21 +242,48 @@ async def _outside_any_transaction(
     backends, cheaper while the other CPU is still busy with the previous ones than when it has gone
     idle between two sends. Before the checkout, so nothing is held during the pass.
     """
-    if yield_before_sending:
-        await asyncio.sleep(0)
-    pool = engine.sync_engine.pool
-    pooled = _idle_connection(pool)
-    if pooled is None:
-        pooled = await greenlet_spawn(pool.connect)
-    connection: Any = pooled.driver_connection
-    try:
-        yield connection
-    except BaseException:
-        if connection.is_closed():  # dead (as after a PostgreSQL restart): never handed out again
-            pooled.invalidate()
-        raise
-    finally:
-        pooled.close()
+
+    __slots__ = ("_connection", "_pooled", "_work", "_yield_before_sending")
+
+    def __init__(
+        self, work: AsyncSession | SessionOnDemand | AsyncEngine, *, yield_before_sending: bool
+    ) -> None:
+        self._work = work
+        self._yield_before_sending = yield_before_sending
+        self._pooled: PoolProxiedConnection | None = None
+        self._connection: Any = None
+
+    async def __aenter__(self) -> Any:
+        work = self._work
+        if isinstance(work, AsyncEngine):
+            engine = work
+        else:
+            session = _made_session(work)
+            if session is not None and transaction_open(session):
+                return await driver_connection(session)
+            engine = engine_of(work) if isinstance(work, AsyncSession) else work.engine
+        if self._yield_before_sending:
+            await asyncio.sleep(0)
+        pool = engine.sync_engine.pool
+        pooled = _idle_connection(pool)
+        if pooled is None:
+            pooled = await greenlet_spawn(pool.connect)
+        self._pooled = pooled
+        self._connection = pooled.driver_connection
+        return self._connection
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        pooled = self._pooled
+        if pooled is None:  # the unit of work's transaction's connection: it releases that
+            return
+        self._pooled = None
+        try:
+            if exc_type is not None and self._connection.is_closed():
+                pooled.invalidate()  # dead (as after a PostgreSQL restart): never handed out again
+        finally:
+            pooled.close()
 
 
 def forget_driver_connection(session: AsyncSession) -> None:
@@ -267,16 +291,14 @@ def forget_driver_connection(session: AsyncSession) -> None:
     session.info.pop(_KEY, None)
 
 
-@asynccontextmanager
-async def autocommit_connection(sessionmaker: async_sessionmaker[AsyncSession]) -> AsyncIterator[Any]:
+def autocommit_connection(sessionmaker: async_sessionmaker[AsyncSession]) -> PooledConnection:
     """A pooled asyncpg connection outside any transaction: each statement commits by itself.
 
     For a single statement that must commit before anything else happens (an operation's claim):
     one round trip instead of BEGIN, statement, COMMIT.
     """
     engine: AsyncEngine = sessionmaker.kw["bind"]
-    async with _outside_any_transaction(engine) as connection:
-        yield connection
+    return PooledConnection(engine, yield_before_sending=False)
 
 
 @dataclass(frozen=True, slots=True)
