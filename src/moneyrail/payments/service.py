@@ -28,7 +28,7 @@ from collections.abc import Awaitable, Callable, Coroutine, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import partial
-from typing import Any, NamedTuple
+from typing import Any, Literal, NamedTuple
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import structlog
@@ -686,7 +686,7 @@ class RiskVerdict:
     """A screen's verdict (`allow`, `review`, `block`), given before the card is known to be saved and
     writing nothing, and what follows from it once it is (`then`: a review opened, a block logged)."""
 
-    verdict: str
+    verdict: Literal["allow", "review", "block"]
     then: Callable[[], Awaitable[None]] | None = None
 
 
