@@ -20,6 +20,10 @@ RISK_REVIEW = "4100000000000019"
 DECLINES_LATER = "4000000000000341"
 NOT_A_SANDBOX_CARD = "4000056655665556"  # Luhn-valid, but not one of ours
 
+DAY = 24 * 3600
+# what the sandbox network reports for a 100.00 payment: 2.9% + 30 minor units
+COST_OF_10000 = 290 + 30
+
 
 def card(number: str = SUCCEEDS) -> dict[str, Any]:
     return {"number": number, "exp_month": 12, "exp_year": 2034, "cvc": "123"}

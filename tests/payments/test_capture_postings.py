@@ -9,8 +9,9 @@ from typing import Any
 
 import pytest
 
-from tests.engine.conftest import assert_ledger_verifies
 from tests.payments.support import (
+    COST_OF_10000,
+    DAY,
     balance_of,
     confirm,
     create_payment,
@@ -19,14 +20,7 @@ from tests.payments.support import (
     set_commission,
 )
 
-DAY = 24 * 3600
-COST_OF_10000 = 290 + 30
-
-
-@pytest.fixture(scope="module", autouse=True)
-def ledger_verified_afterwards(servers):
-    yield
-    assert_ledger_verifies(servers)
+pytestmark = pytest.mark.usefixtures("ledger_verified_afterwards")
 
 
 def authorized(api: Any, amount: int) -> dict[str, Any]:

@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import pytest
 
-from tests.engine.conftest import assert_ledger_verifies, start_scheduler
+from tests.engine.conftest import start_scheduler
 from tests.helpers import assert_error
 from tests.payments.support import (
+    COST_OF_10000,
+    DAY,
     balance_of,
     confirm,
     create_payment,
@@ -22,14 +24,7 @@ from tests.payments.support import (
     wait_for,
 )
 
-DAY = 24 * 3600
-COST_OF_10000 = 290 + 30
-
-
-@pytest.fixture(scope="module", autouse=True)
-def ledger_verified_afterwards(servers):
-    yield
-    assert_ledger_verifies(servers)
+pytestmark = pytest.mark.usefixtures("ledger_verified_afterwards")
 
 
 def advance(api, seconds: int) -> dict:

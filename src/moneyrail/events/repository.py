@@ -54,7 +54,7 @@ def _event_alongside(write: str) -> str:
 
 
 @cache
-def _event_also(statement: str, write: str, position: int = 0) -> str:
+def _event_also(statement: str, write: str, position: int) -> str:
     name = "also" if position == 0 else f"also_{position + 1}"
     return statement.replace("WITH ", f"WITH {name} AS ({write}), ", 1)
 
@@ -63,23 +63,23 @@ async def insert_event(
     session: AsyncSession,
     event: Event,
     changed: Base | None = None,
-    also: WriteAt | Sequence[WriteAt] | None = None,
+    also: Sequence[WriteAt] = (),
 ) -> list[str]:
     """Insert the event; return the ids of the tenant's endpoints listening for its type.
 
     Every operation's outcome and every payment step writes one: straight on the driver (db/raw.py).
     `changed`: the loaded row the event describes; its changes not flushed yet are written in the same
     round trip (db/raw.py's `pending_update`, its parameters after the event's seven).
-    `also`: another write of the caller's in the same round trip, its parameters after those (a payment
-    step's Idempotency-Key answer, which commits with the change), or several, each a CTE of its own (a
-    capture's postings beside it).
+    `also`: the caller's other writes for the same round trip, each a CTE of its own, their parameters
+    after those (a payment step's Idempotency-Key answer, which commits with the change; a capture's
+    postings).
     """
     connection = await driver_connection(session)
     update = pending_update(changed, first_parameter=8) if changed is not None else None
     statement, extra = _INSERT_EVENT, ()
     if update is not None:
         statement, extra = _event_alongside(update.sql), update.parameters
-    for position, write_at in enumerate([also] if callable(also) else also or ()):
+    for position, write_at in enumerate(also):
         write = write_at(8 + len(extra))
         statement, extra = _event_also(statement, write.sql, position), (*extra, *write.parameters)
     rows = await connection.fetch(

@@ -81,13 +81,13 @@ async def record_event(
     data_object: dict[str, Any],
     *,
     changed: Base | None = None,
-    also: WriteAt | Sequence[WriteAt] | None = None,
+    also: Sequence[WriteAt] = (),
 ) -> Event:
     """Write the event and one delivery per listening endpoint, in the caller's transaction.
 
     `changed`: the row the event describes, if its changes are not flushed yet: they are written in
-    the event's own round trip instead of a flush of their own. `also`: another write of the caller's
-    for the same round trip (repository.insert_event), or several.
+    the event's own round trip instead of a flush of their own. `also`: the caller's other writes
+    for the same round trip (repository.insert_event).
     """
     event = _new_event(tenant, event_type, data_object)
     for endpoint_id in await repository.insert_event(session, event, changed, also):

@@ -157,14 +157,6 @@ class UnsavedCard:
         return repository.method_insert(self.method)
 
 
-async def tokenize_one_off(
-    tenant: Tenant, processor: Processor, card: CardDetails, *, account: str | None
-) -> UnsavedCard:
-    """`save_card` with no customer, the row left for the caller to write (`UnsavedCard`): the same
-    refusals (402 card_declined, 503 processor_unavailable), the same method."""
-    return UnsavedCard(await _tokenized(tenant, processor, card, account))
-
-
 async def tokenize_and_authorize(
     tenant: Tenant,
     processor: Processor,
@@ -173,9 +165,10 @@ async def tokenize_and_authorize(
     account: str | None,
     choose: Callable[[PaymentMethod], Awaitable[AuthorizationRequest | None]],
 ) -> tuple[UnsavedCard, Authorization | ProcessorRefused | ProcessorUnavailable | None]:
-    """`tokenize_one_off`, and the new card authorized as `choose` asks given its method (not written),
-    in one exchange with the processor (`Processor.tokenize_and_authorize`): the tokenizing's refusals
-    raised as `tokenize_one_off` raises them, the authorization's answer or refusal answered."""
+    """`save_card` with no customer, its row left for the caller to write (`UnsavedCard`), and the new
+    card authorized as `choose` asks given its method, in one exchange with the processor
+    (`Processor.tokenize_and_authorize`): the tokenizing's refusals raised as `save_card` raises them
+    (402 card_declined, 503 processor_unavailable), the authorization's answer or refusal answered."""
     chosen: list[PaymentMethod] = []
 
     async def choose_for(tokenized: TokenizedCard) -> AuthorizationRequest | None:

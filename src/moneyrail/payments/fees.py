@@ -32,6 +32,8 @@ from moneyrail.ledger import service as ledger
 from moneyrail.models import PaymentIntent, Refund
 from moneyrail.processor.interface import CostReport
 
+from .repository import MoreColumns
+
 logger = structlog.get_logger("moneyrail.payments")
 
 BALANCE_PENDING = "balance:pending"
@@ -98,7 +100,7 @@ async def prior_recovery_for(
 _CAPTURE_ACCOUNTS = [WORLD_CARD_NETWORK, BALANCE_PENDING, SERVICE_RESERVE, FEES_OWED]
 
 
-def capture_outlook(tenant: Tenant, currency: str) -> Callable[[int], tuple[str, Sequence[Any]]]:
+def capture_outlook(tenant: Tenant, currency: str) -> MoreColumns:
     """The columns of a capture's `ledger.AccountsOutlook` for a statement it runs before capturing (its
     parameters numbered from the one given): read once the payment is locked, they let `post_capture`
     write its postings with the capture's last statement."""

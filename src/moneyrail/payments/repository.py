@@ -339,9 +339,11 @@ async def facts_and_more_of(
     if session.sync_session.autoflush and (session.new or session.dirty or session.deleted):
         await session.flush()  # what the ORM's execute would have autoflushed first
     row = await (await driver_connection(session)).fetchrow(sql, *parameters)
+    # the facts' columns first (with none asked, the one `true` that stands in for them), then `more`'s
+    fact_columns = len(asked) or 1
     values = list(row.values())
-    facts = frozenset(name for (name, _), holds in zip(asked, values, strict=False) if holds)
-    return facts, dict(list(row.items())[len(asked) or 1 :])
+    facts = frozenset(name for (name, _), holds in zip(asked, values[: len(asked)], strict=True) if holds)
+    return facts, dict(list(row.items())[fact_columns:])
 
 
 @cache

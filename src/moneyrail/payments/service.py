@@ -27,7 +27,8 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Coroutine, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from functools import partial
+from typing import Any, Literal, NamedTuple
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import structlog
@@ -73,6 +74,7 @@ from moneyrail.processor.interface import (
     Processor,
     ProcessorRefused,
     ProcessorUnavailable,
+    authorize_as_asked,
 )
 from moneyrail.sandbox.service import tenant_now
 from moneyrail.transfers import distribution as distributions
@@ -684,7 +686,7 @@ class RiskVerdict:
     """A screen's verdict (`allow`, `review`, `block`), given before the card is known to be saved and
     writing nothing, and what follows from it once it is (`then`: a review opened, a block logged)."""
 
-    verdict: str
+    verdict: Literal["allow", "review", "block"]
     then: Callable[[], Awaitable[None]] | None = None
 
 
@@ -718,13 +720,11 @@ async def _risk_verdicts(
     ]
 
 
-async def _followed(verdicts: Sequence[RiskVerdict]) -> str:
-    """What the screens' verdicts lead to, their effects written (in the screens' order)."""
+async def _follow(verdicts: Sequence[RiskVerdict]) -> None:
+    """Write the screens' effects (a review opened, a block logged), in the screens' order."""
     for verdict in verdicts:
         if verdict.then is not None:
             await verdict.then()
-    found = {verdict.verdict for verdict in verdicts}
-    return "block" if "block" in found else "review" if "review" in found else "allow"
 
 
 async def held_among(session: AsyncSession, payment_ids: Sequence[str]) -> set[str]:
@@ -863,8 +863,8 @@ async def confirm_locked_payment(
         )
 
     unsaved: methods.UnsavedCard | None = None
-    answered: Authorization | ProcessorRefused | ProcessorUnavailable | None = None
-    request: AuthorizationRequest | None = None
+    # the network's answer, asked or already given; None: a risk screen blocked the card, nothing authorized
+    authorize: Callable[[], Coroutine[Any, Any, Authorization]] | None
     if confirmation.card is not None:
         # a one-off method; with the payer's consent it is attached to the customer once the payment works.
         # Tokenized and authorized in one exchange; its row is written later (`UnsavedCard`).
@@ -876,10 +876,24 @@ async def confirm_locked_payment(
             await _decline(session, tenant, payment, declined.decline_code, declined.message, None)
             raise _declined_error(payment) from None
         method = unsaved.method
+        authorize = None if answered is None else partial(_answered, answered)
     else:
         method = await _saved_method_for_confirmation(session, tenant, payment, confirmation, account)
-        request = await screened(method)
-    if await _followed(verdicts) == "block":
+        asked = await screened(method)
+        authorize = (
+            None
+            if asked is None
+            else partial(
+                authorize_as_asked,
+                processor,
+                tenant,
+                card_token=method.processor_token,
+                card_fingerprint=method.fingerprint,
+                asked=asked,
+            )
+        )
+    await _follow(verdicts)
+    if authorize is None:  # blocked: declined as fraudulent, the new card kept as the decline's method
         if unsaved is not None:
             await unsaved.save(session)
         await _decline(session, tenant, payment, "fraudulent", None, method.id)
@@ -888,23 +902,7 @@ async def confirm_locked_payment(
     payment.confirmations += 1
     payment.save_payment_method = confirmation.save_payment_method
     payment.return_url = confirmation.return_url
-    if unsaved is not None:
-        authorization = await _authorization_or_decline(payment, _answered(answered))
-    else:
-        assert request is not None  # not blocked
-        authorization = await _authorization_or_decline(
-            payment,
-            processor.authorize(
-                tenant,
-                idempotency_key=request.idempotency_key,
-                card_token=method.processor_token,
-                card_fingerprint=method.fingerprint,
-                amount=request.amount,
-                currency=request.currency,
-                off_session=request.off_session,
-                reference=request.reference,
-            ),
-        )
+    authorization = await _authorization_or_decline(payment, authorize())
     await _apply_authorization(
         session,
         tenant,
@@ -929,10 +927,8 @@ def authorization_key(payment: PaymentIntent, method: PaymentMethod, *, attempt:
     return f"{payment.id}:authorize:{count}:{method.fingerprint}:{payment.amount}"
 
 
-async def _answered(outcome: Authorization | ProcessorRefused | ProcessorUnavailable | None) -> Authorization:
+async def _answered(outcome: Authorization | ProcessorRefused | ProcessorUnavailable) -> Authorization:
     """An authorization the processor answered already, as a call to `authorize` would end."""
-    if outcome is None:
-        raise RuntimeError("the card was not blocked, yet nothing was authorized")
     if isinstance(outcome, Exception):
         raise outcome
     return outcome

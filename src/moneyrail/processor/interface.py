@@ -403,3 +403,24 @@ class Processor(Protocol):
     async def dispute_outcome(self, tenant: Tenant, *, dispute_id: str, as_of: datetime) -> str | None:
         """`won` or `lost` once the network decided by `as_of`, else None."""
         ...
+
+
+async def authorize_as_asked(
+    processor: Processor,
+    tenant: Tenant,
+    *,
+    card_token: str,
+    card_fingerprint: str,
+    asked: AuthorizationRequest,
+) -> Authorization:
+    """`processor.authorize` of a card with the arguments an `AuthorizationRequest` holds."""
+    return await processor.authorize(
+        tenant,
+        idempotency_key=asked.idempotency_key,
+        card_token=card_token,
+        card_fingerprint=card_fingerprint,
+        amount=asked.amount,
+        currency=asked.currency,
+        off_session=asked.off_session,
+        reference=asked.reference,
+    )

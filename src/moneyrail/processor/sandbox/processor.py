@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, NamedTuple
 
 import orjson
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
@@ -39,6 +39,7 @@ from moneyrail.processor.interface import (
     TransferRequest,
     TransferResult,
     TransferReversalResult,
+    authorize_as_asked,
 )
 
 from . import statements as sql
@@ -110,13 +111,11 @@ class SandboxProcessor:
         # tenant's clock read, and the card saved unless the fault or the card's checks refuse it. Only
         # the expiry needs that clock, so the statement compares it; the refusal is raised after, in
         # the order of the checks, by the same checks on the same time.
-        tokenized, behaviour = _card_checked_now(tenant, card)
+        checked = _card_checked_now(tenant, card)
         now = utcnow()
         async with autocommit_connection(self._sessionmaker) as connection:
-            row = await connection.fetchrow(
-                sql.TOKENIZE, *_tokenize_parameters(tenant, card, tokenized, behaviour, now)
-            )
-        return self._saved_card(tenant, card, row, now, tokenized, behaviour)
+            row = await connection.fetchrow(sql.TOKENIZE, *_tokenize_parameters(tenant, card, checked, now))
+        return self._saved_card(tenant, card, row, now, checked)
 
     def _saved_card(
         self,
@@ -124,8 +123,7 @@ class SandboxProcessor:
         card: CardDetails,
         row: Any,
         now: datetime,
-        tokenized: TokenizedCard | None,
-        behaviour: str | None,
+        checked: CheckedCard | None,
     ) -> TokenizedCard:
         """The tokenizing statement's answer: the fault it took or the card's refusal raised, or the card."""
         if row["mode"] == "transient":
@@ -134,10 +132,12 @@ class SandboxProcessor:
             raise injected_refusal("tokenize")
         digits = cards.checked_card_number(card, now + timedelta(seconds=row["offset_seconds"]))
         cards.sandbox_behaviour(digits)
-        if tokenized is None or behaviour is None or not row["saved"]:
+        if checked is None or not row["saved"]:
             raise RuntimeError("the card's checks and the tokenizing statement disagree")
-        self._remember_behaviour((tokenized.token, tenant.installation_id, tenant.livemode), behaviour)
-        return tokenized
+        self._remember_behaviour(
+            (checked.card.token, tenant.installation_id, tenant.livemode), checked.behaviour
+        )
+        return checked.card
 
     async def tokenize_and_authorize(
         self, tenant: Tenant, card: CardDetails, choose: AuthorizationChoice
@@ -147,20 +147,21 @@ class SandboxProcessor:
         (a risk screen asking `card_risk`) answers before that statement; its behaviour is remembered
         meanwhile and forgotten if the card is then not saved. Otherwise (a card refused, a fault armed
         for either call, a key asked before) each call is answered as when made alone."""
-        tokenized, behaviour = _card_checked_now(tenant, card)
-        if tokenized is None or behaviour is None:  # refused: the fault taken and the refusal raised
+        checked = _card_checked_now(tenant, card)
+        if checked is None:  # refused: `tokenize_card` takes the fault and raises the refusal
             await self.tokenize_card(tenant, card)
             raise RuntimeError("the card's checks and the tokenizing statement disagree")
+        tokenized = checked.card
         key = (tokenized.token, tenant.installation_id, tenant.livemode)
-        self._remember_behaviour(key, behaviour)
+        self._remember_behaviour(key, checked.behaviour)
         try:
             asked = await choose(tokenized)
             now = utcnow()
-            tokenizing = _tokenize_parameters(tenant, card, tokenized, behaviour, now)
-            if asked is None or asked.amount < 0:
+            tokenizing = _tokenize_parameters(tenant, card, checked, now)
+            if asked is None or not _answerable_at_once(asked.amount):
                 async with autocommit_connection(self._sessionmaker) as connection:
                     row = await connection.fetchrow(sql.TOKENIZE, *tokenizing)
-                saved = self._saved_card(tenant, card, row, now, tokenized, behaviour)
+                saved = self._saved_card(tenant, card, row, now, checked)
                 if asked is None:
                     return TokenizedAndAuthorized(saved, None)
                 return TokenizedAndAuthorized(saved, await self._authorized(tenant, saved, asked))
@@ -181,7 +182,7 @@ class SandboxProcessor:
                     dumps(outcomes),
                     dumps(request),
                 )
-            saved = self._saved_card(tenant, card, row, now, tokenized, behaviour)
+            saved = self._saved_card(tenant, card, row, now, checked)
         except BaseException:
             self._behaviours.pop(key, None)  # never saved (a saved card raises nothing here)
             raise
@@ -196,15 +197,8 @@ class SandboxProcessor:
         """`authorize` of a card just saved; its refusal or fault answered, not raised."""
         try:
             if at_once:
-                return await self.authorize(
-                    tenant,
-                    idempotency_key=asked.idempotency_key,
-                    card_token=card.token,
-                    card_fingerprint=card.fingerprint,
-                    amount=asked.amount,
-                    currency=asked.currency,
-                    off_session=asked.off_session,
-                    reference=asked.reference,
+                return await authorize_as_asked(
+                    self, tenant, card_token=card.token, card_fingerprint=card.fingerprint, asked=asked
                 )
             answer = authorize_answer(
                 tenant, card.token, asked.amount, asked.currency, asked.reference, asked.off_session
@@ -228,17 +222,15 @@ class SandboxProcessor:
         off_session: bool,
         reference: str,
     ) -> Authorization:
-        # Compared on a repeated key: the card by its fingerprint, since a retried confirmation tokenizes
-        # the same card again under a new token and must get the first answer, not a second charge.
-        request = {
-            "card": card_fingerprint,
-            "amount": amount,
-            "currency": currency,
-            "off_session": off_session,
-            "reference": reference,
-        }
-
-        if amount >= 0:
+        asked = AuthorizationRequest(
+            idempotency_key=idempotency_key,
+            amount=amount,
+            currency=currency,
+            off_session=off_session,
+            reference=reference,
+        )
+        request = _authorize_request(card_fingerprint, asked)
+        if _answerable_at_once(amount):
             answered = await self._authorize_at_once(tenant, idempotency_key, card_token, request)
             if answered is not None:
                 return authorization_from(answered)
@@ -739,9 +731,16 @@ class SandboxProcessor:
         return response
 
 
-def _card_checked_now(tenant: Tenant, card: CardDetails) -> tuple[TokenizedCard | None, str | None]:
-    """The card as the network would save it and its behaviour, by every check but the expiry on the
-    tenant's clock (the statement compares that); (None, None) when a check refuses it."""
+class CheckedCard(NamedTuple):
+    """A card its checks accept, as the network would save it, and its sandbox behaviour."""
+
+    card: TokenizedCard
+    behaviour: str
+
+
+def _card_checked_now(tenant: Tenant, card: CardDetails) -> CheckedCard | None:
+    """The card as the network would save it, by every check but the expiry on the tenant's clock (the
+    statement compares that); None when a check refuses it."""
     if tenant.livemode:
         # the simulator must never make a live payment look real: live needs a real network adapter
         raise CardNotAccepted(
@@ -752,7 +751,7 @@ def _card_checked_now(tenant: Tenant, card: CardDetails) -> tuple[TokenizedCard 
         digits = cards.checked_card_number(card, NOT_YET_EXPIRED)
         behaviour = cards.sandbox_behaviour(digits)
     except CardNotAccepted:
-        return None, None  # raised once the fault is taken
+        return None  # raised once the fault is taken
     tokenized = TokenizedCard(
         token=sandbox_id("sbx_card"),
         brand=cards.card_brand(digits),
@@ -761,17 +760,19 @@ def _card_checked_now(tenant: Tenant, card: CardDetails) -> tuple[TokenizedCard 
         exp_year=cards.full_expiry_year(card.exp_year),
         fingerprint=cards.card_fingerprint(tenant.installation_id, digits),
     )
-    return tokenized, behaviour
+    return CheckedCard(tokenized, behaviour)
 
 
 def _tokenize_parameters(
-    tenant: Tenant, card: CardDetails, tokenized: TokenizedCard | None, behaviour: str | None, now: datetime
+    tenant: Tenant, card: CardDetails, checked: CheckedCard | None, now: datetime
 ) -> tuple[Any, ...]:
+    """`TOKENIZE`'s parameters; the card's NULL where its checks refused it (nothing is saved)."""
+    tokenized = checked.card if checked is not None else None
     return (
         tenant.installation_id,
         tenant.livemode,
         tokenized.token if tokenized is not None else None,
-        behaviour,
+        checked.behaviour if checked is not None else None,
         tokenized.brand if tokenized is not None else None,
         tokenized.last4 if tokenized is not None else None,
         card.exp_month,
@@ -780,6 +781,12 @@ def _tokenize_parameters(
         cards.expiry_end(card) if tokenized is not None else None,
         now,
     )
+
+
+def _answerable_at_once(amount: int) -> bool:
+    """Whether the statements that answer an authorization at once may: a negative amount is refused,
+    by `authorize_answer` under `_call`'s record of the call, as any refusal is."""
+    return amount >= 0
 
 
 def _authorize_request(card_fingerprint: str, asked: AuthorizationRequest) -> dict[str, Any]:

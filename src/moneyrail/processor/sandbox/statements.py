@@ -56,8 +56,8 @@ STORED_CALL_OR_FAULT = """
 # A tokenizing: the fault taken, the tenant's clock, and the card ($3, NULL when its checks refused it)
 # saved when no fault was armed and, on the tenant's clock ($11, now, plus the offset), before $10 (when
 # the card expires; NULL: never, within dates).
-TOKENIZE = """
-    WITH fault AS (
+_TOKENIZE_PARTS = """
+    fault AS (
         UPDATE sandbox_processor_faults SET remaining = remaining - 1, updated_at = now()
         WHERE installation_id = $1 AND livemode = $2 AND operation_type = 'tokenize' AND remaining > 0
         RETURNING mode
@@ -72,45 +72,47 @@ TOKENIZE = """
         WHERE $3::varchar IS NOT NULL AND NOT EXISTS (SELECT 1 FROM fault)
           AND ($10::timestamptz IS NULL OR clock.tenant_now < $10)
         RETURNING 1
-    )
-    SELECT (SELECT mode FROM fault) AS mode, clock.offset_seconds, EXISTS (SELECT 1 FROM saved) AS saved
+    )"""
+_TOKENIZED = "(SELECT mode FROM fault) AS mode, clock.offset_seconds, EXISTS (SELECT 1 FROM saved) AS saved"
+# S608 below: only these fixed parts and parameter numbers are formatted into the SQL
+TOKENIZE = f"""
+    WITH {_TOKENIZE_PARTS}
+    SELECT {_TOKENIZED}
     FROM clock
-"""
-# `TOKENIZE`, and where the card is saved `AUTHORIZE_AT_ONCE`'s usual authorization of it ($12 the key,
-# $13 the authorization's id, $14 the amount, $15 the currency, $16 the reference, $17 behaviour ->
-# [status, decline code], $18 the request): the card's behaviour is $4 (its row, written by `saved`, is
-# not visible to the other parts of the statement; the authorization's reference to it is checked at its
-# end). `response` NULL with the card saved: not the usual authorization, nothing of it written.
-TOKENIZE_AND_AUTHORIZE = """
-    WITH fault AS (
-        UPDATE sandbox_processor_faults SET remaining = remaining - 1, updated_at = now()
-        WHERE installation_id = $1 AND livemode = $2 AND operation_type = 'tokenize' AND remaining > 0
-        RETURNING mode
-    ), clock AS (
-        SELECT offset_seconds, $11::timestamptz + make_interval(secs => offset_seconds) AS tenant_now
-        FROM (SELECT COALESCE((SELECT offset_seconds FROM sandbox_clocks WHERE installation_id = $1), 0)
-                  AS offset_seconds) AS offset_of_tenant
-    ), saved AS (
-        INSERT INTO sandbox_cards
-            (token, installation_id, livemode, behaviour, brand, last4, exp_month, exp_year, fingerprint)
-        SELECT $3, $1, $2, $4, $5, $6, $7, $8, $9 FROM clock
-        WHERE $3::varchar IS NOT NULL AND NOT EXISTS (SELECT 1 FROM fault)
-          AND ($10::timestamptz IS NULL OR clock.tenant_now < $10)
-        RETURNING 1
-    ), usual AS (
-        SELECT $17::jsonb -> $4::text AS outcome
-        WHERE EXISTS (SELECT 1 FROM saved)
+"""  # noqa: S608
+
+
+def _usual_authorization(
+    outcome: str,
+    *,
+    key: str,
+    authorization: str,
+    amount: str,
+    currency: str,
+    card: str,
+    reference: str,
+    request: str,
+) -> str:
+    """The CTEs `usual`, `recorded` and `held` of an authorization answered at once, the parameters'
+    numbers given: `outcome`, the SELECT of the card's [status, decline code] (no row: not the usual
+    case), to which the key's and the fault's conditions are added. The call is recorded first; the
+    authorization is written only with it, so a concurrent call with the key (its record first) leaves
+    nothing written."""
+    return f"""
+    usual AS (
+        {outcome}
           AND NOT EXISTS (SELECT 1 FROM sandbox_processor_calls
-                          WHERE installation_id = $1 AND livemode = $2 AND idempotency_key = $12)
+                          WHERE installation_id = $1 AND livemode = $2 AND idempotency_key = {key})
           AND NOT EXISTS (SELECT 1 FROM sandbox_processor_faults
                           WHERE installation_id = $1 AND livemode = $2 AND operation_type = 'authorize'
                             AND remaining > 0)
     ), recorded AS (
         INSERT INTO sandbox_processor_calls
             (installation_id, livemode, idempotency_key, operation_type, request, response, succeeded)
-        SELECT $1, $2, $12, 'authorize', $18::jsonb,
-               jsonb_build_object('id', $13::text, 'status', outcome -> 0, 'amount', $14::bigint,
-                                  'currency', $15::text, 'decline_code', outcome -> 1),
+        SELECT $1, $2, {key}, 'authorize', {request}::jsonb,
+               jsonb_build_object('id', {authorization}::text, 'status', outcome -> 0,
+                                  'amount', {amount}::bigint, 'currency', {currency}::text,
+                                  'decline_code', outcome -> 1),
                true
         FROM usual
         ON CONFLICT DO NOTHING
@@ -118,13 +120,32 @@ TOKENIZE_AND_AUTHORIZE = """
     ), held AS (
         INSERT INTO sandbox_authorizations
             (id, installation_id, livemode, card_token, amount, currency, status, decline_code, reference)
-        SELECT $13, $1, $2, $3, $14, $15, response ->> 'status', response ->> 'decline_code', $16
+        SELECT {authorization}, $1, $2, {card}, {amount}, {currency},
+               response ->> 'status', response ->> 'decline_code', {reference}
         FROM recorded
-    )
-    SELECT (SELECT mode FROM fault) AS mode, clock.offset_seconds, EXISTS (SELECT 1 FROM saved) AS saved,
-           (SELECT response FROM recorded) AS response
+    )"""  # noqa: S608
+
+
+# `TOKENIZE`, and where the card is saved `AUTHORIZE_AT_ONCE`'s usual authorization of it ($12 the key,
+# $13 the authorization's id, $14 the amount, $15 the currency, $16 the reference, $17 behaviour ->
+# [status, decline code], $18 the request): the card's behaviour is $4 (its row, written by `saved`, is
+# not visible to the other parts of the statement; the authorization's reference to it is checked at its
+# end). `response` NULL with the card saved: not the usual authorization, nothing of it written.
+_AUTHORIZE_SAVED = _usual_authorization(
+    "SELECT $17::jsonb -> $4::text AS outcome WHERE EXISTS (SELECT 1 FROM saved)",
+    key="$12",
+    authorization="$13",
+    amount="$14",
+    currency="$15",
+    card="$3",
+    reference="$16",
+    request="$18",
+)
+TOKENIZE_AND_AUTHORIZE = f"""
+    WITH {_TOKENIZE_PARTS}, {_AUTHORIZE_SAVED}
+    SELECT {_TOKENIZED}, (SELECT response FROM recorded) AS response
     FROM clock
-"""
+"""  # noqa: S608
 TAKE_FAULT = """
     UPDATE sandbox_processor_faults SET remaining = remaining - 1, updated_at = now()
     WHERE installation_id = $1 AND livemode = $2 AND operation_type = $3 AND remaining > 0
@@ -207,35 +228,22 @@ ALTER_TRANSFER = """
     RETURNING idempotency_key
 """
 # `authorize`'s usual case: no answer stored under the key ($3), no authorization fault armed, the card
-# ($4) this tenant's. The call is recorded first; the authorization is written only with it, so a
-# concurrent call with the key (its record first) leaves nothing written here. $9: behaviour -> [status,
-# decline code]; the response is `authorization_answer`'s.
-AUTHORIZE_AT_ONCE = """
-    WITH usual AS (
-        SELECT $9::jsonb -> c.behaviour AS outcome FROM sandbox_cards c
-        WHERE c.token = $4 AND c.installation_id = $1 AND c.livemode = $2
-          AND NOT EXISTS (SELECT 1 FROM sandbox_processor_calls
-                          WHERE installation_id = $1 AND livemode = $2 AND idempotency_key = $3)
-          AND NOT EXISTS (SELECT 1 FROM sandbox_processor_faults
-                          WHERE installation_id = $1 AND livemode = $2 AND operation_type = 'authorize'
-                            AND remaining > 0)
-    ), recorded AS (
-        INSERT INTO sandbox_processor_calls
-            (installation_id, livemode, idempotency_key, operation_type, request, response, succeeded)
-        SELECT $1, $2, $3, 'authorize', $10::jsonb,
-               jsonb_build_object('id', $5::text, 'status', outcome -> 0, 'amount', $6::bigint,
-                                  'currency', $7::text, 'decline_code', outcome -> 1),
-               true
-        FROM usual
-        ON CONFLICT DO NOTHING
-        RETURNING response
-    ), held AS (
-        INSERT INTO sandbox_authorizations
-            (id, installation_id, livemode, card_token, amount, currency, status, decline_code, reference)
-        SELECT $5, $1, $2, $4, $6, $7, response ->> 'status', response ->> 'decline_code', $8 FROM recorded
-    )
+# ($4) this tenant's. $9: behaviour -> [status, decline code]; the response is `authorization_answer`'s.
+_AUTHORIZE_KNOWN = _usual_authorization(
+    "SELECT $9::jsonb -> c.behaviour AS outcome FROM sandbox_cards c "
+    "WHERE c.token = $4 AND c.installation_id = $1 AND c.livemode = $2",
+    key="$3",
+    authorization="$5",
+    amount="$6",
+    currency="$7",
+    card="$4",
+    reference="$8",
+    request="$10",
+)
+AUTHORIZE_AT_ONCE = f"""
+    WITH {_AUTHORIZE_KNOWN}
     SELECT response FROM recorded
-"""
+"""  # noqa: S608
 # `capture`'s usual case: no answer stored under the key ($3), no capture fault armed, the authorization
 # ($4) this tenant's, authorized, holding at least the amount ($5, at least 1). Locked, so a concurrent
 # capture waits and then finds it captured (no row: `_call` refuses it). Captured at $7 (now) on the
