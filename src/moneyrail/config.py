@@ -5,7 +5,7 @@ from __future__ import annotations
 from functools import lru_cache
 from pathlib import Path
 
-from pydantic import Field
+from pydantic import AliasChoices, Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 # The dated versions of the three APIs (spec part 9); the first is the current one.
@@ -25,6 +25,13 @@ class Settings(BaseSettings):
 
     host: str = "127.0.0.1"
     port: int = 8000
+    # `moneyrail web` behind a reverse proxy: the addresses (comma-separated, CIDR allowed, `*` for any)
+    # whose X-Forwarded-For / X-Forwarded-Proto the web process believes (the client's address in the
+    # risk lists). Unset: the headers are ignored and the socket peer is the client. uvicorn's own
+    # FORWARDED_ALLOW_IPS, which earlier versions documented, is still read.
+    forwarded_allow_ips: str | None = Field(
+        default=None, validation_alias=AliasChoices("MONEYRAIL_FORWARDED_ALLOW_IPS", "FORWARDED_ALLOW_IPS")
+    )
     public_base_url: str | None = None  # what the printed curl line and hosted links use
     log_level: str = "INFO"
     log_json: bool = True
