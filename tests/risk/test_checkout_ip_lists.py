@@ -11,8 +11,8 @@ import pytest
 
 from tests.checkout.support import SUCCESS_URL, card_form, create_session, enable_checkout
 from tests.engine.conftest import assert_ledger_verifies, start_scheduler, start_worker
-from tests.harness import OUTPUT_DIR, Process, free_port, wait_until_ready
 from tests.payments.support import SUCCEEDS, create_payment
+from tests.web_process import another_web_process
 
 from .test_risk import processor_calls, review_of, value_list
 
@@ -101,16 +101,10 @@ def test_a_payer_from_an_unlisted_address_is_not_screened_by_the_ip_list(shop, d
 def test_a_web_process_with_no_trusted_proxy_ignores_the_forwarded_address(shop, db, servers, risk_stack):
     # MONEYRAIL_FORWARDED_ALLOW_IPS unset: X-Forwarded-For is anyone's to write, so it is not believed and
     # the socket's peer (loopback, unlisted) is screened, not the listed address the header names
-    port = free_port()
-    untrusting = Process.start("web", servers, OUTPUT_DIR / "web-no-proxy.log", MONEYRAIL_PORT=str(port))
-    try:
-        base_url = f"http://127.0.0.1:{port}"
-        wait_until_ready(base_url, untrusting)
+    with another_web_process(servers, "web-no-proxy") as base_url:
         value_list(shop, "ip_address", "block", LISTED_PAYER)
         payment = create_payment(shop, 1300)
         checkout = create_session(shop, payment["id"])
         paid = pay_on_page(checkout, forwarded_for=LISTED_PAYER, base_url=base_url)
         assert (paid.status_code, paid.headers["location"]) == (303, SUCCESS_URL)
         assert shop.get(f"/v1/payment-intents/{payment['id']}").json()["status"] == "succeeded"
-    finally:
-        untrusting.stop()
