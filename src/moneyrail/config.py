@@ -32,6 +32,12 @@ class Settings(BaseSettings):
     forwarded_allow_ips: str | None = Field(
         default=None, validation_alias=AliasChoices("MONEYRAIL_FORWARDED_ALLOW_IPS", "FORWARDED_ALLOW_IPS")
     )
+    # The web process's cyclic garbage collector (runtime.py). Objects alive once the app has started
+    # (modules, the app, mappers: ~hundreds of thousands) are frozen out of every later collection, and
+    # the youngest generation is collected after this many net new container objects (Python's 700
+    # runs a collection every few requests); 0 keeps Python's own threshold.
+    gc_freeze: bool = True
+    gc_gen0_threshold: int = Field(default=50_000, ge=0)
     public_base_url: str | None = None  # what the printed curl line and hosted links use
     log_level: str = "INFO"
     log_json: bool = True
