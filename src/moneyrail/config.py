@@ -33,7 +33,7 @@ class Settings(BaseSettings):
         default=None, validation_alias=AliasChoices("MONEYRAIL_FORWARDED_ALLOW_IPS", "FORWARDED_ALLOW_IPS")
     )
     # The web process's cyclic garbage collector (runtime.py). Objects alive once the app has started
-    # (modules, the app, mappers: ~hundreds of thousands) are frozen out of every later collection, and
+    # (modules, the app, mappers: ~200,000) are frozen out of every later collection, and
     # the youngest generation is collected after this many net new container objects (Python's 700
     # runs a collection every few requests); 0 keeps Python's own threshold.
     gc_freeze: bool = True
