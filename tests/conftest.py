@@ -54,7 +54,10 @@ def web(servers: Servers) -> Iterator[WebServer]:
     port = free_port()
     log_path = OUTPUT_DIR / "web.log"
     log_path.unlink(missing_ok=True)
-    process = Process.start("web", servers, log_path, MONEYRAIL_PORT=str(port))
+    # as behind a reverse proxy on this host: the tests name the payer's address in X-Forwarded-For
+    process = Process.start(
+        "web", servers, log_path, MONEYRAIL_PORT=str(port), MONEYRAIL_FORWARDED_ALLOW_IPS="127.0.0.1,::1"
+    )
     base_url = f"http://127.0.0.1:{port}"
     try:
         wait_until_ready(base_url, process)

@@ -41,6 +41,7 @@ from moneyrail.payments.pages import router as payment_pages_router
 from moneyrail.payouts.endpoints import router as payouts_router
 from moneyrail.reconciliation.endpoints import router as reconciliation_router
 from moneyrail.risk.endpoints import router as risk_router
+from moneyrail.runtime import tuned_garbage_collector
 from moneyrail.sandbox.endpoints import router as sandbox_router
 from moneyrail.transfers.endpoints import router as transfers_router
 
@@ -92,7 +93,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         broker_url = settings.redis_url or "redis://127.0.0.1:6379/0"
         app.state.redis = Redis.from_url(broker_url) if broker_url.startswith(("redis", "unix")) else None
         try:
-            yield
+            with tuned_garbage_collector(settings):  # once all above is loaded
+                yield
         finally:
             if app.state.redis is not None:
                 await app.state.redis.aclose()

@@ -119,9 +119,18 @@ def web(
         host=host or settings.host,
         port=port or settings.port,
         workers=workers,
+        # named, not "auto": a missing uvloop or httptools fails the start instead of silently running
+        # on asyncio's loop and h11, each much slower
+        loop="uvloop",
+        http="httptools",
+        lifespan="on",  # the app's start-up (engine, secrets check) must run, or the process must not
         access_log=False,  # our own request log omits credentials that a raw path may carry
         log_level=settings.log_level.lower(),
-        proxy_headers=True,
+        # the X-Forwarded-* headers believed only from the proxies named (MONEYRAIL_FORWARDED_ALLOW_IPS);
+        # unset, uvicorn's ProxyHeadersMiddleware is not run at all
+        proxy_headers=settings.forwarded_allow_ips is not None,
+        forwarded_allow_ips=settings.forwarded_allow_ips,
+        server_header=False,  # no "server: uvicorn" on every answer (nothing a client needs to know)
     )
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from functools import lru_cache
 from pathlib import Path
 
-from pydantic import Field
+from pydantic import AliasChoices, Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 # The dated versions of the three APIs (spec part 9); the first is the current one.
@@ -25,6 +25,19 @@ class Settings(BaseSettings):
 
     host: str = "127.0.0.1"
     port: int = 8000
+    # `moneyrail web` behind a reverse proxy: the addresses (comma-separated, CIDR allowed, `*` for any)
+    # whose X-Forwarded-For / X-Forwarded-Proto the web process believes (the client's address in the
+    # risk lists). Unset: the headers are ignored and the socket peer is the client. uvicorn's own
+    # FORWARDED_ALLOW_IPS, which earlier versions documented, is still read.
+    forwarded_allow_ips: str | None = Field(
+        default=None, validation_alias=AliasChoices("MONEYRAIL_FORWARDED_ALLOW_IPS", "FORWARDED_ALLOW_IPS")
+    )
+    # The web process's cyclic garbage collector (runtime.py). Objects alive once the app has started
+    # (modules, the app, mappers: ~200,000) are frozen out of every later collection, and
+    # the youngest generation is collected after this many net new container objects (Python's 700
+    # runs a collection every few requests); 0 keeps Python's own threshold.
+    gc_freeze: bool = True
+    gc_gen0_threshold: int = Field(default=50_000, ge=0)
     public_base_url: str | None = None  # what the printed curl line and hosted links use
     log_level: str = "INFO"
     log_json: bool = True

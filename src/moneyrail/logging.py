@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import json as stdlib_json
 import logging
 import sys
 from contextvars import ContextVar
 from typing import Any, TextIO
 
+import orjson
 import structlog
 
 # The id of the request being served, set by api/middleware.py for the request's whole run: one
@@ -22,9 +24,31 @@ def add_request_id(_logger: Any, _method_name: str, event_dict: Any) -> Any:
     return event_dict
 
 
+# Dataclasses and datetimes as the standard library renders them (their repr), not as orjson would:
+# a dataclass's fields kept out of its repr (a card number) stay out of the logs too.
+_ORJSON_OPTIONS = orjson.OPT_NON_STR_KEYS | orjson.OPT_PASSTHROUGH_DATACLASS | orjson.OPT_PASSTHROUGH_DATETIME
+
+
+def _unrendered(value: Any) -> Any:
+    """What JSON has no type for: its `__structlog__()` or its repr, as structlog's own renderer does."""
+    as_structlog = getattr(value, "__structlog__", None)
+    return as_structlog() if as_structlog is not None else repr(value)
+
+
+def _json_line(event_dict: Any, **_json_options: Any) -> str:
+    """One log line's JSON by orjson (a request line: several times less CPU than the standard library's
+    `json`, SPEED-runtime.md); what orjson refuses (an integer past 64 bits) by the standard library."""
+    try:
+        return orjson.dumps(event_dict, default=_unrendered, option=_ORJSON_OPTIONS).decode()
+    except TypeError:
+        return stdlib_json.dumps(event_dict, default=_unrendered)
+
+
 def configure_logging(level: str = "INFO", *, json: bool = True, stream: TextIO | None = None) -> None:
     renderer: structlog.types.Processor = (
-        structlog.processors.JSONRenderer() if json else structlog.dev.ConsoleRenderer(colors=False)
+        structlog.processors.JSONRenderer(serializer=_json_line)
+        if json
+        else structlog.dev.ConsoleRenderer(colors=False)
     )
     structlog.configure(
         processors=[
@@ -36,7 +60,8 @@ def configure_logging(level: str = "INFO", *, json: bool = True, stream: TextIO 
             renderer,
         ],
         wrapper_class=structlog.make_filtering_bound_logger(logging.getLevelName(level.upper())),
-        logger_factory=structlog.PrintLoggerFactory(file=stream or sys.stdout),
+        # a write and a flush per line, without print()'s own work
+        logger_factory=structlog.WriteLoggerFactory(file=stream or sys.stdout),
         cache_logger_on_first_use=True,
     )
     # Libraries that log through the standard library (uvicorn, dramatiq, alembic) go to stderr as usual,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import signal
 import time
 
@@ -110,7 +111,7 @@ def test_an_attempt_that_outlives_its_lease_is_rolled_back_and_the_operation_act
         assert operation["attempts"] == 2
         # the stalled first attempt wakes, posts (a replay), finds the operation taken and rolls back
         wait_for(
-            lambda: '"event": "operation_superseded"' in worker.log_text(),
+            lambda: re.search(r'"event":\s*"operation_superseded"', worker.log_text()) is not None,
             what="the stalled attempt to be superseded",
         )
         assert attempt_outcomes(db, operation_id) == ["lease_expired", "succeeded"]

@@ -5,12 +5,14 @@ these answers and effects must not)."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
+import httpx
 import pytest
 
 from tests.helpers import assert_error
-from tests.payments.support import RISK_REVIEW, SUCCEEDS, confirm, create_payment, event_types
+from tests.payments.support import RISK_REVIEW, SUCCEEDS, card, confirm, create_payment, event_types
 from tests.risk.test_risk import processor_calls, value_list
 
 
@@ -45,9 +47,10 @@ def test_a_tokenize_fault_authorizes_nothing_saves_no_card_and_opens_no_review(a
     if mode == "transient":
         assert_error(refused, 503, "processor_unavailable")
     else:
-        # as before SPEED.md §25: a refusal of the tokenizing that is no card decline is not
-        # mapped to an API error (internal_error, everything rolled back)
-        assert_error(refused, 500, "internal_error")
+        # the network's refusal for good, no card decline: a card error the payer can act on, as a
+        # refused authorization answers (Stripe's processing_error), never a 500
+        error = assert_error(refused, 402, "card_declined")
+        assert error["type"] == "card_error" and error["decline_code"] == "processing_error"
     after = api.get(f"/v1/payment-intents/{payment['id']}").json()
     assert after["status"] == "requires_payment_method" and after["payment_method"] is None
     assert processor_calls(db, installation, "authorize") == 0
@@ -60,6 +63,56 @@ def test_a_tokenize_fault_authorizes_nothing_saves_no_card_and_opens_no_review(a
     assert processor_calls(db, installation, "authorize") == 1
     assert cards_saved(db, installation) == 1
     assert reviews_of(db, payment["id"]) == 1
+
+
+def keyed_confirm(api: Any, payment: dict[str, Any], idempotency_key: str) -> httpx.Response:
+    return httpx.post(
+        f"{api.base_url}/v1/payment-intents/{payment['id']}/confirm",
+        json={"client_secret": payment["client_secret"], "card": card(SUCCEEDS)},
+        headers={
+            "Authorization": f"Bearer {payment['publishable_key']}",
+            "Idempotency-Key": idempotency_key,
+        },
+        timeout=30,
+    )
+
+
+def logged_events(web: Any, request_id: str) -> list[dict[str, Any]]:
+    lines = [json.loads(line) for line in web.process.log_text().splitlines() if line.startswith("{")]
+    return [line for line in lines if line.get("request_id") == request_id]
+
+
+def test_a_permanent_tokenize_refusal_is_stored_under_its_key_and_logged_once_without_a_trace(api, db, web):
+    installation = api.keys.installation_id
+    payment = create_payment(api, capture_method="manual")
+    arm(api, "tokenize", "permanent")
+    refused = keyed_confirm(api, payment, "tokenize-refused")
+    error = assert_error(refused, 402, "card_declined")
+    assert error["decline_code"] == "processing_error"
+    logged = logged_events(web, refused.headers["Request-Id"])
+    assert [line["event"] for line in logged if line["level"] != "info"] == ["card_tokenizing_refused"]
+    assert not any("exception" in line or "exc_info" in line for line in logged)
+    # a decline is a business answer (CONVENTIONS.md §4): the same key answers it again, the network
+    # is not asked again (the fault was used up: a new call would have gone through)
+    replayed = keyed_confirm(api, payment, "tokenize-refused")
+    assert replayed.status_code == 402 and replayed.headers["Idempotent-Replayed"] == "true"
+    assert replayed.json()["error"]["decline_code"] == "processing_error"
+    assert cards_saved(db, installation) == 0
+    assert api.get(f"/v1/payment-intents/{payment['id']}").json()["status"] == "requires_payment_method"
+    assert keyed_confirm(api, payment, "tokenize-again").json()["status"] == "requires_capture"
+
+
+def test_a_transient_tokenize_fault_is_not_stored_so_the_same_key_goes_through(api, db):
+    installation = api.keys.installation_id
+    payment = create_payment(api, capture_method="manual")
+    arm(api, "tokenize", "transient")
+    assert_error(keyed_confirm(api, payment, "tokenize-fault"), 503, "processor_unavailable")
+    assert cards_saved(db, installation) == 0
+    retried = keyed_confirm(api, payment, "tokenize-fault")  # a 5xx is not stored: the key is free
+    assert retried.status_code == 200, retried.text
+    assert "Idempotent-Replayed" not in retried.headers
+    assert retried.json()["status"] == "requires_capture"
+    assert cards_saved(db, installation) == 1
 
 
 def test_an_authorize_refusal_declines_with_the_card_saved_and_recorded(api, db):

@@ -177,7 +177,7 @@ async def pay(
         form,
         base_url=public_base_url(request),
         # the payer's address for the risk lists: the socket peer, or, behind a proxy that uvicorn
-        # trusts (`moneyrail web` runs it with proxy headers; FORWARDED_ALLOW_IPS), the forwarded client
+        # trusts (MONEYRAIL_FORWARDED_ALLOW_IPS names it; unset, none is), the forwarded client
         ip_address=request.client.host if request.client is not None else None,
     )
     answer = _answer(request, token, step)

@@ -185,13 +185,22 @@ async def tokenize_and_authorize(
 
 @contextmanager
 def _tokenizing_refusals() -> Iterator[None]:
-    """A card the network will not take: 402 card_declined; the network not answering: 503."""
+    """A card the network will not take: 402 card_declined; the network not answering: 503; the network
+    refusing the card for another reason, for good: 402 card_declined with decline_code processing_error,
+    as a refused authorization answers (Stripe's `processing_error`), never a 500: nothing was tokenized."""
     try:
         yield
     except CardNotAccepted as refused:
         raise CardDeclined(refused.message, decline_code=refused.decline_code, param="card[number]") from None
     except ProcessorUnavailable:
         raise ProcessorUnavailableError("The card network did not answer; try again.") from None
+    except ProcessorRefused as refused:
+        # the operator's one line (no stack trace: an answer of the network, not a bug); no card data in it
+        logger.warning("card_tokenizing_refused", code=refused.code, error=refused.message)
+        raise CardDeclined(
+            "The card could not be processed; try again or use another card.",
+            decline_code="processing_error",
+        ) from None
 
 
 async def _tokenized(
