@@ -355,7 +355,10 @@ def _direct_routes(routes: list[BaseRoute]) -> tuple[_DirectRoute, ...] | None:
                 or candidate.app is None
             ):
                 return None
-            direct.append(_DirectRoute(candidate, included, candidate.original_route, candidate.app))
+            route = candidate.original_route
+            app_for = getattr(route, "asgi_app_for", None)  # MoneyrailRoute's (api/routing.py)
+            app = (app_for(candidate) if app_for is not None else None) or candidate.app
+            direct.append(_DirectRoute(candidate, included, route, app))
     return tuple(direct)
 
 
