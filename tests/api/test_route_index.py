@@ -24,13 +24,14 @@ from urllib.parse import quote, urlsplit
 import httpx
 import pytest
 from fastapi import APIRouter, FastAPI
-from fastapi.routing import iter_route_contexts
+from fastapi.routing import _EffectiveRouteContext, iter_route_contexts
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from starlette.convertors import FloatConvertor, IntegerConvertor, PathConvertor, UUIDConvertor
 from starlette.types import Receive, Scope, Send
 
 from moneyrail.api.route_index import RouteIndex
+from moneyrail.api.routing import MoneyrailRoute
 from moneyrail.app import create_app
 from moneyrail.config import Settings
 from tests.conftest import WebServer
@@ -391,6 +392,31 @@ def test_a_request_tries_only_the_routes_its_path_can_match():
     assert len(tried) <= 10 < len(every)
     scope["path"] = "/v1/no-such-thing"
     assert index.candidates(scope) == []
+
+
+def test_every_route_of_the_app_is_called_by_the_index_itself():
+    """The index's own dispatch (no FastAPI walk, no per-route exception wrapper) reaches every route of
+    the app: the comparisons with linear matching above then check its answers."""
+    app = create_app(Settings(database_url="postgresql://unused@127.0.0.1/unused"))
+    index = app.router.middleware_stack
+    assert isinstance(index, RouteIndex)
+    routes = every_route(app)
+    assert len(routes) >= 150
+    reached_directly = 0
+    for route_context, path, _ in routes:
+        context = route_context._route_context  # the route as its router's inclusion made it
+        if not isinstance(context, _EffectiveRouteContext):
+            continue  # a route of the app itself (/openapi.json): FastAPI's own dispatch
+        scope = {"type": "http", "method": "GET", "path": path, "root_path": ""}
+        direct = index._view_for(scope).direct
+        assert direct is not None, path
+        reached_directly += 1
+        (reached,) = [entry for entry in direct if entry.context is context]
+        if isinstance(context.original_route, MoneyrailRoute):
+            assert reached.app is not context.app, path  # the handler without FastAPI's wrapper
+        else:
+            assert reached.app is context.app, path
+    assert reached_directly >= 140
 
 
 def test_routes_added_after_the_first_request_are_reached():

@@ -31,7 +31,17 @@ from operator import attrgetter
 from typing import Any, TypeVar
 
 from fastapi import FastAPI
-from fastapi.routing import APIRouter, _EffectiveRouteContext, _IncludedRouter
+from fastapi.routing import (
+    _FASTAPI_EFFECTIVE_ROUTE_CONTEXT_KEY,
+    _FASTAPI_INCLUDED_ROUTER_KEY,
+    APIRoute,
+    APIRouter,
+    _apply_router_form_limits,
+    _EffectiveRouteContext,
+    _get_fastapi_scope,
+    _IncludedRouter,
+)
+from fastapi.telemetry._api import _route_selected
 from starlette._utils import get_route_path
 from starlette.convertors import FloatConvertor, IntegerConvertor, StringConvertor, UUIDConvertor
 from starlette.routing import BaseRoute
@@ -126,8 +136,34 @@ class _IncludedRouterView(_IncludedRouter):
         return self.whole.url_path_for(name, **path_params)
 
 
+@dataclass(frozen=True, slots=True)
+class _DirectRoute:
+    """A FastAPI route of a router included in the app, as the view's dispatch reaches it."""
+
+    context: _EffectiveRouteContext  # the route as included: its template carries the prefix
+    included: _IncludedRouter  # the view's included router holding it
+    route: APIRoute
+    app: Any  # the context's ASGI app: the route's handler, its body limit (FastAPI builds it once)
+
+
+@dataclass(frozen=True, slots=True)
+class _View:
+    router: APIRouter  # the app router over the routes that can match
+    # The same routes flattened when every one is a FastAPI route of a router the app included
+    # directly (all of moneyrail's): then the first full match is dispatched here (see `__call__`).
+    # None: some other kind of route can match, FastAPI's own dispatch decides.
+    direct: tuple[_DirectRoute, ...] | None
+
+
 class RouteIndex:
-    """The app router's dispatch for HTTP requests, trying only the routes that can match the path."""
+    """The app router's dispatch for HTTP requests, trying only the routes that can match the path.
+
+    When every route that can match is a FastAPI route of an included router, the first whose path
+    and method match is called directly, with the scope FastAPI's dispatch would give it: FastAPI's
+    own walk matches each included router twice (`_IncludedRouter.matches`, then `_handle_selected`
+    again) through four layers of calls. Anything else (no full match: a 405, a slash redirect, a
+    low-priority route, a 404) goes through FastAPI's dispatch of the view, as before.
+    """
 
     def __init__(self, router: APIRouter) -> None:
         self.router = router
@@ -138,17 +174,47 @@ class RouteIndex:
         self._low_priority: list[BaseRoute | _EffectiveRouteContext] = []
         self._routes: list[Candidate] = []
         self._shapes: dict[int, RouteShape] = {}  # each of _routes' by its id
-        self._views: dict[tuple[_Node, int, _Node, int], APIRouter] = {}
+        self._views: dict[tuple[_Node, int, _Node, int], _View] = {}
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.router.app(scope, receive, send)  # lifespan, websockets: FastAPI's own dispatch
             return
         scope.setdefault("router", self.router)  # url_for and friends see every route, not the view
-        await self.view_for(scope).app(scope, receive, send)
+        view = self._view_for(scope)
+        if view.direct is not None:
+            route_path = get_route_path(scope)
+            method = scope["method"]
+            for direct in view.direct:
+                context = direct.context
+                match = context.path_regex.match(route_path)
+                if match is None or (context.methods and method not in context.methods):
+                    continue  # a partial match answers only if no route matches fully: FastAPI's below
+                # What FastAPI's dispatch leaves in the scope for this route (APIRouter.app,
+                # _IncludedRouter.handle and _handle_selected, APIRoute.matches and handle).
+                _apply_router_form_limits(scope, self.router.form_limits)
+                _apply_router_form_limits(scope, direct.included.include_context.form_limits)
+                path_params = dict(scope.get("path_params", {}))
+                convertors = context.param_convertors
+                for name, value in match.groupdict().items():
+                    path_params[name] = convertors[name].convert(value)
+                scope["endpoint"] = context.endpoint
+                scope["path_params"] = path_params
+                scope["route"] = direct.route
+                fastapi_scope = _get_fastapi_scope(scope)
+                fastapi_scope[_FASTAPI_INCLUDED_ROUTER_KEY] = direct.included
+                fastapi_scope[_FASTAPI_EFFECTIVE_ROUTE_CONTEXT_KEY] = context
+                if "fastapi.telemetry" in scope:  # FastAPI's own tracing, when an app turns it on
+                    _route_selected(scope=scope, path=context.path_format)
+                await direct.app(scope, receive, send)
+                return
+        await view.router.app(scope, receive, send)
 
     def view_for(self, scope: Scope) -> APIRouter:
         """The app router with only the routes that can match this request's path (or its slash twin)."""
+        return self._view_for(scope).router
+
+    def _view_for(self, scope: Scope) -> _View:
         if self._routes_changed():
             self._build()
         path: str = scope["path"]
@@ -199,7 +265,7 @@ class RouteIndex:
         cap = self._longest + 1
         return node, min(len(segments), cap), twin_node, min(len(segments) + 1, cap)
 
-    def _view(self, *positions: PathPosition) -> APIRouter:
+    def _view(self, *positions: PathPosition) -> _View:
         def fits(candidate: Candidate) -> bool:
             shape = self._shapes.get(id(candidate)) or RouteShape.of(candidate)
             return any(shape.fits(position) for position in positions)
@@ -208,7 +274,7 @@ class RouteIndex:
         view.routes = _pruned(self.router.routes, fits)
         # the low-priority routes (frontends), whole: FastAPI finds them through every included router
         view._iter_low_priority_routes = self._low_priority_routes  # type: ignore[method-assign]
-        return view
+        return _View(view, _direct_routes(view.routes))
 
     def _low_priority_routes(self) -> Iterator[BaseRoute | _EffectiveRouteContext]:
         return iter(self._low_priority)
@@ -273,6 +339,27 @@ def allowed_methods(router: APIRouter, scope: Scope) -> list[str]:
         if path_regex is not None and path_regex.match(route_path):
             methods |= getattr(described, "methods", None) or set()
     return sorted(methods)
+
+
+def _direct_routes(routes: list[BaseRoute]) -> tuple[_DirectRoute, ...] | None:
+    """The view's routes for `RouteIndex.__call__`'s own dispatch, or None when one is of another kind
+    (a route of the app itself, a router included in an included router, a mount, a Starlette route)."""
+    direct: list[_DirectRoute] = []
+    for included in routes:
+        if not isinstance(included, _IncludedRouter):
+            return None
+        for candidate in included.effective_candidates():
+            if (
+                not isinstance(candidate, _EffectiveRouteContext)
+                or not isinstance(candidate.original_route, APIRoute)
+                or candidate.app is None
+            ):
+                return None
+            route = candidate.original_route
+            app_for = getattr(route, "asgi_app_for", None)  # MoneyrailRoute's (api/routing.py)
+            app = (app_for(candidate) if app_for is not None else None) or candidate.app
+            direct.append(_DirectRoute(candidate, included, route, app))
+    return tuple(direct)
 
 
 def _pruned(candidates: list[RouteEntry], fits: Callable[[Candidate], bool]) -> list[RouteEntry]:
