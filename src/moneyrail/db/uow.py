@@ -89,14 +89,18 @@ class UnitOfWork:
         if session is None:
             return
         forget_driver_connection(session)
-        used_by_the_orm = _orm_has_work(session) or len(session.identity_map) > 0
+        used_by_the_orm = _orm_has_work(session)
         try:
             if exc_type is not None and used_by_the_orm:
                 await session.rollback()
         finally:
             try:
-                if used_by_the_orm:  # else it holds nothing to close (and closing costs a greenlet hop)
+                if used_by_the_orm:
                     await session.close()
+                else:
+                    # no transaction of its own, nothing pending: closing would only detach its rows
+                    # (read on the driver, written with their events), without the greenlet hop
+                    session.sync_session.expunge_all()
             finally:
                 await release_bound_connection(session)  # a transaction still open is rolled back there
 
