@@ -145,6 +145,7 @@ async def release_bound_connection(session: AsyncSession) -> None:
     if (
         connection is not None
         and not connection.closed
+        and not connection.invalidated  # (reading `.connection` below would reconnect it)
         and not connection.in_transaction()
         and getattr(connection.connection.dbapi_connection, "_transaction", None) is None
         and _returns_without_io(owned.engine.sync_engine.pool)
@@ -413,7 +414,9 @@ def _update_columns(mapper: Mapper[Any]) -> dict[str, tuple[str, bool]]:
 
 
 def from_row(model: type[Model], row: Mapping[str, Any]) -> Model:
-    """An instance holding a row's values, attached to no session: for reading, never for writing.
+    """An instance holding a row's values, attached to no session: a row read on the driver, or a new
+    row a driver statement inserts (then `inserted_row`, or nothing: an event); never one for the ORM's
+    flush to write.
 
     A statement on the driver returns plain rows; building the model through its constructor (every
     attribute through the ORM's instrumentation) costs more than the round trip on hot paths.
