@@ -211,3 +211,66 @@ def test_a_route_that_fails_after_its_orm_flush_keeps_neither_the_effect_nor_the
         (tenant.installation_id,),
     ).fetchone() == (0,)
     assert count_rows(db, "idempotency_records", tenant.installation_id) == 0
+
+
+def test_a_plain_confirm_and_capture_commit_on_the_driver_without_the_orms_flush_or_commit(
+    servers, tenant, monkeypatch, bridge, db
+):
+    """The payment row is read on the driver and written with its event (db/raw.py `pending_update`):
+    the session then has nothing to flush and no connection in its own transaction, so the unit of
+    work commits on the driver alone; the payment, its events and the keys' answers are committed."""
+    from sqlalchemy.orm import Session
+
+    from moneyrail.processor import provider
+    from moneyrail.processor.sandbox import SandboxProcessor
+
+    monkeypatch.setattr(provider, "_processor", SandboxProcessor(bridge.sessionmaker))
+    orm_calls: list[str] = []
+    flush, commit = Session.flush, Session.commit
+
+    def counted_flush(self: Session, *args: Any, **kwargs: Any) -> None:
+        orm_calls.append("flush")
+        flush(self, *args, **kwargs)
+
+    def counted_commit(self: Session) -> None:
+        orm_calls.append("commit")
+        commit(self)
+
+    async def pay(client: httpx.AsyncClient, key: str) -> tuple[httpx.Response, httpx.Response]:
+        body = {"amount": 2500, "currency": "eur", "capture_method": "manual"}
+        created = (await client.post("/v1/payment-intents", json=body)).json()
+        card = {"number": "4242424242424242", "exp_month": 12, "exp_year": 2034, "cvc": "123"}
+        confirmed = await client.post(
+            f"/v1/payment-intents/{created['id']}/confirm",
+            json={"client_secret": created["client_secret"], "card": card},
+            headers={"Authorization": f"Bearer {tenant.publishable_key}", "Idempotency-Key": f"{key}-1"},
+        )
+        captured = await client.post(
+            f"/v1/payment-intents/{created['id']}/capture", headers={"Idempotency-Key": f"{key}-2"}
+        )
+        return confirmed, captured
+
+    async def steps() -> tuple[httpx.Response, httpx.Response]:
+        async with in_process(servers, tenant.secret) as client:
+            # the first payment reads the risk lists (remembered) and makes the tenant's ledger accounts
+            # through the ORM: the usual one, measured, is the next
+            await pay(client, "first")
+            monkeypatch.setattr(Session, "flush", counted_flush)
+            monkeypatch.setattr(Session, "commit", counted_commit)
+            return await pay(client, "next")
+
+    confirmed, captured = bridge.run(steps())
+    assert confirmed.status_code == 200, confirmed.text
+    assert captured.status_code == 200, captured.text
+    assert orm_calls == []
+    payment_id = captured.json()["id"]
+    assert db.execute(
+        "SELECT status, amount_received FROM payment_intents WHERE id = %s", (payment_id,)
+    ).fetchone() == ("succeeded", 2500)
+    assert db.execute(
+        "SELECT count(*) FROM events WHERE installation_id = %s AND type IN "
+        "('payment_intent.amount_capturable_updated', 'payment_intent.succeeded') "
+        "AND data -> 'object' ->> 'id' = %s",
+        (tenant.installation_id, payment_id),
+    ).fetchone() == (2,)
+    assert count_rows(db, "idempotency_records", tenant.installation_id) == 4

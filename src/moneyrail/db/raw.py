@@ -21,6 +21,7 @@ import asyncio
 import warnings
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from functools import cache
 from types import TracebackType
 from typing import Any, Protocol, TypeVar
 
@@ -29,8 +30,9 @@ from sqlalchemy import JSON, Table, inspect
 from sqlalchemy.engine import Connection
 from sqlalchemy.exc import MissingGreenlet
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, AsyncSession, async_sessionmaker
-from sqlalchemy.orm import configure_mappers, make_transient_to_detached
-from sqlalchemy.orm.attributes import set_committed_value
+from sqlalchemy.orm import Mapper, configure_mappers, make_transient_to_detached
+from sqlalchemy.orm.attributes import instance_state, set_committed_value
+from sqlalchemy.orm.base import NO_VALUE
 from sqlalchemy.pool import Pool, PoolProxiedConnection, QueuePool
 from sqlalchemy.util import greenlet_spawn
 
@@ -137,7 +139,21 @@ async def release_bound_connection(session: AsyncSession) -> None:
     """Back to the pool (rolled back there if a transaction is still open), after the session closed."""
     owned: AsyncConnection | None = session.info.pop(_OWNED, None)
     session.info.pop(_KEY, None)
-    if owned is not None:
+    if owned is None:
+        return
+    connection = owned.sync_connection
+    if (
+        connection is not None
+        and not connection.closed
+        and not connection.invalidated  # (reading `.connection` below would reconnect it)
+        and not connection.in_transaction()
+        and getattr(connection.connection.dbapi_connection, "_transaction", None) is None
+        and _returns_without_io(owned.engine.sync_engine.pool)
+    ):
+        # committed or rolled back already, and a place in the pool: the checkin sends nothing, so
+        # it needs no greenlet hop (SPEED.md §29)
+        connection.close()
+    else:
         await owned.close()
 
 
@@ -220,6 +236,14 @@ def _idle_connection(pool: Pool) -> PoolProxiedConnection | None:
             return None
 
 
+def _returns_without_io(pool: Pool) -> bool:
+    """Whether a connection given back now takes a place in the pool's queue (no I/O: nothing to roll
+    back on it). Past the pool's size (an overflow connection) the pool closes it on return, which is
+    the driver's close, I/O: that needs the greenlet, else SQLAlchemy logs a MissingGreenlet and the
+    connection is left unclosed."""
+    return isinstance(pool, QueuePool) and pool.checkedin() < pool.size()
+
+
 class PooledConnection:
     """`async with`: an asyncpg connection of the engine's pool outside any transaction, checked out
     and back in without SQLAlchemy's Connection and its two greenlet hops (on the intake's path, every
@@ -243,7 +267,7 @@ class PooledConnection:
     idle between two sends. Before the checkout, so nothing is held during the pass.
     """
 
-    __slots__ = ("_connection", "_pooled", "_work", "_yield_before_sending")
+    __slots__ = ("_connection", "_pool", "_pooled", "_work", "_yield_before_sending")
 
     def __init__(
         self, work: AsyncSession | SessionOnDemand | AsyncEngine, *, yield_before_sending: bool
@@ -251,6 +275,7 @@ class PooledConnection:
         self._work = work
         self._yield_before_sending = yield_before_sending
         self._pooled: PoolProxiedConnection | None = None
+        self._pool: Pool | None = None
         self._connection: Any = None
 
     async def __aenter__(self) -> Any:
@@ -269,6 +294,7 @@ class PooledConnection:
         if pooled is None:
             pooled = await greenlet_spawn(pool.connect)
         self._pooled = pooled
+        self._pool = pool
         self._connection = pooled.driver_connection
         return self._connection
 
@@ -283,7 +309,11 @@ class PooledConnection:
             if exc_type is not None and self._connection.is_closed():
                 pooled.invalidate()  # dead (as after a PostgreSQL restart): never handed out again
         finally:
-            pooled.close()
+            assert self._pool is not None  # set with `_pooled`
+            if _returns_without_io(self._pool):
+                pooled.close()
+            else:  # an overflow connection, closed on return
+                await greenlet_spawn(pooled.close)
 
 
 def forget_driver_connection(session: AsyncSession) -> None:
@@ -317,34 +347,44 @@ def pending_update(instance: Base, first_parameter: int) -> Write | None:
     """The UPDATE the ORM's next flush would send for this loaded row's changed columns, taken over.
 
     For a hot path that writes the row in the same statement as something else (its event): the
-    instance is marked written at once, so no flush sends it again; the caller runs the UPDATE in the
-    same transaction (if that fails, the transaction rolls back, as a failed flush would). None when
-    nothing changed, or for a row not yet inserted (the ORM's flush inserts it). Values go as the ORM
-    sends them: JSON columns as JSON text (None as JSON null, the JSON type's default), the rest as
-    they are, typed by PostgreSQL from the target column.
+    instance is marked written at once, so no flush sends it again (nor finds it dirty: a session
+    whose only change was this row then has nothing to flush at commit); the caller runs the UPDATE
+    in the same transaction (if that fails, the transaction rolls back, as a failed flush would). None
+    when nothing changed, or for a row not yet inserted (the ORM's flush inserts it). Values go as the
+    ORM sends them: JSON columns as JSON text (None as JSON null, the JSON type's default), the rest
+    as they are, typed by PostgreSQL from the target column.
     """
-    state = inspect(instance)
+    state = instance_state(instance)
     if not state.persistent:
         return None
+    columns = _update_columns(state.mapper)
+    # Only attributes set since the load have a committed value recorded, and a column changed when
+    # its value differs from that one by its type's comparison, as the ORM's history decides it (read
+    # here without building the history of every attribute: SPEED.md §19, §29).
+    touched = state.committed_state
+    values = state.dict
     assignments: list[str] = []
     parameters: list[Any] = []
-    written: dict[str, Any] = {}
-    # Only attributes set since the load have a committed value recorded: asking every column for its
-    # history costs more than the statement it saves (SPEED.md §19).
-    touched = state.committed_state
-    for attribute in state.mapper.column_attrs:
-        if attribute.key not in touched or not state.attrs[attribute.key].history.has_changes():
+    written: list[str] = []
+    for key, (name, is_json) in columns.items():  # the mapper's order: one SQL text per set of columns
+        if key not in touched:
             continue
-        column = attribute.columns[0]
-        value = state.dict.get(attribute.key)
+        value = values.get(key, NO_VALUE)
+        impl = state.manager[key].impl
+        if value is NO_VALUE:  # deleted, not set: as rare as it is odd, the ORM's own answer
+            if not impl.get_history(state, values).has_changes():
+                continue
+            value = None
+        elif impl.is_equal(value, touched[key]) is True:
+            continue
         number = first_parameter + len(parameters)
-        if isinstance(column.type, JSON):
-            assignments.append(f'"{column.name}" = ${number}::jsonb')
+        if is_json:
+            assignments.append(f'"{name}" = ${number}::jsonb')
             parameters.append(orjson.dumps(value).decode())
         else:
-            assignments.append(f'"{column.name}" = ${number}')
+            assignments.append(f'"{name}" = ${number}')
             parameters.append(value)
-        written[attribute.key] = value
+        written.append(key)
     if not assignments:
         return None
     table = state.mapper.local_table
@@ -352,16 +392,31 @@ def pending_update(instance: Base, first_parameter: int) -> Write | None:
     (key_column,) = state.mapper.primary_key
     identity = state.identity
     assert identity is not None  # persistent
-    for key, value in written.items():
-        set_committed_value(instance, key, value)
+    if touched.keys() <= columns.keys():
+        # every pending change is a column written here: the row is as a flush would leave it
+        state._commit_all(values, state._instance_dict())
+    else:
+        for key in written:
+            set_committed_value(instance, key, values.get(key))
     number = first_parameter + len(parameters)
     # names from the mapper, values as parameters
     sql = f'UPDATE "{table.name}" SET {", ".join(assignments)} WHERE "{key_column.name}" = ${number}'  # noqa: S608
     return Write(sql, (*parameters, identity[0]))
 
 
+@cache
+def _update_columns(mapper: Mapper[Any]) -> dict[str, tuple[str, bool]]:
+    """A mapper's column attributes by key: the column's name and whether it is JSON, in mapper order."""
+    return {
+        attribute.key: (attribute.columns[0].name, isinstance(attribute.columns[0].type, JSON))
+        for attribute in mapper.column_attrs
+    }
+
+
 def from_row(model: type[Model], row: Mapping[str, Any]) -> Model:
-    """An instance holding a row's values, attached to no session: for reading, never for writing.
+    """An instance holding a row's values, attached to no session: a row read on the driver, or a new
+    row a driver statement inserts (then `inserted_row`, or nothing: an event); never one for the ORM's
+    flush to write.
 
     A statement on the driver returns plain rows; building the model through its constructor (every
     attribute through the ORM's instrumentation) costs more than the round trip on hot paths.
@@ -398,12 +453,23 @@ def loaded_row(session: AsyncSession, model: type[Model], row: Mapping[str, Any]
     identity = mapper.identity_key_from_primary_key(
         tuple(values[mapper.get_property_by_column(column).key] for column in mapper.primary_key)
     )
-    held = session.sync_session.identity_map.get(identity)
+    sync_session = session.sync_session
+    identity_map = sync_session.identity_map
+    held = identity_map.get(identity)
     if held is not None:
         return held  # type: ignore[no-any-return]
     instance = from_row(model, values)
-    make_transient_to_detached(instance)  # the identity from its primary key, every column as committed
-    session.add(instance)  # detached to persistent: no SQL
+    # Attached as the ORM's loader attaches a row it read (loading.py), not by `session.add`: that
+    # begins the session's own transaction (whose commit then costs a flush and a greenlet hop) and
+    # walks the mapper's cascades, for a row that is already persistent in this transaction.
+    state = instance_state(instance)
+    state.key = identity
+    state.identity_token = identity[2]
+    state.session_id = sync_session.hash_key
+    identity_map._add_unpresent(state, identity)
+    state._commit_all(state.dict, identity_map)  # every column as committed
+    if sync_session.dispatch.loaded_as_persistent:
+        sync_session.dispatch.loaded_as_persistent(sync_session, state)
     return instance
 
 

@@ -89,14 +89,18 @@ class UnitOfWork:
         if session is None:
             return
         forget_driver_connection(session)
-        used_by_the_orm = _orm_has_work(session) or len(session.identity_map) > 0
+        used_by_the_orm = _orm_has_work(session)
         try:
             if exc_type is not None and used_by_the_orm:
                 await session.rollback()
         finally:
             try:
-                if used_by_the_orm:  # else it holds nothing to close (and closing costs a greenlet hop)
+                if used_by_the_orm:
                     await session.close()
+                else:
+                    # nothing pending and no connection in its transaction: closing does no I/O, so
+                    # needs no greenlet hop (it detaches the rows read on the driver)
+                    session.sync_session.close()
             finally:
                 await release_bound_connection(session)  # a transaction still open is rolled back there
 
@@ -116,6 +120,8 @@ async def commit(session: AsyncSession) -> None:
     forget_driver_connection(session)
     if _orm_has_work(session):
         await session.commit()
+    else:
+        _end_idle_orm_transaction(session)
     await end_driver_transaction(session, commit=True)
 
 
@@ -127,5 +133,19 @@ async def rollback(session: AsyncSession) -> None:
 
 
 def _orm_has_work(session: AsyncSession) -> bool:
-    """Whether the session's commit has anything to do: a transaction it began, or objects to flush."""
-    return session.in_transaction() or bool(session.new or session.dirty or session.deleted)
+    """Whether the session's commit has anything to do: objects to flush, or a transaction it began on
+    a connection (an ORM statement or flush ran in it). The transaction SQLAlchemy opens when a row
+    read on the driver is changed (its autobegin) holds no connection until then: committing it would
+    flush nothing and end nothing, for a greenlet hop and its bookkeeping (SPEED.md §29)."""
+    if session.new or session.dirty or session.deleted:
+        return True
+    transaction = session.sync_session.get_transaction()
+    return transaction is not None and bool(transaction._connections)
+
+
+def _end_idle_orm_transaction(session: AsyncSession) -> None:
+    """Close a session transaction that holds no connection (no I/O, so no greenlet): the next ORM
+    use in this unit of work begins a new one, as after a commit."""
+    transaction = session.sync_session.get_transaction()
+    if transaction is not None:
+        transaction.close()

@@ -19,7 +19,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from standardwebhooks import Webhook
 
 from moneyrail.config import API_VERSIONS, get_settings
-from moneyrail.db.raw import WriteAt
+from moneyrail.db.raw import WriteAt, from_row
 from moneyrail.engine.outcomes import PermanentFailure, TransientFailure
 from moneyrail.engine.policy import RetryPolicy, policy_for, register_policy
 from moneyrail.engine.repository import NewOperations
@@ -123,14 +123,19 @@ async def record_events(
 def _new_event(tenant: Tenant, event_type: str, data_object: dict[str, Any]) -> Event:
     if not is_known(event_type):
         raise ValueError(f"event type {event_type!r} is not in events/types.py's registry")
-    return Event(
-        id=new_id("evt"),
-        installation_id=tenant.installation_id,
-        livemode=tenant.livemode,
-        type=event_type,
-        api_version=API_VERSIONS["payments"][0],
-        data={"object": data_object},
-        created_at=utcnow(),
+    # written by its driver statement (repository.insert_event), never through the ORM: built without
+    # the instrumented constructor, which cost ~7x more (SPEED.md §29)
+    return from_row(
+        Event,
+        {
+            "id": new_id("evt"),
+            "installation_id": tenant.installation_id,
+            "livemode": tenant.livemode,
+            "type": event_type,
+            "api_version": API_VERSIONS["payments"][0],
+            "data": {"object": data_object},
+            "created_at": utcnow(),
+        },
     )
 
 
