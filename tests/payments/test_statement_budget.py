@@ -41,7 +41,7 @@ from tests.sql_counter import StatementCounter, Tally
 # event and the key's claim and stored answer in one self-committing statement: no BEGIN, no COMMIT);
 # confirm 9 -> 7 and capture 9 -> 7 (branch paysteps: the key's claim and the payment's lock in one
 # statement; the key's stored answer in the payment's UPDATE and event statement).
-# Held on 2026-11-26 (SPEED-paycreate2.md): create 1 also where an endpoint listens for its event (the
+# Held on 2026-11-26 (SPEED.md §21): create 1 also where an endpoint listens for its event (the
 # deliveries' operations, rows and the relay's wake-up in the same statement; it took 6 and more).
 # Cut on 2026-11-26 (SPEED.md §24): capture 7 -> 6 (branch capture5: the fee shortfall and the
 # ledger accounts asked with the payment's facts, the postings written in the last statement).
@@ -176,7 +176,7 @@ def test_a_create_in_an_environment_with_a_listening_endpoint_is_one_statement(
 ) -> None:
     """Where an endpoint listens for `payment_intent.created` (almost every production environment), the
     one statement also schedules its delivery: the operation, the `webhook_deliveries` row and the relay's
-    wake-up (SPEED-paycreate2.md)."""
+    wake-up (SPEED.md §21)."""
     base_url, counter = counted_web
     keys = create_tenant(bridge)
     body = {"amount": 2000, "currency": "eur"}
