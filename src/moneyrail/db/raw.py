@@ -151,7 +151,7 @@ async def release_bound_connection(session: AsyncSession) -> None:
         and _returns_without_io(owned.engine.sync_engine.pool)
     ):
         # committed or rolled back already, and a place in the pool: the checkin sends nothing, so
-        # it needs no greenlet hop (SPEED.md §29)
+        # it needs no greenlet hop (SPEED.md §32)
         connection.close()
     else:
         await owned.close()
@@ -360,7 +360,7 @@ def pending_update(instance: Base, first_parameter: int) -> Write | None:
     columns = _update_columns(state.mapper)
     # Only attributes set since the load have a committed value recorded, and a column changed when
     # its value differs from that one by its type's comparison, as the ORM's history decides it (read
-    # here without building the history of every attribute: SPEED.md §19, §29).
+    # here without building the history of every attribute: SPEED.md §19, §32).
     touched = state.committed_state
     values = state.dict
     assignments: list[str] = []
