@@ -39,15 +39,22 @@ from tests.harness import OUTPUT_DIR, Process, free_port, wait_until_ready
 
 
 def start_window(redis_url: str, key_id: str, limit: int) -> tuple[float, float]:
-    """Open the key's window now, as its first request would: its k-th window then starts at T0 + k s,
-    T0 between the two monotonic readings returned (as long as every window sees a call)."""
+    """Open the key's window now, as its first request would. Its k-th window then starts at T0 + k s
+    and lasts at least a second, T0 between the two monotonic readings returned (as long as every window
+    sees a call), up to a millisecond later for k >= 1: Redis counts whole milliseconds (the key expires
+    at floor(T0) + 2 s in ms, and the script rolls the window once `pttl` says under 1 s, that is at the
+    first whole millisecond past T0 + 1 s, not at T0 + 1 s itself), so a request sent in that millisecond
+    may still be counted, and admitted, in the window before."""
     previous, current = window_keys(key_id, limit)
     with redis.Redis.from_url(redis_url) as client:
         client.delete(previous, current)  # connected: the SET below takes one round trip
         before = time.monotonic()
         client.set(current, 0, px=2000 * WINDOW_SECONDS)
         after = time.monotonic()
-    return before, after
+    return before, after + REDIS_CLOCK_STEP_S
+
+
+REDIS_CLOCK_STEP_S = 0.001  # Redis's clock in expiries and `pttl`: whole milliseconds
 
 
 def admitted_surely_within_each_window(
