@@ -2,7 +2,8 @@
 """Bootstrap: keep the project's virtual environment in step with pyproject.toml, then run.
 
     python3 run.py dev                 # the whole service on embedded PostgreSQL and Redis
-    python3 run.py test                # the whole test suite (extra arguments go to pytest)
+    python3 run.py test                # the whole test suite, in parallel (extra arguments go to pytest)
+    python3 run.py fuzz                # the long schemathesis fuzz of /openapi.json (the suite runs a short one)
     python3 run.py moneyrail keys ...  # the operator CLI (beside a running `dev`: no variables needed)
     python3 run.py setup               # the environment for development: dev and test extras
 
@@ -27,7 +28,18 @@ STAMP = VENV / ".moneyrail-installed"
 BIN = VENV / ("Scripts" if os.name == "nt" else "bin")
 
 # The extras each command needs (pyproject.toml [project.optional-dependencies]).
-EXTRAS = {"dev": {"dev"}, "test": {"dev", "test"}, "setup": {"dev", "test"}, "moneyrail": set()}
+EXTRAS = {
+    "dev": {"dev"},
+    "test": {"dev", "test"},
+    "fuzz": {"dev", "test"},
+    "setup": {"dev", "test"},
+    "moneyrail": set(),
+}
+# The suite's own processes (web, workers, PostgreSQL) wait on each other much of the time, so more
+# pytest workers than cores keep the cores busy; each worker has its own database, Redis database,
+# processes and ports (tests/harness.py).
+PYTEST_WORKERS_PER_CORE = 2
+FUZZ_CASES_PER_OPERATION = "40"
 
 
 def _project_digest() -> str:
@@ -76,6 +88,15 @@ def _tail(path: Path, lines: int = 20) -> str:
     return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
 
 
+def _names_its_workers(arguments: list[str]) -> bool:
+    """`-n N`, `--numprocesses`, or `-p no:xdist` given by the caller: theirs, not ours."""
+    return any(a == "-n" or a.startswith(("-n", "--numprocesses")) or a == "no:xdist" for a in arguments)
+
+
+def _pytest_workers() -> int:
+    return PYTEST_WORKERS_PER_CORE * (os.cpu_count() or 1)
+
+
 def main() -> None:
     if len(sys.argv) < 2 or sys.argv[1] not in EXTRAS:
         sys.exit(__doc__)
@@ -85,7 +106,13 @@ def main() -> None:
     if command == "dev":
         os.execv(BIN / "moneyrail", [str(BIN / "moneyrail"), "dev", *rest])
     elif command == "test":
-        os.execv(BIN / "python", [str(BIN / "python"), "-m", "pytest", *rest])
+        parallel = [] if _names_its_workers(rest) else ["-n", str(_pytest_workers()), "--dist", "loadfile"]
+        os.execv(BIN / "python", [str(BIN / "python"), "-m", "pytest", *parallel, *rest])
+    elif command == "fuzz":
+        os.environ["MONEYRAIL_FUZZ_CASES_PER_OPERATION"] = FUZZ_CASES_PER_OPERATION
+        os.environ["MONEYRAIL_FUZZ_TIMEOUT_SECONDS"] = "900"
+        fuzz = [str(BIN / "python"), "-m", "pytest", "tests/api/test_schemathesis_fuzz.py"]
+        os.execv(BIN / "python", [*fuzz, *rest])
     elif command == "moneyrail":
         os.execv(BIN / "moneyrail", [str(BIN / "moneyrail"), *rest])
 

@@ -17,9 +17,11 @@ from collections.abc import Coroutine
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
+from urllib.parse import urlsplit, urlunsplit
 
 import httpx
 import psycopg
+from redis import Redis
 from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
@@ -32,8 +34,17 @@ from moneyrail.kit.crypto import generate_key
 from moneyrail.kit.tenant import Tenant
 
 ROOT = Path(__file__).resolve().parent.parent
-OUTPUT_DIR = ROOT / "test-output"
+# pytest-xdist names each worker process (gw0, gw1, ...); each keeps its processes' logs apart
+WORKER_NAME = os.environ.get("PYTEST_XDIST_WORKER", "main")
+OUTPUT_DIR = ROOT / "test-output" / WORKER_NAME
+# Redis has 16 numbered databases; a test session claims one of 1-15 (0 stays the developer's own)
+REDIS_DATABASES = range(1, 16)
+REDIS_CLAIM_KEY = "moneyrail-test-session"
 T = TypeVar("T")
+CLAIM_SECONDS = 4 * 3600  # longer than any suite run
+# How long the suite's web processes remember keys and settings (MONEYRAIL_KEY_CACHE_SECONDS; 5 s in
+# production): a change made elsewhere reaches them within this, and tests wait this long, not 5 s.
+KEY_CACHE_SECONDS = 0.5
 
 
 def free_port() -> int:
@@ -58,6 +69,10 @@ class Servers:
     admin_url: str
     database: str
     _embedded: list[Any] = field(default_factory=list)
+    redis_claimed: bool = False  # a numbered database of a shared server, given back at the end
+    # the processes' MONEYRAIL_DATA_DIR (evidence files, operator records): the session's own, never the
+    # repository's .moneyrail/ where a developer's `dev` instance lives
+    data_dir: Path = field(default_factory=Path)
     # the processes' MONEYRAIL_SECRET_KEYS (secrets at rest), one key per test session
     secret_keys: str = field(default_factory=generate_key)
 
@@ -69,8 +84,10 @@ class Servers:
             postgres = EmbeddedPostgres(work_dir / "postgres")
             admin_url = postgres.start(database="postgres")
             embedded.append(postgres)
-        redis_url = os.environ.get("MONEYRAIL_TEST_REDIS_URL")
-        if not redis_url:
+        shared_redis = os.environ.get("MONEYRAIL_TEST_REDIS_URL")
+        if shared_redis:
+            redis_url = claim_redis_database(shared_redis)
+        else:
             redis = EmbeddedRedis(work_dir / "redis")
             redis_url = redis.start()
             embedded.append(redis)
@@ -83,6 +100,8 @@ class Servers:
             admin_url=admin_url,
             database=database,
             _embedded=embedded,
+            redis_claimed=bool(shared_redis),
+            data_dir=work_dir / "data",
         )
 
     def stop(self) -> None:
@@ -90,6 +109,8 @@ class Servers:
             with psycopg.connect(libpq_url(self.admin_url), autocommit=True) as connection:
                 connection.execute(f'DROP DATABASE IF EXISTS "{self.database}" WITH (FORCE)')
         finally:
+            if self.redis_claimed:
+                release_redis_database(self.redis_url)
             for server in reversed(self._embedded):
                 server.stop()
 
@@ -104,10 +125,36 @@ class Servers:
                 "DATABASE_URL": self.database_url,
                 "REDIS_URL": self.redis_url,
                 "MONEYRAIL_SECRET_KEYS": self.secret_keys,
+                "MONEYRAIL_DATA_DIR": str(self.data_dir),
+                # several suites' workers share one PostgreSQL (100 connections by default): the
+                # processes of one test session stay well inside their share
+                "MONEYRAIL_DB_POOL_SIZE": "8",
+                "MONEYRAIL_KEY_CACHE_SECONDS": str(KEY_CACHE_SECONDS),
                 **extra,
             }
         )
         return env
+
+
+def claim_redis_database(server_url: str) -> str:
+    """A numbered database of a shared Redis server that no other test session on this machine uses:
+    each xdist worker, and each suite run beside it, gets its own broker queues and rate-limit keys.
+    The claim expires on its own if a session dies without releasing it."""
+    for number in REDIS_DATABASES:
+        parts = urlsplit(server_url)
+        url = urlunsplit((parts.scheme, parts.netloc, f"/{number}", parts.query, parts.fragment))
+        with Redis.from_url(url) as client:
+            owner = f"{socket.gethostname()}:{os.getpid()}"
+            if client.set(REDIS_CLAIM_KEY, owner, nx=True, ex=CLAIM_SECONDS):
+                with client.pipeline(transaction=True) as claim:  # what a killed session left goes
+                    claim.flushdb().set(REDIS_CLAIM_KEY, owner, ex=CLAIM_SECONDS).execute()
+                return url
+    raise RuntimeError(f"every Redis database {REDIS_DATABASES} of {server_url} is claimed by a test session")
+
+
+def release_redis_database(url: str) -> None:
+    with Redis.from_url(url) as client:
+        client.flushdb()
 
 
 @dataclass
@@ -121,6 +168,8 @@ class Process:
     @classmethod
     def start(cls, role: str, servers: Servers, log_path: Path, *args: str, **env: str) -> Process:
         log_path.parent.mkdir(parents=True, exist_ok=True)
+        if role == "worker":  # dramatiq's metrics exposition binds a port: one of its own per worker
+            env.setdefault("MONEYRAIL_WORKER_METRICS_PORT", str(free_port()))
         with log_path.open("wb") as log:  # a fresh log per start: assertions read only this run
             popen = subprocess.Popen(
                 [sys.executable, "-m", "moneyrail", role, *args],

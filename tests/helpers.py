@@ -7,6 +7,8 @@ from typing import Any
 
 import httpx
 
+from tests.harness import KEY_CACHE_SECONDS
+
 
 def assert_error(
     response: httpx.Response, status: int, code: str, param: str | None = None
@@ -36,9 +38,7 @@ def refused_within_key_cache_lifetime(url: str, headers: dict[str, str]) -> http
     """A web process remembers keys for `key_cache_seconds`: a key revoked elsewhere (the CLI, a test)
     must be refused within that lifetime. Polls the route until it answers other than 200; fails when
     the key outlives the lifetime (plus a second for the requests themselves)."""
-    from moneyrail.config import Settings
-
-    deadline = time.monotonic() + Settings().key_cache_seconds + 1.0
+    deadline = time.monotonic() + KEY_CACHE_SECONDS + 1.0
     while (response := httpx.get(url, headers=headers)).status_code == 200:
         assert time.monotonic() < deadline, "the revoked key outlived the key cache lifetime"
         time.sleep(0.1)

@@ -7,9 +7,8 @@ from typing import Any
 
 import httpx
 
-from moneyrail.config import Settings
 from moneyrail.installations import service as installations
-from tests.harness import AsyncBridge, TenantKeys
+from tests.harness import KEY_CACHE_SECONDS, AsyncBridge, TenantKeys
 
 SUCCEEDS = "4242424242424242"
 GENERIC_DECLINE = "4000000000000002"
@@ -70,7 +69,7 @@ def set_commission(bridge: AsyncBridge, keys: TenantKeys, basis_points: int, fix
 def wait_for_settings_to_reach_web() -> None:
     """A web process remembers an environment's commission terms for `key_cache_seconds` (issue 13):
     settings changed elsewhere (the CLI, a test) reach it within that lifetime."""
-    time.sleep(Settings().key_cache_seconds)
+    time.sleep(KEY_CACHE_SECONDS)
 
 
 def ledger_balance(db: Any, installation_id: str, code: str, currency: str = "eur") -> int:
