@@ -36,8 +36,8 @@ def _unrendered(value: Any) -> Any:
 
 
 def _json_line(event_dict: Any, **_json_options: Any) -> str:
-    """One log line's JSON by orjson (a request line: several times less CPU than the standard library's
-    `json`, SPEED.md §30); what orjson refuses (an integer past 64 bits) by the standard library."""
+    """One log line's JSON by orjson (several times less CPU than the standard library's `json` on a
+    request line); what orjson refuses (an integer past 64 bits) by the standard library."""
     try:
         return orjson.dumps(event_dict, default=_unrendered, option=_ORJSON_OPTIONS).decode()
     except TypeError:

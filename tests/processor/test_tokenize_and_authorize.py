@@ -1,5 +1,5 @@
 """The sandbox's `tokenize_and_authorize`: the same cards, authorizations, recorded calls, refusals and
-faults as `tokenize_card` then `authorize`, in one statement in the usual case (SPEED.md §25)."""
+faults as `tokenize_card` then `authorize`, in one statement in the usual case."""
 
 from __future__ import annotations
 

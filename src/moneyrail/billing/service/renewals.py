@@ -107,10 +107,8 @@ def _charge_key(invoice: SubscriptionInvoice) -> str:
 # policy batch_size), run set-based by `renew_many`. A live one calls a real network and runs alone: it
 # must not hold up the others. A whole batch must finish well within one operation lease on a loaded
 # machine (a superseded batch is redone whole): set-based, the usual batch is some 20 statements whatever
-# its size, by the code (it was 40-50 per renewal, and 32 renewals then outlived a 60 s lease at load
-# average 20); 64 charged 10,000 at 360-395/s on a loaded machine, about a second a batch. 128 halves
-# what each renewal pays of the batch's fixed statements (claim, commit, outcomes): the workers' CPU per
-# renewal fell from 0.88 to 0.79 ms at 10,000, under the same load (bench/results/RENEWALS.md, 2026-11-26).
+# its size, so a batch of 128 takes a few seconds at most, and each renewal pays a 128th of the batch's
+# fixed statements (claim, commit, outcomes).
 RENEWAL_BATCH = 128
 
 
@@ -223,8 +221,8 @@ async def _open_renewals_together(
     for invoice, operation_id in zip(invoices, operation_ids, strict=True):
         invoice.operation_id = operation_id
     # the invoices and the subscriptions' latest invoice in one statement each, straight on the driver:
-    # flushed and read back as ORM rows (with the operations) they cost about a sixth of the advance's
-    # CPU per renewal (bench/results/RENEWALS.md, 2026-11-26)
+    # flushed and read back as ORM rows (with the operations) they would be a large share of what the
+    # clock advance spends per renewal
     await repository.insert_cycle_invoices(session, tenant, invoices)
     latest = [(s.id, invoice.id) for (s, *_), invoice in zip(opening, invoices, strict=True)]
     await repository.point_latest_invoices(session, latest, written)
