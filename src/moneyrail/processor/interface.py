@@ -174,13 +174,16 @@ class Authorization:
 
 @dataclass(frozen=True)
 class AuthorizationRequest:
-    """`authorize`'s arguments but the card's, for `tokenize_and_authorize`."""
+    """`authorize`'s arguments but the card's, for `tokenize_and_authorize`. `saves_card`: the card
+    just tokenized is kept for later charges (Stripe's `setup_future_usage`): this is the charge made
+    while saving it, which a card that declines every later charge (sandbox 0341) accepts."""
 
     idempotency_key: str
     amount: int
     currency: str
     off_session: bool
     reference: str
+    saves_card: bool = False
 
 
 # What the caller asks once the card is tokenized (it may ask `card_risk` about it first): the
@@ -273,7 +276,9 @@ class Processor(Protocol):
         refusals and faults as those two calls made in turn, in one exchange where the network allows
         (the sandbox: one statement). Tokenizing raises as `tokenize_card`; `choose` is awaited once the
         card is known and before anything is authorized; the authorization's refusal or outage is
-        answered, not raised. A network without such an exchange calls the two in turn."""
+        answered, not raised. A network without such an exchange calls the two in turn. The one
+        difference: an authorization asked with `saves_card` is the charge that saves the card, which a
+        card accepting no later charge (sandbox 0341) still accepts; `authorize` is always a later one."""
         ...
 
     async def authorize(

@@ -22,7 +22,7 @@ from moneyrail.kit.money import MAX_AMOUNT
 from moneyrail.kit.tenant import Tenant
 from moneyrail.merchants import service as merchants
 from moneyrail.merchants.schemas import capabilities_of
-from moneyrail.models import Operation, Price, Subscription, SubscriptionInvoice
+from moneyrail.models import Operation, PaymentIntent, Price, Subscription, SubscriptionInvoice
 from moneyrail.payment_methods import service as methods
 from moneyrail.payments import service as payments
 from moneyrail.processor import provider
@@ -98,8 +98,17 @@ async def _stop_for_review(
 
 
 # --- renewals ---------------------------------------------------------------------------------------
-def _charge_key(invoice: SubscriptionInvoice) -> str:
-    return f"{invoice.id}:charge"
+def _charge_key(invoice: SubscriptionInvoice, payment: PaymentIntent) -> str:
+    """The processor key of the invoice's charge, derived before this attempt counts itself (the
+    payment's attempt count as committed). A retried or re-driven renewal asks the network the same
+    question and gets the same answer: one charge per cycle. A charge whose payment never recorded it
+    and which the orphan sweep released (voided or refunded) moved the count on first
+    (payments/orphans.py): the next attempt is a new question, not the released answer replayed, so an
+    invoice is paid only by a charge that stands. Until then the key is the invoice's alone, as it
+    always was."""
+    if payment.confirmations == 0:
+        return f"{invoice.id}:charge"
+    return f"{invoice.id}:charge:{payment.confirmations}"
 
 
 # A sandbox renewal's charge is local to the database (the sandbox processor keeps its books there), so up
@@ -359,7 +368,7 @@ async def process_renewal(session: AsyncSession, operation: Operation, processor
     if payment.status not in payments.CONFIRMABLE:
         return  # paid meanwhile: the capture listener recorded it
     await payments.charge_off_session(
-        session, tenant, processor, payment, method, idempotency_key=_charge_key(invoice)
+        session, tenant, processor, payment, method, idempotency_key=_charge_key(invoice, payment)
     )
     if payment.status == "requires_payment_method":
         decline = (payment.last_payment_error or {}).get("decline_code") or "generic_decline"
@@ -431,7 +440,7 @@ async def _renew_together(
         tenant,
         processor,
         [
-            (payment, cards[subscription.customer_id], _charge_key(invoice))
+            (payment, cards[subscription.customer_id], _charge_key(invoice, payment))
             for subscription, invoice, payment in charging
         ],
     )

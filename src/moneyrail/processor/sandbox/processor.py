@@ -39,7 +39,6 @@ from moneyrail.processor.interface import (
     TransferRequest,
     TransferResult,
     TransferReversalResult,
-    authorize_as_asked,
 )
 
 from . import statements as sql
@@ -166,10 +165,7 @@ class SandboxProcessor:
                     return TokenizedAndAuthorized(saved, None)
                 return TokenizedAndAuthorized(saved, await self._authorized(tenant, saved, asked))
             request = _authorize_request(tokenized.fingerprint, asked)
-            outcomes = {
-                each: cards.authorization_outcome(each, asked.amount, off_session=asked.off_session)
-                for each in cards.BEHAVIOURS
-            }
+            outcomes = _outcomes(asked.amount, asked.off_session, saves_card=asked.saves_card)
             async with autocommit_connection(self._sessionmaker) as connection:
                 row = await connection.fetchrow(
                     sql.TOKENIZE_AND_AUTHORIZE,
@@ -194,19 +190,10 @@ class SandboxProcessor:
     async def _authorized(
         self, tenant: Tenant, card: TokenizedCard, asked: AuthorizationRequest, *, at_once: bool = True
     ) -> Authorization | ProcessorRefused | ProcessorUnavailable:
-        """`authorize` of a card just saved; its refusal or fault answered, not raised."""
+        """`authorize` of a card just saved (the charge that saves it when `asked.saves_card`); its
+        refusal or fault answered, not raised."""
         try:
-            if at_once:
-                return await authorize_as_asked(
-                    self, tenant, card_token=card.token, card_fingerprint=card.fingerprint, asked=asked
-                )
-            answer = authorize_answer(
-                tenant, card.token, asked.amount, asked.currency, asked.reference, asked.off_session
-            )
-            request = _authorize_request(card.fingerprint, asked)
-            return authorization_from(
-                await self._call(tenant, "authorize", asked.idempotency_key, request, answer)
-            )
+            return await self._authorize(tenant, card.token, card.fingerprint, asked, at_once=at_once)
         except (ProcessorRefused, ProcessorUnavailable) as refused:
             return refused
 
@@ -229,16 +216,45 @@ class SandboxProcessor:
             off_session=off_session,
             reference=reference,
         )
+        return await self._authorize(tenant, card_token, card_fingerprint, asked)
+
+    async def _authorize(
+        self,
+        tenant: Tenant,
+        card_token: str,
+        card_fingerprint: str,
+        asked: AuthorizationRequest,
+        *,
+        at_once: bool = True,
+    ) -> Authorization:
         request = _authorize_request(card_fingerprint, asked)
-        if _answerable_at_once(amount):
-            answered = await self._authorize_at_once(tenant, idempotency_key, card_token, request)
+        if at_once and _answerable_at_once(asked.amount):
+            answered = await self._authorize_at_once(
+                tenant, asked.idempotency_key, card_token, request, saves_card=asked.saves_card
+            )
             if answered is not None:
                 return authorization_from(answered)
-        answer = authorize_answer(tenant, card_token, amount, currency, reference, off_session)
-        return authorization_from(await self._call(tenant, "authorize", idempotency_key, request, answer))
+        answer = authorize_answer(
+            tenant,
+            card_token,
+            asked.amount,
+            asked.currency,
+            asked.reference,
+            asked.off_session,
+            saves_card=asked.saves_card,
+        )
+        return authorization_from(
+            await self._call(tenant, "authorize", asked.idempotency_key, request, answer)
+        )
 
     async def _authorize_at_once(
-        self, tenant: Tenant, idempotency_key: str, card_token: str, request: dict[str, Any]
+        self,
+        tenant: Tenant,
+        idempotency_key: str,
+        card_token: str,
+        request: dict[str, Any],
+        *,
+        saves_card: bool,
     ) -> dict[str, Any] | None:
         """The usual authorization (`authorize_answer` under `keyed`) as one statement that commits
         alone: the call recorded with its authorization, as `_call` would. None, with nothing written,
@@ -246,10 +262,7 @@ class SandboxProcessor:
         a concurrent call with the key): `_call` then answers it."""
         amount, off_session = request["amount"], request["off_session"]
         # the outcome of each behaviour for this amount, so the statement picks the card's own
-        outcomes = {
-            behaviour: cards.authorization_outcome(behaviour, amount, off_session=off_session)
-            for behaviour in cards.BEHAVIOURS
-        }
+        outcomes = _outcomes(amount, off_session, saves_card=saves_card)
         async with autocommit_connection(self._sessionmaker) as connection:
             response = await connection.fetchval(
                 sql.AUTHORIZE_AT_ONCE,
@@ -789,9 +802,20 @@ def _answerable_at_once(amount: int) -> bool:
     return amount >= 0
 
 
+def _outcomes(amount: int, off_session: bool, *, saves_card: bool) -> dict[str, tuple[str, str | None]]:
+    """Each behaviour's [status, decline code] for this authorization, for a statement to pick from."""
+    return {
+        behaviour: cards.authorization_outcome(
+            behaviour, amount, off_session=off_session, saves_card=saves_card
+        )
+        for behaviour in cards.BEHAVIOURS
+    }
+
+
 def _authorize_request(card_fingerprint: str, asked: AuthorizationRequest) -> dict[str, Any]:
     # compared on a repeated key: the card by its fingerprint, since a retried confirmation tokenizes
-    # the same card again under a new token and must get the first answer, not a second charge
+    # the same card again under a new token and must get the first answer, not a second charge (so
+    # whether it saves the card is not compared either: the retry gets the first answer)
     return {
         "card": card_fingerprint,
         "amount": asked.amount,
