@@ -17,8 +17,9 @@ For every API call, its own or passed on, it does what a Stripe front does:
 - books a charge's fee as Stripe's standard card pricing (2.9% + 30) on the charge's balance
   transaction, which localstripe leaves at 0;
 - can be told to fail (`POST /_double/faults`): the next N matching calls answer a status (500 by
-  default) either before doing anything or after doing it - the object made and its answer stored
-  under the key, then lost on the way back, as a double that "fails after charging".
+  default; 402 a card decline) either before doing anything or after doing it - the object made and
+  its answer stored under the key, then lost on the way back, as a double that "fails after
+  charging" - or are slow (`delay_seconds`), so that the caller's timeout runs out.
 
 Control routes (no key): `/_double/faults` (POST arms, DELETE clears), `/_double/disputes` (POST: the
 network opens a dispute on a charge), `/_double/disputes/{id}/decide`, `/_double/objects?object=`,
@@ -30,6 +31,7 @@ Run: `python -m tests.processor.stripe.double --port N --upstream http://127.0.0
 from __future__ import annotations
 
 import argparse
+import asyncio
 import base64
 import hashlib
 from typing import Any
@@ -162,10 +164,12 @@ async def answered(state: State, request: Request) -> tuple[Answer, bool]:
         state.in_flight.add(scope)
     try:
         fault = state.take_fault(method, path)
+        if fault is not None and fault.delay_seconds:
+            await asyncio.sleep(fault.delay_seconds)  # a slow Stripe: the caller may have given up
+        if fault is not None and fault.status is None:
+            fault = None
         if fault is not None and fault.when == "before":
-            return stripe_error(
-                fault.status, "An unexpected error occurred (the double's fault).", kind="api_error"
-            ), False
+            return fault.failure("An unexpected error occurred (the double's fault)."), False
         if route.handler is None:
             answer = await pass_on(state, request, encoded_for_localstripe(path, pairs))
             await name_the_declined_intent(state, request, answer)
@@ -174,9 +178,7 @@ async def answered(state: State, request: Request) -> tuple[Answer, bool]:
         if key is not None and answer.status < 500:
             state.replies[scope] = Stored(fingerprint, answer)
         if fault is not None:
-            return stripe_error(
-                fault.status, "An unexpected error occurred after the call was made.", kind="api_error"
-            ), False
+            return fault.failure("An unexpected error occurred after the call was made."), False
         return answer, False
     finally:
         state.in_flight.discard(scope)
@@ -229,10 +231,12 @@ async def arm_fault(request: Request) -> Response:
     state.faults.append(
         Fault(
             count=int(asked.get("count", 1)),
-            status=int(asked.get("status", 500)),
+            status=asked.get("status", 500),
             when=asked.get("when", "before"),
             method=asked.get("method"),
             path=asked.get("path"),
+            delay_seconds=float(asked.get("delay_seconds", 0)),
+            decline_code=asked.get("decline_code"),
         )
     )
     return JSONResponse({"armed": len(state.faults)})

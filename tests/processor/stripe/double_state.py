@@ -54,11 +54,28 @@ class Answer:
 
 @dataclass
 class Fault:
+    """The next `count` calls matching `method` and `path` (a prefix) wait `delay_seconds`, then answer
+    `status` (None: their own answer) before or after doing what they ask; a 402 is a card decline."""
+
     count: int
-    status: int
+    status: int | None
     when: str  # before | after
     method: str | None
-    path: str | None  # a prefix
+    path: str | None
+    delay_seconds: float = 0.0
+    decline_code: str | None = None
+
+    def failure(self, message: str) -> Answer:
+        assert self.status is not None
+        if self.status == 402:
+            return stripe_error(
+                402,
+                "Your card was declined.",
+                kind="card_error",
+                code="card_declined",
+                decline_code=self.decline_code,
+            )
+        return stripe_error(self.status, message, kind="api_error")
 
     def matches(self, method: str, path: str) -> bool:
         return (self.method is None or self.method == method) and (

@@ -88,11 +88,19 @@ class StripeWorld:
         return list(httpx.get(f"{self.servers.double}/_double/requests").json()["data"])
 
     def fail_next(
-        self, path: str, *, when: str, count: int = 1, status: int = 500, method: str = "POST"
+        self,
+        path: str,
+        *,
+        when: str,
+        count: int = 1,
+        status: int | None = 500,
+        method: str = "POST",
+        **more: Any,
     ) -> None:
+        """The double's next calls on `path` fail (`more`: `delay_seconds`, `decline_code`)."""
         answer = httpx.post(
             f"{self.servers.double}/_double/faults",
-            json={"path": path, "method": method, "when": when, "count": count, "status": status},
+            json={"path": path, "method": method, "when": when, "count": count, "status": status, **more},
         )
         assert answer.status_code == 200, answer.text
 

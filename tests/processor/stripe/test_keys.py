@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from moneyrail.config import Settings
 from moneyrail.processor.interface import ProcessorUnavailable
 from moneyrail.processor.stripe import StripeKeyRefused, StripeProcessor, check_key, key_mode
 from tests.harness import free_port
@@ -58,7 +59,7 @@ def test_localstripe_itself_saves_a_card_from_a_token(
     world: StripeWorld, stripe_stack: StripeServers
 ) -> None:
     """The adapter speaks to localstripe directly where localstripe has the call (no double between)."""
-    direct = StripeProcessor(SECRET_KEY, api_base=stripe_stack.localstripe)
+    direct = StripeProcessor.configured(SECRET_KEY, Settings(stripe_api_base=stripe_stack.localstripe))
     try:
         card = world.run(direct.tokenize_card(world.tenant, world.token()))
         assert card.last4 == "4242" and card.token.startswith("cus_")

@@ -5,6 +5,7 @@ declines, bank authentication, the orphan sweep's listing, and Stripe's errors a
 from __future__ import annotations
 
 import secrets
+import time
 from datetime import UTC, datetime, timedelta
 
 import httpx
@@ -19,7 +20,8 @@ from moneyrail.processor.interface import (
     ProcessorRefused,
     ProcessorUnavailable,
 )
-from tests.processor.stripe.servers import PUBLISHABLE_KEY
+from moneyrail.processor.stripe import StripeProcessor
+from tests.processor.stripe.servers import PUBLISHABLE_KEY, SECRET_KEY
 from tests.processor.stripe.support import (
     AUTHENTICATION,
     DECLINED_WHEN_CHARGED,
@@ -357,3 +359,55 @@ def test_every_write_of_the_adapter_carries_an_idempotency_key(world: StripeWorl
     ]  # the stripe package's
     writes = [each for each in adapter if each["method"] == "POST"]
     assert writes and all(each["idempotency_key"] for each in writes)
+
+
+def test_stripe_too_slow_is_a_timeout_and_the_retry_finds_what_it_made(world: StripeWorld) -> None:
+    impatient = StripeProcessor(SECRET_KEY, api_base=world.servers.double, timeout_seconds=0.3)
+    try:
+        card = world.card()
+        key, reference = fresh_key("authorize"), f"pi_{secrets.token_hex(6)}"
+        world.fail_next("/v1/payment_intents", when="before", status=None, delay_seconds=1.0)
+        asked = dict(
+            idempotency_key=key,
+            card_token=card.token,
+            card_fingerprint=card.fingerprint,
+            amount=1100,
+            currency="eur",
+            off_session=False,
+            reference=reference,
+        )
+        with pytest.raises(ProcessorUnavailable) as unavailable:
+            world.run(impatient.authorize(world.tenant, **asked))
+        assert "Stripe did not answer" in str(unavailable.value)
+        deadline = time.monotonic() + 10  # the slow call goes on at Stripe after the adapter gave up
+        while time.monotonic() < deadline and not any(
+            each["idempotency_key"] == key and each["status"] is not None for each in world.requests()
+        ):
+            time.sleep(0.05)
+        made = world.intents_for(reference)
+        assert len(made) == 1
+        assert world.run(world.processor.authorize(world.tenant, **asked)).id == made[0]["id"]
+        assert len(world.intents_for(reference)) == 1
+    finally:
+        world.run(impatient.aclose())
+
+
+def test_a_declined_increment_answers_the_hold_that_still_stands(world: StripeWorld) -> None:
+    held = world.authorize(world.card(), 5000)
+    world.fail_next(
+        f"/v1/payment_intents/{held.id}/increment_authorization",
+        when="before",
+        status=402,
+        decline_code="insufficient_funds",
+    )
+    answer = world.run(
+        world.processor.increment_authorization(
+            world.tenant, idempotency_key=fresh_key("increment"), authorization_id=held.id, amount=9000
+        )
+    )
+    assert (answer.id, answer.status, answer.amount, answer.decline_code) == (
+        held.id,
+        "declined",
+        5000,
+        "insufficient_funds",
+    )

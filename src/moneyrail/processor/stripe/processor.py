@@ -6,6 +6,7 @@ import asyncio
 from collections.abc import Sequence
 from datetime import datetime
 
+from moneyrail.config import Settings, get_settings
 from moneyrail.kit.tenant import Tenant
 from moneyrail.processor.interface import (
     Authorization,
@@ -61,7 +62,14 @@ class StripeProcessor:
         self._charge_ids = ChargeIds()
         self._countries: dict[str, str] = {}  # card reference -> issuing country, as tokenized
 
+    @classmethod
+    def configured(cls, api_key: str, settings: Settings | None = None) -> StripeProcessor:
+        """For the service: Stripe's address from its settings (`MONEYRAIL_STRIPE_API_BASE`)."""
+        settings = settings or get_settings()
+        return cls(api_key, api_base=settings.stripe_api_base)
+
     async def aclose(self) -> None:
+        """Close the HTTP connections (one instance serves a key for the process's life, sharing them)."""
         await self._connection.aclose()
 
     # cards ------------------------------------------------------------------------------------------
