@@ -386,3 +386,19 @@ def test_the_double_refuses_what_the_stripe_packages_types_do_not_allow(world: S
         assert (answer.json()["error"]["code"], answer.json()["error"]["param"]) == (code, param)
     answer = httpx.post(f"{world.servers.double}/v1/transfers", data=cases[0][0], auth=("pk_test_x", ""))
     assert answer.status_code == 401
+
+
+def test_a_payout_as_an_account_the_key_cannot_reach_is_refused_for_good(world: StripeWorld) -> None:
+    with pytest.raises(ProcessorRefused) as refused:
+        world.run(
+            world.processor.create_payout(
+                world.tenant,
+                idempotency_key=fresh_key("payout"),
+                amount=100,
+                currency="eur",
+                bank_account="",
+                connected_account="acct_not_connected",
+            )
+        )
+    assert refused.value.code == "processor_permission_denied"
+    assert not isinstance(refused.value, ProcessorUnavailable)

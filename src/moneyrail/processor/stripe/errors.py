@@ -42,12 +42,12 @@ def translated(error: stripe.StripeError) -> ProcessorUnavailable | ProcessorRef
     message = stripe_message(error) + request_note(error)
     if isinstance(error, stripe.CardError):
         return CardNotAccepted(decline_code_of(error), message)
-    if isinstance(error, stripe.RateLimitError | stripe.APIConnectionError):
-        return ProcessorUnavailable(f"Stripe did not answer: {message}")
     status = error.http_status
-    if isinstance(error, stripe.APIError) and (status is None or status >= 500 or status == 409):
-        return ProcessorUnavailable(f"Stripe did not answer: {message}")
-    if status is not None and status >= 500:
+    if (
+        isinstance(error, stripe.RateLimitError | stripe.APIConnectionError)
+        or (status is not None and (status >= 500 or status == 409))
+        or (isinstance(error, stripe.APIError) and status is None)
+    ):
         return ProcessorUnavailable(f"Stripe did not answer: {message}")
     if isinstance(error, stripe.IdempotencyError):
         return ProcessorRefused("processor_idempotency_key_reused", message)
