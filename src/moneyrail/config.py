@@ -99,6 +99,11 @@ class Settings(BaseSettings):
     processor_orphan_sweep_seconds: float = 60.0
     # Dispute evidence files live here, one file per upload, never in database rows (unset: data_dir/files)
     files_dir: Path | None = None
+    # Where the `stripe` processor sends its API calls (file uploads too, unless this is Stripe's own
+    # address) and where the hosted pages load Stripe.js from: Stripe's own by default; a test or a
+    # staging deployment points both at localstripe (or a double in front of it).
+    stripe_api_base: str = "https://api.stripe.com"
+    stripe_js_url: str = "https://js.stripe.com/v3/"
 
     @property
     def evidence_files_dir(self) -> Path:

@@ -22,11 +22,15 @@ from moneyrail.processor.interface import (
     BatchedTransfer,
     Capture,
     CardDetails,
+    CardInput,
     CardNotAccepted,
     CardRisk,
+    CardToken,
     ChargeAnswer,
     CostReport,
+    EvidenceFile,
     NetworkDispute,
+    NotSupported,
     OffSessionCharge,
     PayoutResult,
     ProcessorAuthorizationRecord,
@@ -105,7 +109,8 @@ class SandboxProcessor:
         self._behaviours[key] = behaviour
 
     # cards ------------------------------------------------------------------------------------------
-    async def tokenize_card(self, tenant: Tenant, card: CardDetails) -> TokenizedCard:
+    async def tokenize_card(self, tenant: Tenant, card: CardInput) -> TokenizedCard:
+        card = _typed_digits(card)
         # One statement, committing alone: the fault taken (used up even though the call "fails"), the
         # tenant's clock read, and the card saved unless the fault or the card's checks refuse it. Only
         # the expiry needs that clock, so the statement compares it; the refusal is raised after, in
@@ -139,13 +144,14 @@ class SandboxProcessor:
         return checked.card
 
     async def tokenize_and_authorize(
-        self, tenant: Tenant, card: CardDetails, choose: AuthorizationChoice
+        self, tenant: Tenant, card: CardInput, choose: AuthorizationChoice
     ) -> TokenizedAndAuthorized:
         """In the usual case one statement committing alone: `TOKENIZE` and `AUTHORIZE_AT_ONCE`'s
         authorization of the card it saves. The card is made and checked in Python first, so `choose`
         (a risk screen asking `card_risk`) answers before that statement; its behaviour is remembered
         meanwhile and forgotten if the card is then not saved. Otherwise (a card refused, a fault armed
         for either call, a key asked before) each call is answered as when made alone."""
+        card = _typed_digits(card)
         checked = _card_checked_now(tenant, card)
         if checked is None:  # refused: `tokenize_card` takes the fault and raises the refusal
             await self.tokenize_card(tenant, card)
@@ -443,7 +449,14 @@ class SandboxProcessor:
 
     # transfers and payouts --------------------------------------------------------------------------
     async def create_transfer(
-        self, tenant: Tenant, *, idempotency_key: str, amount: int, currency: str, destination: str
+        self,
+        tenant: Tenant,
+        *,
+        idempotency_key: str,
+        amount: int,
+        currency: str,
+        destination: str,
+        source_authorization_id: str | None = None,  # the simulator's balance never waits for funds
     ) -> TransferResult:
         request = {"amount": amount, "currency": currency, "destination": destination}
 
@@ -537,7 +550,14 @@ class SandboxProcessor:
         return TransferReversalResult(answered["id"], answered["transfer_id"], answered["amount"])
 
     async def create_payout(
-        self, tenant: Tenant, *, idempotency_key: str, amount: int, currency: str, bank_account: str
+        self,
+        tenant: Tenant,
+        *,
+        idempotency_key: str,
+        amount: int,
+        currency: str,
+        bank_account: str,
+        connected_account: str | None = None,  # the simulator keeps no balance per account
     ) -> PayoutResult:
         request = {"amount": amount, "currency": currency, "bank_account": bank_account}
 
@@ -550,7 +570,14 @@ class SandboxProcessor:
         return PayoutResult(answered["id"], answered["amount"], answered["currency"], answered["status"])
 
     async def reverse_payout(
-        self, tenant: Tenant, *, idempotency_key: str, payout_id: str, amount: int, currency: str
+        self,
+        tenant: Tenant,
+        *,
+        idempotency_key: str,
+        payout_id: str,
+        amount: int,
+        currency: str,
+        connected_account: str | None = None,
     ) -> PayoutResult:
         request = {"payout_id": payout_id, "amount": amount, "currency": currency}
 
@@ -675,7 +702,14 @@ class SandboxProcessor:
         return opened
 
     async def submit_dispute_evidence(
-        self, tenant: Tenant, *, idempotency_key: str, dispute_id: str, evidence_text: str, as_of: datetime
+        self,
+        tenant: Tenant,
+        *,
+        idempotency_key: str,
+        dispute_id: str,
+        evidence_text: str,
+        as_of: datetime,
+        evidence_files: Sequence[EvidenceFile] = (),  # the simulator decides on the text alone
     ) -> None:
         request = {"dispute_id": dispute_id, "evidence_text": evidence_text}
 
@@ -742,6 +776,17 @@ class SandboxProcessor:
         if failure is not None:
             raise failure
         return response
+
+
+def _typed_digits(card: CardInput) -> CardDetails:
+    """The simulator reads typed digits only: a processor's token belongs to a real processor."""
+    if isinstance(card, CardToken):
+        raise NotSupported(
+            "The sandbox simulator takes card numbers, not a processor's card token: this environment is "
+            "not set to a real processor.",
+            code="card_token_not_supported",
+        )
+    return card
 
 
 class CheckedCard(NamedTuple):
