@@ -7,6 +7,7 @@ unset, the suite starts the embedded ones the project ships, exactly as `moneyra
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import secrets
 import socket
@@ -156,6 +157,19 @@ def verify_ledger_as_an_operator_does(servers: Servers) -> None:
         timeout=300,
     )
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def json_lines(text: str) -> list[dict[str, Any]]:
+    """Every line of a process's output, each asserted to be one JSON object (a log line)."""
+    parsed = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        try:
+            entry = json.loads(line)
+        except ValueError:
+            raise AssertionError(f"line {number} is not JSON: {line!r}\n{text[-4000:]}") from None
+        assert isinstance(entry, dict), f"line {number} is not a JSON object: {line!r}"
+        parsed.append(entry)
+    return parsed
 
 
 def wait_until_ready(base_url: str, process: Process, timeout: float = 60) -> None:

@@ -152,8 +152,8 @@ def test_dev_starts_everything_prints_a_working_curl_line_and_stops_cleanly(tmp_
         children = subprocess.run(
             ["ps", "-o", "args=", "--ppid", str(process.pid)], capture_output=True, text=True
         )
-        # `moneyrail worker` and `moneyrail scheduler` exec into dramatiq and the scheduler module
-        for command in ("moneyrail web", "dramatiq workers.main", "workers.scheduler"):
+        # `moneyrail worker` and `moneyrail scheduler` exec into dramatiq's command line and the scheduler
+        for command in ("moneyrail web", "workers.supervisor workers.main", "workers.scheduler"):
             assert command in children.stdout, children.stdout
         assert postgres_running_in(data_dir)
 

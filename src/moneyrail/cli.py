@@ -126,6 +126,7 @@ def web(
         lifespan="on",  # the app's start-up (engine, secrets check) must run, or the process must not
         access_log=False,  # our own request log omits credentials that a raw path may carry
         log_level=settings.log_level.lower(),
+        log_config=None,  # uvicorn's loggers keep to the JSON handler configure_logging set up
         # the X-Forwarded-* headers believed only from the proxies named (MONEYRAIL_FORWARDED_ALLOW_IPS);
         # unset, uvicorn's ProxyHeadersMiddleware is not run at all
         proxy_headers=settings.forwarded_allow_ips is not None,
@@ -157,7 +158,7 @@ def worker(
     arguments = [
         sys.executable,
         "-m",
-        "dramatiq",
+        "workers.supervisor",  # dramatiq's command line, its logs in JSON
         "workers.main",
         "--processes",
         str(processes or settings.worker_processes),
