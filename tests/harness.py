@@ -58,6 +58,9 @@ class Servers:
     redis_url: str
     admin_url: str
     database: str
+    # the processes' MONEYRAIL_DATA_DIR: a temporary folder of the session, never a developer's
+    # `.moneyrail/` (a running `moneyrail dev`, its logs, its evidence files)
+    data_dir: Path
     _embedded: list[Any] = field(default_factory=list)
     # the processes' MONEYRAIL_SECRET_KEYS (secrets at rest), one key per test session
     secret_keys: str = field(default_factory=generate_key)
@@ -83,6 +86,7 @@ class Servers:
             redis_url=redis_url,
             admin_url=admin_url,
             database=database,
+            data_dir=work_dir / "data",
             _embedded=embedded,
         )
 
@@ -105,6 +109,7 @@ class Servers:
                 "DATABASE_URL": self.database_url,
                 "REDIS_URL": self.redis_url,
                 "MONEYRAIL_SECRET_KEYS": self.secret_keys,
+                "MONEYRAIL_DATA_DIR": str(self.data_dir),
                 **extra,
             }
         )
