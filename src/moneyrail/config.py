@@ -43,6 +43,9 @@ class Settings(BaseSettings):
     log_json: bool = True
 
     data_dir: Path = Path(".moneyrail")  # embedded PostgreSQL data and Redis socket (dev only)
+    # Where operator commands append their log lines (each names its database); unset: the logs of the
+    # running `moneyrail dev` when they act on its database, else nowhere
+    operator_log: Path | None = None
     # A steady pool: connections opened past the pool under sustained load are closed on return and
     # reopened at once (measured: 229 reconnects in 15 s of intake load, -15% throughput).
     db_pool_size: int = 20
