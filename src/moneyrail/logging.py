@@ -61,7 +61,21 @@ LIBRARY_LOGGERS = (
 
 
 class JsonLinesHandler(logging.StreamHandler):  # type: ignore[type-arg]
-    """The root logger's one handler, set by `configure_logging`: a later call replaces it."""
+    """The root logger's one handler, set by `configure_logging`: a later call replaces it. Without a
+    stream of its own it writes to `sys.stderr` as it is at each record (dramatiq's worker processes
+    replace it with their pipe to the main process), as the standard library's last-resort handler does."""
+
+    def __init__(self, stream: TextIO | None) -> None:
+        super().__init__(stream)
+        self.own_stream = stream  # StreamHandler set sys.stderr of now in its place
+
+    @property
+    def stream(self) -> TextIO:
+        return self.own_stream if self.own_stream is not None else sys.stderr
+
+    @stream.setter
+    def stream(self, value: TextIO) -> None:
+        self.own_stream = value
 
 
 def _shared_processors() -> list[structlog.types.Processor]:
@@ -89,7 +103,7 @@ def configure_logging(level: str = "INFO", *, json: bool = True, stream: TextIO 
         logger_factory=structlog.WriteLoggerFactory(file=stream or sys.stdout),
         cache_logger_on_first_use=True,
     )
-    handler = JsonLinesHandler(stream or sys.stderr)
+    handler = JsonLinesHandler(stream)
     handler.setFormatter(
         structlog.stdlib.ProcessorFormatter(
             foreign_pre_chain=[*_shared_processors(), structlog.stdlib.add_logger_name],
@@ -103,11 +117,12 @@ def configure_logging(level: str = "INFO", *, json: bool = True, stream: TextIO 
     )
     root = logging.getLogger()
     for existing in list(root.handlers):
-        # an earlier call's handler, or logging.basicConfig's; a test runner's own handlers stay
+        # an earlier call's handler, or logging.basicConfig's, is replaced
         if isinstance(existing, JsonLinesHandler) or type(existing) is logging.StreamHandler:
             root.removeHandler(existing)
-    root.addHandler(handler)
-    root.setLevel(level.upper())
+    if not root.handlers:  # others are a host's, such as a test runner's capture: it owns the output
+        root.addHandler(handler)
+        root.setLevel(level.upper())
     for name in LIBRARY_LOGGERS:
         library_logger = logging.getLogger(name)
         for existing in list(library_logger.handlers):
