@@ -250,7 +250,7 @@ def test_logs_never_reach_the_cli_output(servers) -> None:
     assert json.loads(answered.stdout)["name"] == "Quiet"  # stdout is the result alone
 
 
-def test_run_py_passes_moneyrail_commands_to_the_cli() -> None:
+def test_run_py_passes_moneyrail_commands_to_the_cli(tmp_path) -> None:
     spec = importlib.util.spec_from_file_location("run", ROOT / "run.py")
     assert spec is not None and spec.loader is not None
     run_py = importlib.util.module_from_spec(spec)
@@ -259,6 +259,7 @@ def test_run_py_passes_moneyrail_commands_to_the_cli() -> None:
         pytest.skip("run.py would install .venv first; this checks the pass-through only")
     answered = subprocess.run(
         [sys.executable, str(ROOT / "run.py"), "moneyrail", "dead-letters", "retry", "--help"],
+        env={**os.environ, "MONEYRAIL_DATA_DIR": str(tmp_path)},  # never a running dev of this folder
         capture_output=True,
         text=True,
         timeout=120,
