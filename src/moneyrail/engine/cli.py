@@ -262,7 +262,7 @@ def _decide_many(
         return
     for view in views:
         if action == "retry":
-            typer.echo(f"{view['id']} is pending again ({view['type']}), attempts restart from 1")
+            typer.echo(f"{view['id']} is pending again ({view['type']}), its attempt count restarts from 1")
         else:
             typer.echo(f"{view['id']} discarded by {view['discarded_by']}")
     if len(views) != 1:
