@@ -43,6 +43,9 @@ class Settings(BaseSettings):
     log_json: bool = True
 
     data_dir: Path = Path(".moneyrail")  # embedded PostgreSQL data and Redis socket (dev only)
+    # Where operator commands append their log lines (each names its database); unset: the logs of the
+    # running `moneyrail dev` when they act on its database, else nowhere
+    operator_log: Path | None = None
     # A steady pool, no overflow: connections opened past the pool under sustained load would be closed
     # on return and reopened at once, each paying a new backend and the driver's connection set-up.
     db_pool_size: int = 20

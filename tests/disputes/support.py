@@ -11,12 +11,11 @@ from typing import Any
 
 import httpx
 
-from tests.harness import ROOT
+from tests.harness import Servers
 
 DAY = 24 * 3600
 HOUR = 3600
 FEE = 1500  # the sandbox network's dispute fee
-FILES_DIR = ROOT / ".moneyrail" / "files"  # the web process's default files directory (cwd: the repository)
 
 
 def open_dispute(api: httpx.Client, payment_id: str, **fields: Any) -> httpx.Response:
@@ -113,6 +112,11 @@ def pdf_bytes() -> bytes:
     return body
 
 
-def stored_files(installation_id: str) -> list[Path]:
-    folder = FILES_DIR / installation_id
+def files_dir(servers: Servers) -> Path:
+    """The web process's default files directory: its data folder's, a temporary one of the session."""
+    return servers.data_dir / "files"
+
+
+def stored_files(servers: Servers, installation_id: str) -> list[Path]:
+    folder = files_dir(servers) / installation_id
     return sorted(folder.iterdir()) if folder.exists() else []

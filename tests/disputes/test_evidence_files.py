@@ -10,9 +10,9 @@ from tests.payments.support import paid
 
 from .support import (
     DAY,
-    FILES_DIR,
     advance,
     disputed,
+    files_dir,
     jpeg_bytes,
     pdf_bytes,
     png_bytes,
@@ -24,7 +24,7 @@ from .support import (
 MIB = 1024 * 1024
 
 
-def test_pdf_jpeg_and_png_are_recognised_by_content_and_stored_on_disk(api, db, money_stack):
+def test_pdf_jpeg_and_png_are_recognised_by_content_and_stored_on_disk(api, db, servers, money_stack):
     dispute = disputed(api, paid(api, 2000)["id"])
     for content, name, declared, kind in [
         (pdf_bytes(), "invoice.pdf", "application/pdf", "pdf"),
@@ -45,7 +45,7 @@ def test_pdf_jpeg_and_png_are_recognised_by_content_and_stored_on_disk(api, db, 
             dispute["id"],
         )
         assert body["sha256"] == hashlib.sha256(content).hexdigest()
-        on_disk = FILES_DIR / api.keys.installation_id / body["id"]
+        on_disk = files_dir(servers) / api.keys.installation_id / body["id"]
         assert on_disk.read_bytes() == content  # the bytes live in the files directory
     row = db.execute(
         "SELECT storage_key, size FROM dispute_files WHERE dispute_id = %s ORDER BY created_at LIMIT 1",
@@ -55,7 +55,7 @@ def test_pdf_jpeg_and_png_are_recognised_by_content_and_stored_on_disk(api, db, 
     assert count_rows(db, "dispute_files", api.keys.installation_id) == 5
 
 
-def test_other_types_and_truncated_files_are_refused_and_nothing_is_kept(api, db, money_stack):
+def test_other_types_and_truncated_files_are_refused_and_nothing_is_kept(api, db, servers, money_stack):
     dispute = disputed(api, paid(api, 2000)["id"])
     for content, name, declared in [
         (b"MZ\x90\x00 an executable in disguise", "evidence.pdf", "application/pdf"),
@@ -69,15 +69,15 @@ def test_other_types_and_truncated_files_are_refused_and_nothing_is_kept(api, db
     ]:
         assert_error(upload(api, dispute["id"], content, name, declared), 400, "file_invalid", "file")
     assert count_rows(db, "dispute_files", api.keys.installation_id) == 0
-    assert stored_files(api.keys.installation_id) == []  # no file, and no leftover part
+    assert stored_files(servers, api.keys.installation_id) == []  # no file, and no leftover part
 
 
-def test_a_file_over_8_mib_is_413_and_exactly_8_mib_is_accepted(api, db, money_stack):
+def test_a_file_over_8_mib_is_413_and_exactly_8_mib_is_accepted(api, db, servers, money_stack):
     dispute = disputed(api, paid(api, 2000)["id"])
     over = upload(api, dispute["id"], png_of_size(8 * MIB + 1), "big.png", "image/png")
     assert_error(over, 413, "file_too_large", "file")
     assert count_rows(db, "dispute_files", api.keys.installation_id) == 0
-    assert stored_files(api.keys.installation_id) == []
+    assert stored_files(servers, api.keys.installation_id) == []
     exact = upload(api, dispute["id"], png_of_size(8 * MIB), "exact.png", "image/png")
     assert exact.status_code == 200, exact.text
     assert exact.json()["size"] == 8 * MIB
