@@ -1,4 +1,4 @@
-"""Allocation commits benchmark (issue 12): allocation groups of 4 recipients committed through the
+"""Allocation commits benchmark: allocation groups of 4 recipients committed through the
 workers per second, against the engine benchmark's one-operation-per-message rate in the same run.
 
     DATABASE_URL=postgresql://postgres@127.0.0.1:5432/postgres REDIS_URL=redis://127.0.0.1:6379/3 \\
@@ -28,8 +28,10 @@ journal transaction; each group's transfers sum to its allocations and its reser
 connected accounts received in the ledger equals what was allocated; no operation retried or
 dead-lettered; and `moneyrail ledger verify` exits 0 after the last round.
 
-Recorded: `results/allocations-<UTC date>.json` (every round, the machine's load average, CPU per
-group by part of the system); the findings go to `results/ALLOCATIONS.md` by hand.
+Recorded: `results/allocations-latest.json` (every round, the machine's load average, CPU per group by
+part of the system) and a row of `results/allocations-history.csv`. `--statements N` counts instead the
+SQL statements, round trips and CPU of N commits (alone and in batches) and N probe operations, one at
+a time through tests/sql_counter.py's wire proxy; it records nothing.
 Exit code 0 when every round met the target and every check held, 1 when a check failed, 2 on a miss.
 """
 
@@ -453,6 +455,19 @@ async def count_statements(services: harness.Services, groups: int, accounts: in
     return summary
 
 
+def history_figures(document: dict[str, Any]) -> dict[str, Any]:
+    """The key figures of a run, for its history row: each round's."""
+    rounds = document["rounds"]
+    return {
+        "groups_per_round": rounds[0]["allocations"].get("groups") if rounds else None,
+        "engine_ops_per_s_by_round": [entry["engine_one_per_message"]["per_second"] for entry in rounds],
+        "groups_per_s_by_round": [entry["allocations"]["per_second"] for entry in rounds],
+        "ratio_by_round": [entry["ratio"] for entry in rounds],
+        "met": document["met"],
+        "valid": document["valid"],
+    }
+
+
 def ledger_verify(services: harness.Services) -> tuple[bool, str]:
     completed = subprocess.run(
         [str(harness.MONEYRAIL), "ledger", "verify"],
@@ -477,6 +492,7 @@ def main() -> None:
         default=0,
         help="diagnostic: count SQL statements of N commits and N probe operations, one at a time; no load",
     )
+    harness.add_record_options(parser)
     args = parser.parse_args()
     configure_logging("WARNING", json=False, stream=sys.stderr)  # the seeding's INFO lines are not the run's
     started_at = datetime.now(UTC).isoformat(timespec="seconds")
@@ -539,11 +555,13 @@ def main() -> None:
         "problems": problems,
         "met": bool(rounds) and all(entry["met"] for entry in rounds) and not problems,
     }
-    path = harness.write_json("allocations", document)
     print(
         f"ratios {document['ratios']}, target {TARGET}: {'met' if document['met'] else 'MISSED'};"
-        f" ledger verify {'passed' if verified else 'FAILED'}; written to {path}"
+        f" ledger verify {'passed' if verified else 'FAILED'}"
     )
+    if args.record:
+        path = harness.record("allocations", document, history_figures(document), args.note)
+        print(f"recorded in {path.relative_to(harness.REPO_DIR)}")
     sys.exit(1 if problems else 0 if document["met"] else 2)
 
 

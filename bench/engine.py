@@ -1,4 +1,4 @@
-"""Engine benchmark (a): operations completed per second by 2 worker processes, against dramatiq
+"""Engine benchmark: operations completed per second by 2 worker processes, against dramatiq
 draining no-op messages with the same 2 processes x 8 threads on the same Redis, in one run.
 
     .venv/bin/python bench/engine.py [--operations 3000]
@@ -19,7 +19,9 @@ fresh fleet. Each has two phases:
   do; p50/p99 from acceptance to done measure one operation's path through outbox, relay and worker.
 
 Servers: DATABASE_URL / REDIS_URL when set (a fresh `moneyrail_bench_engine` database is made on that
-server), else 127.0.0.1:5432 (user postgres) and redis://127.0.0.1:6379/0.
+server), else 127.0.0.1:5432 (user postgres) and redis://127.0.0.1:6379/0. The no-op actors are
+bench/noop_actors.py. Records `results/engine-latest.json` and a row of `results/engine-history.csv`;
+bench/allocations.py and bench/renewals.py import `engine_rate` as their reference.
 """
 
 from __future__ import annotations
@@ -45,7 +47,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 BENCH_DIR = Path(__file__).resolve().parent
 REPO_DIR = BENCH_DIR.parent
 sys.path.insert(0, str(REPO_DIR))
-sys.path.insert(0, str(BENCH_DIR))  # also when imported as bench.engine (bench/engine_cost.py)
+sys.path.insert(0, str(BENCH_DIR))
 
 import harness  # noqa: E402
 
@@ -59,7 +61,6 @@ from moneyrail.kit.tenant import Tenant  # noqa: E402
 from moneyrail.models import Operation  # noqa: E402
 from tests.engine.probe import PROBE_ACTOR, PROBE_BATCHED_TYPE, PROBE_TYPE  # noqa: E402
 
-RESULTS_DIR = harness.RESULTS_DIR
 LOG_DIR = harness.LOG_DIR
 PROCESSES, THREADS = 2, 8
 STEADY_SECONDS = 15.0
@@ -371,7 +372,10 @@ def main() -> None:
         default=THREADS,
         help="threads per moneyrail worker process (the no-op reference keeps 8: the issue's figure)",
     )
+    harness.add_record_options(parser)
     args = parser.parse_args()
+    started_at = datetime.now(UTC).isoformat(timespec="seconds")
+    software = harness.software_info()
     admin_url = os.environ.get("DATABASE_URL", "postgresql://postgres@127.0.0.1:5432/postgres")
     redis_url = os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/0")
     database_url, pg_version = asyncio.run(fresh_database(admin_url, "moneyrail_bench_engine"))
@@ -384,8 +388,10 @@ def main() -> None:
     one_per_message = engine_rate(database_url, redis_url, PROBE_TYPE, args.operations, args.threads)
     ratio = engine["per_second"] / noop["per_second"]
     result = {
-        "run": datetime.now(UTC).isoformat(timespec="seconds"),
+        "benchmark": "engine",
+        "started_at": started_at,
         "machine": {**harness.host_info(), "postgresql": pg_version},
+        "software": software,
         "workers": f"{PROCESSES} processes x {args.threads} threads (no-op reference: x {THREADS})",
         "noop": noop,
         "moneyrail": engine,
@@ -395,11 +401,26 @@ def main() -> None:
         "target": 0.30,
         "met": ratio >= 0.30,
     }
-    RESULTS_DIR.mkdir(exist_ok=True)
-    out = RESULTS_DIR / f"engine-{datetime.now(UTC):%Y-%m-%d}.json"
-    out.write_text(json.dumps(result, indent=2) + "\n")
     print(json.dumps(result, indent=2))
-    print(f"written to {out}")
+    if args.record:
+        path = harness.record("engine", result, history_figures(result), args.note)
+        print(f"recorded in {path.relative_to(REPO_DIR)}")
+
+
+def history_figures(result: dict[str, Any]) -> dict[str, Any]:
+    """The key figures of a run, for its history row."""
+    batched, alone = result["moneyrail"], result["moneyrail_one_per_message"]
+    return {
+        "operations": batched["operations"],
+        "noop_msg_per_s": result["noop"]["per_second"],
+        "batched_ops_per_s": batched["per_second"],
+        "ratio": result["ratio"],
+        "one_per_message_ops_per_s": alone["per_second"],
+        "ratio_one_per_message": result["ratio_one_per_message"],
+        "steady_p50_ms": batched["steady"].get("p50_ms"),
+        "steady_p99_ms": batched["steady"].get("p99_ms"),
+        "met": result["met"],
+    }
 
 
 if __name__ == "__main__":

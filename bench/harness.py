@@ -8,17 +8,19 @@
 - load: `ensure_wrk`, `wait_until_quiet` (a shared machine's other load is the usual noise);
 - CPU accounting from /proc: per process tree, PostgreSQL's processes of one database, interrupts and
   the rest of the machine (`CpuWindow`);
-- the run's description (`machine_info`, `software_info`) and its results file (`write_json`).
+- the run's description (`machine_info`, `software_info`) and its results (`record`: the latest JSON
+  and a row of the benchmark's history table).
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
+import csv
 import json
 import os
 import platform
 import re
-import resource
 import secrets
 import shutil
 import signal
@@ -28,10 +30,9 @@ import sys
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
-from functools import partial
 from importlib import metadata
 from pathlib import Path
 from types import FrameType
@@ -623,133 +624,76 @@ def software_info(**extra: str) -> dict[str, Any]:
     }
 
 
-def write_json(name: str, document: dict[str, Any]) -> Path:
-    """`results/<name>-<UTC date of started_at>.json` (a later run on the same day replaces it)."""
+HISTORY_HEAD = ("date", "machine", "commit", "note")
+
+
+def add_record_options(parser: argparse.ArgumentParser) -> None:
+    """`--note` (a word on this run for its history row: "quiet machine", "before the cut"...) and
+    `--no-record` (print the results, write nothing)."""
+    parser.add_argument("--note", default="", help="a word on this run, kept in its history row")
+    parser.add_argument(
+        "--no-record", dest="record", action="store_false", help="print the results, write nothing"
+    )
+
+
+def record(name: str, document: Mapping[str, Any], figures: Mapping[str, Any], note: str = "") -> Path:
+    """The run's whole document as `results/<name>-latest.json`, and one row of its key `figures`
+    appended to `results/<name>-history.csv` (date, machine, commit and note first). A figure the
+    history has no column for yet gets one; older rows leave it empty. Returns the history's path."""
     RESULTS_DIR.mkdir(parents=True, exist_ok=True)
-    path = RESULTS_DIR / f"{name}-{document['started_at'][:10]}.json"
-    path.write_text(json.dumps(document, indent=2) + "\n")
-    return path
+    (RESULTS_DIR / f"{name}-latest.json").write_text(json.dumps(document, indent=2, default=str) + "\n")
+    history = RESULTS_DIR / f"{name}-history.csv"
+    append_history(history, {**history_head(document, note), **figures})
+    return history
+
+
+def history_head(document: Mapping[str, Any], note: str = "") -> dict[str, str]:
+    """When, on what and which code a run measured: the first cells of its history row."""
+    started = str(document.get("started_at", ""))
+    machine = document.get("machine") or {}
+    software = document.get("software") or {}
+    load = machine.get("load_average") or []
+    cpus = machine.get("cpu_count")
+    described = f"{cpus} CPUs {machine.get('cpu_model', '')}".strip() if cpus else ""
+    if load:
+        described += f", load {load[0]:.1f}"
+    commit = str(software.get("git_commit") or "")[:7]
+    if software.get("src_modified"):
+        commit += "+changes"
+    if software.get("pythonpath"):
+        commit = f"{commit} (code on PYTHONPATH)".strip()
+    return {"date": started[:16].replace("T", " "), "machine": described, "commit": commit, "note": note}
+
+
+def append_history(path: Path, row: Mapping[str, Any]) -> None:
+    cells = {key: history_cell(value) for key, value in row.items()}
+    rows: list[dict[str, str]] = []
+    columns: list[str] = []
+    if path.exists():
+        with path.open(newline="") as existing:
+            reader = csv.DictReader(existing)
+            columns = list(reader.fieldnames or [])
+            rows = list(reader)
+    grown = columns + [key for key in cells if key not in columns]
+    if grown == columns:
+        with path.open("a", newline="") as history:
+            csv.DictWriter(history, fieldnames=columns, restval="").writerow(cells)
+        return
+    with path.open("w", newline="") as history:
+        writer = csv.DictWriter(history, fieldnames=grown, restval="")
+        writer.writeheader()
+        writer.writerows([*rows, cells])
+
+
+def history_cell(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, list | tuple):
+        return " ".join(history_cell(item) for item in value)
+    return str(value)
 
 
 def run_token() -> str:
     return time.strftime("%H%M%S", time.gmtime()) + secrets.token_hex(2)
-
-
-# ---------------------------------------------------------------------------------------------- in-process
-# The *_inprocess.py benchmarks call moneyrail's ASGI app from this process (no uvicorn, no client
-# sockets) and read this process's CPU time: the app's request path plus this thin driver, the same for
-# any code under test, so two trees (PYTHONPATH=<other src>) alternated in the same minutes compare.
-
-
-def cpu_seconds() -> float:
-    """This process's CPU time, user + system, from the kernel."""
-    usage = resource.getrusage(resource.RUSAGE_SELF)
-    return usage.ru_utime + usage.ru_stime
-
-
-async def asgi_post(
-    app: Any, path: str, body: bytes, key: str, idempotency_key: str | None = None
-) -> tuple[int, bytes]:
-    """One `POST path` with a JSON body (empty: none) straight into the ASGI app: (status, answer body)."""
-    headers = [
-        (b"host", b"bench"),
-        (b"authorization", f"Bearer {key}".encode()),
-        (b"content-length", str(len(body)).encode()),
-    ]
-    if body:
-        headers.append((b"content-type", b"application/json"))
-    if idempotency_key is not None:
-        headers.append((b"idempotency-key", idempotency_key.encode()))
-    scope = {
-        "type": "http",
-        "asgi": {"version": "3.0"},
-        "http_version": "1.1",
-        "method": "POST",
-        "scheme": "http",
-        "path": path,
-        "raw_path": path.encode(),
-        "query_string": b"",
-        "root_path": "",
-        "headers": headers,
-        "client": ("127.0.0.1", 1),
-        "server": ("127.0.0.1", 80),
-    }
-    messages = [{"type": "http.request", "body": body, "more_body": False}]
-    status, answer = 0, bytearray()
-
-    async def receive() -> dict[str, Any]:
-        return messages.pop() if messages else {"type": "http.disconnect"}
-
-    async def send(message: dict[str, Any]) -> None:
-        nonlocal status
-        if message["type"] == "http.response.start":
-            status = message["status"]
-        elif message["type"] == "http.response.body":
-            answer.extend(message.get("body", b""))
-
-    await app(scope, receive, send)
-    return status, bytes(answer)
-
-
-async def each_in_flight(
-    items: Iterable[Any], in_flight: int, step: Callable[[Any], Awaitable[None]]
-) -> tuple[float, float]:
-    """Wall and CPU seconds for `step` over every item, `in_flight` at a time."""
-    pending = iter(items)
-
-    async def client() -> None:
-        for item in pending:
-            await step(item)
-
-    started, cpu_before = time.perf_counter(), cpu_seconds()
-    await asyncio.gather(*(client() for _ in range(in_flight)))
-    return time.perf_counter() - started, cpu_seconds() - cpu_before
-
-
-async def requests_in_flight(
-    count: int, in_flight: int, request: Callable[[int], Awaitable[int]]
-) -> tuple[float, float, int]:
-    """`request(number)` (answering its status) for numbers 0..count-1, `in_flight` at a time: wall and CPU
-    seconds, and how many did not answer 200."""
-    failures = 0
-
-    async def one(number: int) -> None:
-        nonlocal failures
-        if await request(number) != 200:
-            failures += 1
-
-    wall, cpu = await each_in_flight(range(count), in_flight, one)
-    return wall, cpu, failures
-
-
-async def rounds_of_requests(
-    request: Callable[[str | None, int], Awaitable[int]],
-    *,
-    requests: int,
-    in_flight: int,
-    rounds: int,
-    keyless: bool,
-) -> None:
-    """A warm-up (pools fill, caches warm), then `rounds` rounds of `request(run, number)`, each printed
-    with its CPU per request; `run` names the round's Idempotency-Keys (None: keyless requests)."""
-    await requests_in_flight(300, in_flight, partial(request, "warm"))
-    for number in range(1, rounds + 1):
-        run = None if keyless else f"r{number}-{time.time_ns()}"
-        wall, cpu, failures = await requests_in_flight(requests, in_flight, partial(request, run))
-        print(
-            f"round {number}: {1e6 * cpu / requests:.0f} µs CPU per request, {requests / wall:.0f} req/s,"
-            f" {failures} failed, load average {load_average()[0]:.2f}",
-            flush=True,
-        )
-
-
-def run_in_process(database: str, bench: Callable[[str], Awaitable[None]]) -> int:
-    """A fresh bench database (`run_context`), then `bench(secret key)` with moneyrail's settings pointed
-    at it; says whose code runs (this tree's, or PYTHONPATH's)."""
-    with run_context(database) as run:
-        os.environ.update(run.env)
-        import moneyrail
-
-        print(f"moneyrail from {os.path.dirname(moneyrail.__file__)}", flush=True)
-        asyncio.run(bench(run.secret))
-    return 0

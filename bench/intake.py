@@ -11,7 +11,9 @@ and a sandbox key, starts three servers on free ports and loads each in turn wit
 - localstripe: the fake Stripe server from PyPI (form-encoded), in its own virtualenv under bench/.work/.
 
 It records requests/s, p50, p99, status counts and CPU use of each, and moneyrail's ratios to the two
-references, in bench/results/intake-<UTC date>.json and bench/results/README.md. Targets: moneyrail's
+references, in bench/results/intake-latest.json and a row of intake-history.csv. Each target is loaded
+`--rounds` times in turn; the headline is the round with the median moneyrail ÷ bare ratio (of two,
+the lower). Targets: moneyrail's
 throughput at least 50% of bare's, and at least localstripe's. Exit code 0 when the run is clean and
 both targets are met, 1 when any request failed (the run is then not a valid measurement), 2 when a
 target is missed.
@@ -50,7 +52,6 @@ LOCALSTRIPE_KEY = "sk_test_12345"
 LOCALSTRIPE_PICKLE = Path("/tmp/localstripe.pickle")
 
 BENCH_DATABASE = harness.BENCH_DATABASE
-RESULTS_DIR = harness.RESULTS_DIR
 WRK_TIMEOUT = "30s"  # far above any healthy latency: a slow answer is measured, not dropped
 BARE_RATIO_TARGET = 0.5
 LOCALSTRIPE_RATIO_TARGET = 1.0
@@ -265,111 +266,32 @@ def print_table(results: Mapping[str, LoadResult]) -> None:
         )
 
 
-def write_results(document: dict[str, Any], name: str | None) -> Path:
-    """The run's JSON; the README section only for a full, unnamed run (the headline figures)."""
-    RESULTS_DIR.mkdir(parents=True, exist_ok=True)
-    path = RESULTS_DIR / f"intake-{name or document['started_at'][:10]}.json"
-    path.write_text(json.dumps(document, indent=2) + "\n")
-    if name is not None or "moneyrail/localstripe" not in document["ratios"]:
-        return path
-    readme = RESULTS_DIR / "README.md"
-    existing = readme.read_text() if readme.exists() else RESULTS_README_HEAD
-    readme.write_text(replace_section(existing, results_readme(document, path.name)))
-    return path
+def history_figures(document: dict[str, Any]) -> dict[str, Any]:
+    """The key figures of a run, for its history row: the headline round's, and every round's ratio."""
+    results, compared = document["results"], document["ratios"]
 
+    def figure(target: str, key: str) -> Any:
+        return results[target].get(key) if target in results else None
 
-RESULTS_README_HEAD = "# Benchmark results\n\nEach benchmark of `bench/` keeps its own section here.\n"
-SECTION_BEGIN = "<!-- intake:begin (written by bench/intake.py) -->"
-SECTION_END = "<!-- intake:end -->"
+    def ratio(pair: str) -> Any:
+        return compared[pair]["requests_per_s"] if pair in compared else None
 
-
-def replace_section(page: str, section: str) -> str:
-    """The page with this benchmark's section replaced (or appended): other benchmarks' text is kept."""
-    block = f"{SECTION_BEGIN}\n{section.strip()}\n{SECTION_END}\n"
-    begin, end = page.find(SECTION_BEGIN), page.find(SECTION_END)
-    if begin >= 0 and end > begin:
-        rest = page[end + len(SECTION_END) :].lstrip("\n")
-        return page[:begin] + block + ("\n" + rest if rest else "")
-    if page.startswith("# Intake benchmark results"):  # the page of an earlier version: all ours
-        page = RESULTS_README_HEAD
-    return page.rstrip("\n") + "\n\n" + block
-
-
-def results_readme(latest: dict[str, Any], latest_name: str) -> str:
-    machine, settings = latest["machine"], latest["settings"]
-    lines = [
-        "## Intake: `POST /v1/customers` with idempotency keys",
-        "",
-        "Written by `bench/intake.py` (see `bench/README.md`); each run rewrites this section and its",
-        "`intake-<UTC date>.json`. Latency in milliseconds, CPU in % of one core.",
-        "",
-        f"### Latest run: {latest['started_at']} (`{latest_name}`)",
-        "",
-        f"- Machine: {machine['cpu_count']} CPUs ({machine['cpu_model']}), {machine['memory_gib']} GiB,"
-        f" Linux {machine['kernel']}",
-        f"- Python {machine['python']}, PostgreSQL {machine['postgresql']} ({machine['postgresql_source']}),"
-        f" Redis ({machine['redis_source']}), {machine['wrk']}",
-        f"- moneyrail {latest['software']['moneyrail']} at `{(latest['software']['git_commit'] or '?')[:12]}`"
-        + (" with local changes in src/" if latest["software"]["src_modified"] else ""),
-        f"- Load: wrk -t{settings['threads']} -c{settings['connections']} -d{settings['duration_s']}s"
-        f" after a {settings['warmup_s']} s warm-up, `POST /v1/customers`, a new Idempotency-Key per request",
-        "",
-        "| target | req/s | p50 | p90 | p99 | max | non-2xx | socket errors | CPU server | CPU postgres"
-        " | CPU wrk | CPU interrupts | CPU other | machine busy | new PG connections |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
-    ]
-    for name, result in latest["results"].items():
-        cpu = result["cpu_percent_of_one_core"]
-        sessions = result.get("postgres_sessions_opened")
-        lines.append(
-            f"| {name} | {result['requests_per_s']:.1f} | {result['p50_ms']:.2f} | {result['p90_ms']:.2f}"
-            f" | {result['p99_ms']:.2f} | {result['max_ms']:.1f} | {result['non_2xx']}"
-            f" | {sum(result['socket_errors'].values())} | {cpu['server']} | {cpu['postgres']}"
-            f" | {cpu['wrk']} | {cpu['interrupts']} | {cpu['other']}"
-            f" | {result['machine_cpu_busy_percent']}% | {'-' if sessions is None else sessions} |"
-        )
-    lines += ["", "| ratio | req/s | p50 | p99 |", "|---|---:|---:|---:|"]
-    for name, ratio in latest["ratios"].items():
-        lines.append(f"| {name} | {ratio['requests_per_s']:.3f} | {ratio['p50']:.3f} | {ratio['p99']:.3f} |")
-    lines += ["", "| target | wanted | measured | met |", "|---|---:|---:|---|"]
-    for target in latest["targets"]:
-        lines.append(
-            f"| {target['name']} | ≥ {target['threshold']:.2f} | {target['measured']:.3f}"
-            f" | {'yes' if target['met'] else '**no**'} |"
-        )
-    lines.append("")
-    if latest["problems"]:
-        lines += ["**Not a valid measurement:**", "", *(f"- {problem}" for problem in latest["problems"]), ""]
-    else:
-        lines += ["Every request of every target answered 2xx.", ""]
-    if latest.get("warnings"):
-        lines += ["**Noisy machine** (other processes competed for the CPUs):", ""]
-        lines += [*(f"- {warning}" for warning in latest["warnings"]), ""]
-    lines += history_table()
-    return "\n".join(lines)
-
-
-def history_table() -> list[str]:
-    lines = [
-        "### All recorded intake runs",
-        "",
-        "| run | CPUs | moneyrail req/s | bare req/s | localstripe req/s | ÷ bare | ÷ localstripe | valid |",
-        "|---|---:|---:|---:|---:|---:|---:|---|",
-    ]
-
-    def ratio(run: dict[str, Any], pair: str) -> str:  # a partial run (`--targets`) lacks some pairs
-        return f"{run['ratios'][pair]['requests_per_s']:.3f}" if pair in run["ratios"] else "—"
-
-    for path in sorted(RESULTS_DIR.glob("intake-*.json"), reverse=True):
-        run = json.loads(path.read_text())
-        rps = {name: result["requests_per_s"] for name, result in run["results"].items()}
-        lines.append(
-            f"| [{run['started_at']}]({path.name}) | {run['machine']['cpu_count']}"
-            f" | {rps.get('moneyrail', 0):.1f} | {rps.get('bare', 0):.1f} | {rps.get('localstripe', 0):.1f}"
-            f" | {ratio(run, 'moneyrail/bare')} | {ratio(run, 'moneyrail/localstripe')}"
-            f" | {'yes' if not run['problems'] else 'no'} |"
-        )
-    return [*lines, ""]
+    return {
+        "moneyrail_rps": figure("moneyrail", "requests_per_s"),
+        "bare_rps": figure("bare", "requests_per_s"),
+        "localstripe_rps": figure("localstripe", "requests_per_s"),
+        "ratio_bare": ratio("moneyrail/bare"),
+        "ratio_bare_by_round": [
+            one["ratios"]["moneyrail/bare"]["requests_per_s"]
+            for one in document.get("rounds", [])
+            if "moneyrail/bare" in one["ratios"]
+        ],
+        "ratio_localstripe": ratio("moneyrail/localstripe"),
+        "moneyrail_cpu_ms_per_request": figure("moneyrail", "server_cpu_ms_per_request"),
+        "bare_cpu_ms_per_request": figure("bare", "server_cpu_ms_per_request"),
+        "moneyrail_p99_ms": figure("moneyrail", "p99_ms"),
+        "valid": document["valid"],
+    }
 
 
 # ---------------------------------------------------------------------------------------------- main
@@ -384,15 +306,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--rounds", type=int, default=2, help="each target loaded this many times, in turn")
     parser.add_argument("--database", default=BENCH_DATABASE, help="database dropped and created for the run")
     parser.add_argument(
-        "--name",
-        default=None,
-        help="write bench/results/intake-NAME.json (not the dated file, nor the README section)",
-    )
-    parser.add_argument(
         "--targets",
         default="moneyrail,bare,localstripe",
-        help="comma-separated subset, in load order (ratios need all three)",
+        help="comma-separated subset, in load order (recorded when moneyrail and bare are both in it)",
     )
+    harness.add_record_options(parser)
     return parser.parse_args(argv)
 
 
@@ -504,8 +422,8 @@ def bench(args: argparse.Namespace) -> int:
         print(f"NOISY MACHINE: {warning}")
 
     if "moneyrail/bare" not in compared:
-        print("\n(moneyrail and bare were not both loaded: nothing written to bench/results/)")
-    else:
+        print("\n(moneyrail and bare were not both loaded: nothing recorded)")
+    elif args.record:
         document = {
             "benchmark": "intake",
             "started_at": started_at.isoformat(timespec="seconds"),
@@ -540,8 +458,8 @@ def bench(args: argparse.Namespace) -> int:
             "warnings": warnings,
             "valid": not problems,
         }
-        written = write_results(document, args.name)
-        print(f"\nwrote {written.relative_to(harness.REPO_DIR)}")
+        written = harness.record("intake", document, history_figures(document), args.note)
+        print(f"\nrecorded in {written.relative_to(harness.REPO_DIR)}")
     if problems:
         return 1
     return 0 if all(target["met"] for target in targets_met) else 2

@@ -32,8 +32,8 @@ neighbours only ever slow a run down. The tables are ANALYZEd before the first m
 autovacuum would have done in service.
 
 Targets (the issue's): ledger / pgbench >= 0.25 on the empty journal; the full journal's ledger rate
->= 0.90 of the empty journal's. Results: bench/results/ledger-<UTC date>.json and a section in
-bench/results/LEDGER.md.
+>= 0.90 of the empty journal's. Results: bench/results/ledger-latest.json and a row of
+bench/results/ledger-history.csv.
 Exit code 0 when both targets are met, 2 when one is missed, 1 when the run broke.
 
 PostgreSQL: the server of DATABASE_URL when set (its database is only used to connect), else
@@ -115,23 +115,10 @@ async def server_info(url: str) -> dict[str, Any]:
 
 
 def machine_info() -> dict[str, Any]:
-    git_env = {**os.environ, "GIT_OPTIONAL_LOCKS": "0"}  # read-only: never refresh the index
-    commit = subprocess.run(
-        ["git", "rev-parse", "HEAD"], cwd=REPO_DIR, capture_output=True, text=True, env=git_env
-    )
-    dirty = subprocess.run(
-        ["git", "status", "--porcelain", "--", "src/moneyrail/ledger", "src/moneyrail/models/ledger.py"],
-        cwd=REPO_DIR,
-        capture_output=True,
-        text=True,
-        env=git_env,
-    )
     return {
         **harness.host_info(),
         "sqlalchemy": metadata.version("sqlalchemy"),
         "asyncpg": metadata.version("asyncpg"),
-        "git_commit": commit.stdout.strip() or None,
-        "ledger_has_local_changes": bool(dirty.stdout.strip()),
     }
 
 
@@ -535,75 +522,22 @@ async def checkpoint(url: str) -> None:
 # ---------------------------------------------------------------------------------------------- report
 
 
-def write_results(result: dict[str, Any]) -> tuple[Path, Path]:
-    RESULTS_DIR.mkdir(parents=True, exist_ok=True)
-    json_path = RESULTS_DIR / f"ledger-{result['started_at'][:10]}.json"
-    json_path.write_text(json.dumps(result, indent=2) + "\n")
-    machine, server = result["machine"], result["postgresql"]
+def history_figures(result: dict[str, Any]) -> dict[str, Any]:
+    """The key figures of a run, for its history row."""
     empty, full = result["empty_journal"], result["full_journal"]
     ratios = result["ratios"]
-    lines = [
-        f"## {result['started_at']} (`{json_path.name}`)",
-        "",
-        f"- Machine: {machine['cpu_count']} CPUs ({machine['cpu_model']}), {machine['memory_gib']} GiB,"
-        f" Linux {machine['kernel']}; Python {machine['python']}, SQLAlchemy {machine['sqlalchemy']},"
-        f" asyncpg {machine['asyncpg']}",
-        f"- PostgreSQL {server['version']} ({', '.join(f'{k}={v}' for k, v in server['settings'].items())})",
-        f"- moneyrail at `{(machine['git_commit'] or '?')[:12]}`"
-        + (" with local changes to the ledger" if machine["ledger_has_local_changes"] else ""),
-        f"- Load: {result['writers']} ledger writers (two legs, half on `platform:fees`, an idempotency key"
-        f" each, the sealer beside them every second) vs `pgbench -c {result['writers']} -j 2`"
-        f" one INSERT per transaction; {result['duration']} s measured after {result['warmup']} s warm-up;"
-        f" each measured {result['repeat']} times in turn, the best counts (all runs in the JSON)",
-        f"- Full journal: {full['journal']['transactions']:,} transactions, {full['journal']['postings']:,}"
-        f" postings, {full['journal']['blocks']:,} blocks, {full['journal']['checkpoints']:,} checkpoints,"
-        f" {full['journal']['bytes'] / 2**20:,.0f} MiB (load {full['load']['load_seconds']} s,"
-        f" seal {full['load']['seal_seconds']} s, vacuum {full['load']['vacuum_seconds']} s)",
-        "",
-        "| journal | ledger tx/s | p50 ms | p99 ms | errors | sealed in run | machine busy"
-        " | pgbench row tx/s | pgbench ledger SQL tx/s | ledger ÷ pgbench row | ledger ÷ ledger SQL"
-        " | in a unit of work tx/s | ledger tx per commit |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
-    ]
-    for name, run in (("empty", empty), ("full", full)):
-        writers, pgbench, ledger_sql = run["ledger"], run["pgbench"], run["pgbench_ledger_sql"]
-        rate = writers["transactions_per_second"]
-        lines.append(
-            f"| {name} | {rate} | {writers['latency_p50_ms']} | {writers['latency_p99_ms']}"
-            f" | {writers['errors']} | {writers['sealed_during_run']} | {writers['machine_busy_percent']}%"
-            f" | {pgbench['tps']:.1f}"
-            f" | {ledger_sql['tps']:.1f} | {rate / pgbench['tps']:.3f} | {rate / ledger_sql['tps']:.3f}"
-            f" | {run['ledger_in_unit_of_work']['transactions_per_second']}"
-            f" | {writers.get('transactions_per_commit', 1.0)} |"
-        )
-    lines += [
-        "",
-        "| target | wanted | measured | met |",
-        "|---|---:|---:|---|",
-        f"| ledger ÷ pgbench, empty journal | ≥ {PGBENCH_RATIO_TARGET} | {ratios['ledger_over_pgbench']:.3f}"
-        f" | {'yes' if ratios['ledger_over_pgbench'] >= PGBENCH_RATIO_TARGET else '**no**'} |",
-        f"| full ÷ empty journal, ledger tx/s | ≥ {FULL_JOURNAL_RATIO_TARGET}"
-        f" | {ratios['full_over_empty']:.3f}"
-        f" | {'yes' if ratios['full_over_empty'] >= FULL_JOURNAL_RATIO_TARGET else '**no**'} |",
-        "",
-    ]
-    markdown_path = RESULTS_DIR / "LEDGER.md"
-    header = (
-        "# Ledger benchmark results\n\n"
-        "Written by `bench/ledger.py` (see its docstring); each run adds a section, newest last.\n\n"
-        "- *ledger*: `ledger.post_standalone`, each posting committing alone (8 asyncio writers in one\n"
-        "  Python process; since 2026-11-22 18:00 UTC concurrent postings share a statement and its\n"
-        "  commit, *tx per commit*); *in a unit of work*: `ledger.post` between BEGIN and COMMIT\n"
-        "  (runs before 2026-11-22 17:00 UTC measured only this, as *ledger*).\n"
-        "- *pgbench row*: one `INSERT INTO bench_rows(v) VALUES (1)` per transaction (the reference).\n"
-        "- *pgbench ledger SQL*: the ledger's own posting statement run by pgbench (C, prepared; in\n"
-        "  BEGIN/COMMIT before 2026-11-22 17:00 UTC, alone since): the database's share of a posting,\n"
-        "  triggers and indexes included. Its ratio to *pgbench row* is the most any client could\n"
-        "  reach; *ledger ÷ ledger SQL* is what the Python client keeps of it.\n\n"
-    )
-    existing = markdown_path.read_text() if markdown_path.exists() else header
-    markdown_path.write_text(existing.rstrip("\n") + "\n\n" + "\n".join(lines))
-    return json_path, markdown_path
+    return {
+        "ledger_tps_empty": empty["ledger"]["transactions_per_second"],
+        "ledger_tps_full": full["ledger"]["transactions_per_second"],
+        "pgbench_row_tps": round(empty["pgbench"]["tps"], 1),
+        "pgbench_ledger_sql_tps": round(empty["pgbench_ledger_sql"]["tps"], 1),
+        "ledger_over_pgbench": ratios["ledger_over_pgbench"],
+        "full_over_empty": ratios["full_over_empty"],
+        "unit_of_work_tps": empty["ledger_in_unit_of_work"]["transactions_per_second"],
+        "tx_per_commit": empty["ledger"].get("transactions_per_commit"),
+        "met": ratios["ledger_over_pgbench"] >= PGBENCH_RATIO_TARGET
+        and ratios["full_over_empty"] >= FULL_JOURNAL_RATIO_TARGET,
+    }
 
 
 # ---------------------------------------------------------------------------------------------- main
@@ -612,7 +546,8 @@ def write_results(result: dict[str, Any]) -> tuple[Path, Path]:
 async def bench(args: argparse.Namespace) -> dict[str, Any]:
     server_url = os.environ.get("DATABASE_URL") or DEFAULT_SERVER
     started_at = datetime.now(UTC).replace(microsecond=0).isoformat()
-    machine = machine_info()  # the commit measured: taken before the run, not after it
+    machine = machine_info()
+    software = harness.software_info()  # the commit measured: taken before the run, not after it
     url = await recreate_database(server_url)
     print(f"migrating {DATABASE}", file=sys.stderr)
     await asyncio.to_thread(upgrade, url)
@@ -678,6 +613,7 @@ async def bench(args: argparse.Namespace) -> dict[str, Any]:
     full["journal"] = await journal_size(url)
     empty_rate = empty["ledger"]["transactions_per_second"]
     return {
+        "benchmark": "ledger",
         "started_at": started_at,
         "database": DATABASE,
         "writers": args.writers,
@@ -686,6 +622,7 @@ async def bench(args: argparse.Namespace) -> dict[str, Any]:
         "repeat": args.repeat,
         "entries_loaded": args.entries,
         "machine": machine,
+        "software": software,
         "postgresql": await server_info(url),
         "empty_journal": empty,
         "full_journal": full,
@@ -716,7 +653,7 @@ def main() -> int:
     parser.add_argument("--writers", type=int, default=8, help="concurrent writers and pgbench clients (8)")
     parser.add_argument("--entries", type=int, default=1_000_000, help="journal entries loaded for run (c)")
     parser.add_argument("--repeat", type=int, default=2, help="runs of each measurement; the best counts (2)")
-    parser.add_argument("--no-record", action="store_true", help="print the results, write nothing")
+    harness.add_record_options(parser)
     args = parser.parse_args()
     try:
         result = asyncio.run(bench(args))
@@ -729,12 +666,9 @@ def main() -> int:
         for journal in ("empty_journal", "full_journal")
         for writers in ("ledger", "ledger_in_unit_of_work")
     )
-    if not args.no_record:
-        json_path, markdown_path = write_results(result)
-        print(
-            f"wrote {json_path.relative_to(REPO_DIR)} and {markdown_path.relative_to(REPO_DIR)}",
-            file=sys.stderr,
-        )
+    if args.record:
+        path = harness.record("ledger", result, history_figures(result), args.note)
+        print(f"recorded in {path.relative_to(REPO_DIR)}", file=sys.stderr)
     if errors:
         return 1
     met = (

@@ -18,11 +18,13 @@ HTTP/1.1 connection per client.
 A multi-step flow needs a generator that keeps each client's payment between requests, which wrk's
 Lua cannot time per step; so both targets get this generator, and wrk only calibrates it. Recorded:
 payments/s, requests/s, p50/p90/p99 per step, the bare endpoint's requests/s and latency, every
-non-200 answer, CPU use of each process (the generator's included) and moneyrail's ratios to bare.
+non-200 answer, CPU use of each process (the generator's included) and moneyrail's ratios to bare;
+each target is loaded `--rounds` times in turn and the headline is the round with the lower ratio.
 After the load, straight in the database: succeeded payments = successful captures, and
-`moneyrail ledger verify` passes. Results: bench/results/payments-<UTC date>.json and
-bench/results/PAYMENTS.md. Exit code 0 for a clean run, 1 when any request failed or a check broke
-(the run is then not a valid measurement).
+`moneyrail ledger verify` passes. Results: bench/results/payments-latest.json and a row of
+payments-history.csv. Exit code 0 for a clean run, 1 when any request failed or a check broke (the
+run is then not a valid measurement). `--profile PY_SPY` samples moneyrail's web process under the
+load instead (py-spy `--gil`) and prints where its CPU goes; it records nothing.
 
 PostgreSQL and Redis: those of DATABASE_URL and REDIS_URL when set, else the embedded servers (as
 bench/intake.py). Every process started here is stopped on the way out, Ctrl-C and SIGTERM included.
@@ -44,7 +46,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 import asyncpg
 import harness
@@ -52,8 +54,6 @@ import intake
 from harness import REPO_DIR, BenchError, http
 from intake import Target
 
-RESULTS_PAGE = harness.RESULTS_DIR / "PAYMENTS.md"
-NOTES_MARK = "<!-- notes: everything below is kept when bench/payments.py rewrites the page -->"
 REQUEST_TIMEOUT_S = 30.0  # far above any healthy latency: a slow answer is measured, not dropped
 GENERATOR_SATURATED = 90.0  # % of one core: the generator itself is then the limit
 BENCH_DATABASE = f"{harness.BENCH_DATABASE}_payments"  # its own: the intake benchmark drops its database
@@ -71,12 +71,6 @@ EXPECTED = {
 
 
 # ---------------------------------------------------------------------------------------------- clients
-
-
-class Connection(Protocol):
-    async def post(self, path: str, headers: Mapping[str, str], body: bytes) -> tuple[int, bytes]: ...
-
-    async def close(self) -> None: ...
 
 
 class RawConnection:
@@ -135,20 +129,6 @@ class RawConnection:
         self.reader = self.writer = None
 
 
-class HttpxConnection:
-    """A client of one shared httpx.AsyncClient (its pool holds one connection per client)."""
-
-    def __init__(self, client: Any) -> None:
-        self.client = client
-
-    async def post(self, path: str, headers: Mapping[str, str], body: bytes) -> tuple[int, bytes]:
-        response = await self.client.post(path, content=body, headers=dict(headers))
-        return int(response.status_code), bytes(response.content)
-
-    async def close(self) -> None:
-        return None
-
-
 # ---------------------------------------------------------------------------------------------- generator
 
 
@@ -187,7 +167,7 @@ class Recorder:
 
 
 async def step(
-    connection: Connection,
+    connection: RawConnection,
     recorder: Recorder,
     name: str,
     path: str,
@@ -220,7 +200,7 @@ async def step(
 
 
 async def payment_client(
-    connection: Connection, recorder: Recorder, secret: str, tag: str, clients_done: Callable[[], None]
+    connection: RawConnection, recorder: Recorder, secret: str, tag: str, clients_done: Callable[[], None]
 ) -> None:
     """create -> confirm -> capture, again and again; a flow begun before the window closes is finished."""
     json_secret = {"Authorization": f"Bearer {secret}", "Content-Type": "application/json"}
@@ -259,7 +239,7 @@ async def payment_client(
 
 
 async def bare_client(
-    connection: Connection, recorder: Recorder, secret: str, tag: str, clients_done: Callable[[], None]
+    connection: RawConnection, recorder: Recorder, secret: str, tag: str, clients_done: Callable[[], None]
 ) -> None:
     """`POST /v1/customers` again and again, the body and key of bench/intake.lua."""
     n = 0
@@ -343,20 +323,11 @@ async def generate(args: argparse.Namespace) -> dict[str, Any]:
     recorder = Recorder()
     flow, steps = (payment_client, STEPS) if args.flow == "payments" else (bare_client, ("customer",))
     host, port = args.url.removeprefix("http://").split(":")
-    shared = None
-    if args.client == "httpx":
-        import httpx
-
-        limits = httpx.Limits(max_connections=args.clients, max_keepalive_connections=args.clients)
-        shared = httpx.AsyncClient(base_url=args.url, limits=limits, timeout=REQUEST_TIMEOUT_S)
     remaining = args.clients
 
     def client_done() -> None:
         nonlocal remaining
         remaining -= 1
-
-    def connection() -> Connection:
-        return RawConnection(host, int(port)) if shared is None else HttpxConnection(shared)
 
     async def phases() -> None:
         if args.warmup > 0:
@@ -366,12 +337,10 @@ async def generate(args: argparse.Namespace) -> dict[str, Any]:
         recorder.switch("drain")
 
     tasks = [
-        flow(connection(), recorder, args.secret, f"{args.run_id}-{client}", client_done)
+        flow(RawConnection(host, int(port)), recorder, args.secret, f"{args.run_id}-{client}", client_done)
         for client in range(args.clients)
     ]
     await asyncio.gather(phases(), *tasks)
-    if shared is not None:
-        await shared.aclose()
     assert remaining == 0
     return summary(recorder, steps)
 
@@ -398,7 +367,7 @@ def load(target: Target, flow: str, secret: str, run_id: str, args: argparse.Nam
         str(Path(__file__).resolve()),
         "generate",
         *("--url", target.base_url, "--flow", flow, "--secret", secret, "--run-id", run_id),
-        *("--clients", str(args.clients), "--client", args.client),
+        *("--clients", str(args.clients)),
         *("--warmup", str(args.warmup), "--duration", str(args.duration)),
     ]
     print(f"{target.name}: {flow}, {args.warmup} s warm-up, {args.duration} s measured", file=sys.stderr)
@@ -548,7 +517,7 @@ def ratios(moneyrail: dict[str, Any], bare: dict[str, Any], bare_wrk: dict[str, 
     }
 
 
-def generator_verdict(client: str, results: Mapping[str, Any], compared: Mapping[str, Any]) -> dict[str, Any]:
+def generator_verdict(results: Mapping[str, Any], compared: Mapping[str, Any]) -> dict[str, Any]:
     used = {name: results[name]["cpu_percent_of_one_core"]["generator"] for name in ("moneyrail", "bare")}
     saturated = [name for name, percent in used.items() if percent >= GENERATOR_SATURATED]
     calibration = compared["bare_generator_vs_bare_wrk"]
@@ -562,155 +531,23 @@ def generator_verdict(client: str, results: Mapping[str, Any], compared: Mapping
             f" still shares the CPUs with the server and PostgreSQL: bare reached {calibration:.2f} of its"
             " throughput under wrk"
         )
-    return {"client": client, "cpu_percent_of_one_core": used, "saturated": saturated, "verdict": verdict}
+    return {"cpu_percent_of_one_core": used, "saturated": saturated, "verdict": verdict}
 
 
-def row(*cells: object) -> str:
-    return "| " + " | ".join(str(cell) for cell in cells) + " |"
-
-
-def latency_cells(result: Mapping[str, Any], *keys: str) -> list[str]:
-    return [f"{result[key]:.2f}" for key in keys]
-
-
-def results_page(latest: dict[str, Any], name: str, notes: str) -> str:
-    machine, settings, software = latest["machine"], latest["settings"], latest["software"]
-    mr, bare, wrk = (latest["results"][key] for key in ("moneyrail", "bare", "bare_wrk"))
-    compared, check = latest["ratios"], latest["database_check"]
-    spread = ("p50_ms", "p90_ms", "p99_ms", "p99_9_ms", "max_ms")
-    lines = [
-        "# Payments benchmark results",
-        "",
-        "Written by `bench/payments.py` (see `bench/README.md`); each run rewrites this page down to the",
-        "notes and writes its `payments-<UTC date>.json`. Latency in milliseconds, CPU in % of one core.",
-        "",
-        f"## Latest run: {latest['started_at']} (`{name}`)",
-        "",
-        f"- Command: `{settings['command']}`",
-        f"- Machine: {machine['cpu_count']} CPUs ({machine['cpu_model']}), {machine['memory_gib']} GiB,"
-        f" Linux {machine['kernel']}; Python {machine['python']}; PostgreSQL {machine['postgresql']}"
-        f" ({machine['postgresql_source']}); Redis ({machine['redis_source']}); {machine['wrk']}",
-        f"- moneyrail {software['moneyrail']} at `{(software['git_commit'] or '?')[:12]}`"
-        + (" with local changes in src/" if software["src_modified"] else ""),
-        f"- Load: {settings['clients']} clients, {settings['warmup_s']} s warm-up then"
-        f" {settings['duration_s']} s measured per target, one target after the other; generator"
-        f" `{settings['client']}` (asyncio, uvloop, one keep-alive connection per client); bare also under"
-        f" `wrk -t{settings['wrk_threads']} -c{settings['clients']}` (bench/intake.lua)",
-        "",
-        "### moneyrail: one payment = create + confirm (4242) + capture, manual capture, 2000 eur",
-        "",
-        f"**{mr['payments_per_s']:.1f} payments/s**, {mr['requests_per_s']:.1f} requests/s"
-        f" ({mr['payments']} payments, {mr['requests']} requests in {mr['duration_s']:.1f} s).",
-        "",
-        row("step", "requests", "req/s", "p50", "p90", "p99", "p99.9", "max", "non-200"),
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
-    ]
-    for step_name, s in mr["steps"].items():
-        failed = sum(count for outcome, count in s["statuses"].items() if outcome != "200")
-        lines.append(
-            row(step_name, s["requests"], f"{s['requests_per_s']:.1f}", *latency_cells(s, *spread), failed)
-        )
-    lines += [
-        row(
-            "all steps",
-            mr["requests"],
-            f"{mr['requests_per_s']:.1f}",
-            *latency_cells(mr["all_requests"], *spread),
-            "",
-        ),
-        row(
-            "whole payment",
-            mr["payments"],
-            f"{mr['payments_per_s']:.1f}",
-            *latency_cells(mr["payment"], *spread),
-            "",
-        ),
-        "",
-        "### Each target",
-        "",
-        row(
-            *("target", "generator", "req/s", "p50", "p99", "failed", "CPU server", "CPU postgres"),
-            *("CPU redis", "CPU generator", "CPU interrupts", "CPU other", "machine busy"),
-            "new PG connections",
-        ),
-        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
-    ]
-    for label, result in (("moneyrail payments", mr), ("bare", bare)):
-        cpu = result["cpu_percent_of_one_core"]
-        lines.append(
-            row(
-                *(label, settings["client"], f"{result['requests_per_s']:.1f}"),
-                *latency_cells(result["all_requests"], "p50_ms", "p99_ms"),
-                *(result["failed"], cpu["server"], cpu["postgres"], cpu["redis"], cpu["generator"]),
-                *(cpu["interrupts"], cpu["other"], f"{result['machine_cpu_busy_percent']}%"),
-                result["postgres_sessions_opened"],
-            )
-        )
-    cpu = wrk["cpu_percent_of_one_core"]
-    lines += [
-        row(
-            *("bare", "wrk", f"{wrk['requests_per_s']:.1f}", f"{wrk['p50_ms']:.2f}", f"{wrk['p99_ms']:.2f}"),
-            *(wrk["non_2xx"] + sum(wrk["socket_errors"].values()), cpu["server"], cpu["postgres"], "-"),
-            *(cpu["wrk"], cpu["interrupts"], cpu["other"], f"{wrk['machine_cpu_busy_percent']}%"),
-            wrk["postgres_sessions_opened"],
-        ),
-        "",
-        row("moneyrail ÷ bare (same generator)", *STEPS),
-        "|---|---:|---:|---:|",
-        row("p50", *(compared["p50"][s] for s in STEPS)),
-        row("p99", *(compared["p99"][s] for s in STEPS)),
-        "",
-        f"- **Payment steps/s ÷ bare requests/s: {compared['steps_per_s']:.3f}**"
-        f" (payments/s ÷ bare requests/s: {compared['payments_per_s']:.3f};"
-        f" steps/s ÷ bare under wrk: {compared['steps_per_s_vs_bare_wrk']:.3f}).",
-        f"- Generator: {latest['generator']['verdict']}.",
-        f"- Database after the run: payment intents {check['payment_intents_by_status']},"
-        f" {check['captures_answered_200']} captures answered 200 (the smoke payment's included),"
-        f" {check['capture_journal_transactions']} capture journal transactions; `moneyrail ledger verify`"
-        f" exit code {check['ledger_verify']['exit_code']}: "
-        + ("consistent." if check["ok"] else "**NOT consistent**."),
-        "",
-    ]
-    if latest["problems"]:
-        lines += ["**Not a valid measurement:**", "", *(f"- {problem}" for problem in latest["problems"]), ""]
-    else:
-        lines += ["Every request of every target answered 200 with the expected status.", ""]
-    if latest["warnings"]:
-        lines += ["**Noisy machine:**", "", *(f"- {warning}" for warning in latest["warnings"]), ""]
-    lines += [
-        "## All recorded runs",
-        "",
-        row(
-            *("run", "CPUs", "payments/s", "steps/s", "bare req/s", "steps ÷ bare"),
-            *(f"{s} p99" for s in STEPS),
-            "valid",
-        ),
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|",
-    ]
-    for path in sorted(harness.RESULTS_DIR.glob("payments-*.json"), reverse=True):
-        run = json.loads(path.read_text())
-        mine = run["results"]["moneyrail"]
-        lines.append(
-            row(
-                *(f"[{run['started_at']}]({path.name})", run["machine"]["cpu_count"]),
-                *(f"{mine['payments_per_s']:.1f}", f"{mine['requests_per_s']:.1f}"),
-                *(f"{run['results']['bare']['requests_per_s']:.1f}", f"{run['ratios']['steps_per_s']:.3f}"),
-                *(f"{mine['steps'][s]['p99_ms']:.1f}" for s in STEPS),
-                "yes" if run["valid"] else "no",
-            )
-        )
-    return "\n".join([*lines, "", NOTES_MARK, notes.strip("\n"), ""])
-
-
-def write_results(document: dict[str, Any], name: str = "payments") -> Path:
-    path = harness.RESULTS_DIR / f"{name}-{document['started_at'][:10]}.json"
-    path.write_text(json.dumps(document, indent=2) + "\n")
-    if name != "payments":  # a side measurement (an A/B): the results page keeps the recorded run
-        return path
-    old = RESULTS_PAGE.read_text() if RESULTS_PAGE.exists() else ""
-    notes = old.split(NOTES_MARK, 1)[1] if NOTES_MARK in old else ""
-    RESULTS_PAGE.write_text(results_page(document, path.name, notes))
-    return path
+def history_figures(document: dict[str, Any]) -> dict[str, Any]:
+    """The key figures of a run, for its history row: the headline round's, and every round's ratio."""
+    mine = document["results"]["moneyrail"]
+    return {
+        "payments_per_s": mine["payments_per_s"],
+        "steps_per_s": mine["requests_per_s"],
+        "bare_rps": document["results"]["bare"]["requests_per_s"],
+        "ratio": document["ratios"]["steps_per_s"],
+        "ratio_by_round": [one["steps_per_s_ratio"] for one in document.get("rounds", [])],
+        "server_cpu_ms_per_step": mine.get("server_cpu_ms_per_request"),
+        "postgres_cpu_ms_per_step": mine.get("postgres_cpu_ms_per_request"),
+        **{f"p99_{step}_ms": mine["steps"][step]["p99_ms"] for step in STEPS},
+        "valid": document["valid"],
+    }
 
 
 # ---------------------------------------------------------------------------------------------- profile
@@ -769,14 +606,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--warmup", type=int, default=3, help="unmeasured seconds of load first (0: none)")
     parser.add_argument("--rounds", type=int, default=2, help="each target loaded this many times, in turn")
     parser.add_argument("--clients", type=int, default=64, help="concurrent clients (= connections)")
-    parser.add_argument(
-        "--client", choices=("raw", "httpx"), default="raw", help="the generator's HTTP client"
-    )
     parser.add_argument("--wrk-threads", type=int, default=2, help="wrk threads for the bare reference")
     parser.add_argument("--database", default=BENCH_DATABASE, help="dropped and created for the run")
-    parser.add_argument(
-        "--name", default="payments", help="results/<name>-<UTC date>.json; PAYMENTS.md only for the default"
-    )
     parser.add_argument(
         "--quiet-wait",
         type=float,
@@ -790,6 +621,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         default="payments",
         help="what --profile loads moneyrail with: payments, or bare's POST /v1/customers (the intake)",
     )
+    harness.add_record_options(parser)
     if argv[:1] == ["generate"]:  # the generator, in its own process
         parser.add_argument("command")
         parser.add_argument("--url", required=True)
@@ -865,7 +697,6 @@ def bench(args: argparse.Namespace, argv: list[str]) -> int:
             "duration_s": args.duration,
             "warmup_s": args.warmup,
             "clients": args.clients,
-            "client": args.client,
             "wrk_threads": args.wrk_threads,
             "request_timeout_s": REQUEST_TIMEOUT_S,
             "quiet_wait_s": args.quiet_wait,
@@ -890,7 +721,7 @@ def bench(args: argparse.Namespace, argv: list[str]) -> int:
             }
             for one in rounds
         ],
-        "generator": generator_verdict(args.client, results, compared),
+        "generator": generator_verdict(results, compared),
         "database_check": database,
         "problems": problems,
         "warnings": warnings,
@@ -906,11 +737,9 @@ def bench(args: argparse.Namespace, argv: list[str]) -> int:
         print(f"INVALID RUN: {problem}")
     for warning in warnings:
         print(f"NOISY MACHINE: {warning}")
-    path = write_results(document, args.name)
-    print(
-        f"wrote {path.relative_to(REPO_DIR)}"
-        + (f" and {RESULTS_PAGE.relative_to(REPO_DIR)}" if args.name == "payments" else "")
-    )
+    if args.record:
+        path = harness.record("payments", document, history_figures(document), args.note)
+        print(f"recorded in {path.relative_to(REPO_DIR)}")
     return 1 if problems else 0
 
 

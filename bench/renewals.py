@@ -1,4 +1,4 @@
-"""Renewals benchmark (issue 15): subscriptions seeded through the service functions, all falling due at
+"""Renewals benchmark: subscriptions seeded through the service functions, all falling due at
 one sandbox instant, renewed by 2 worker processes with the sandbox processor, against the engine
 benchmark's one-operation rate measured in the same run.
 
@@ -30,11 +30,12 @@ One run, with bench/harness.py: a fresh database `moneyrail_bench_renewals`, mig
      no payment knows (a charge nobody recorded).
 3. `moneyrail ledger verify` once all rounds are done.
 
-Recorded: `results/renewals-<UTC date>.json` (a later run on the same day replaces it) with every
-round's figures, the load average before and after each phase (the machine is shared) and the CPU of
-the machine during each renewal phase. Exit code 0 when every check held and every round met the
-target (renewals/s >= the engine's one-operation rate of that round), 2 a target missed, 1 a check or
-the run failed.
+Before each round, untimed, `VACUUM (ANALYZE)`: it stands in for the autovacuum a service runs, so the
+second cycle's queries are planned with statistics. Recorded: `results/renewals-latest.json` with
+every round's figures, the load average before and after each phase and the CPU of each part during
+each renewal phase, and a row of `results/renewals-history.csv`. Exit code 0 when every check held
+and every round met the target (renewals/s >= the engine's one-operation rate of that round), 2 a
+target missed, 1 a check or the run failed.
 """
 
 from __future__ import annotations
@@ -482,6 +483,20 @@ def _ledger_verify(env: dict[str, str]) -> int:
     return verify.returncode
 
 
+def history_figures(document: dict[str, Any]) -> dict[str, Any]:
+    """The key figures of a run, for its history row: each round's."""
+    rounds = document["rounds"]
+    return {
+        "subscriptions": document["seeding"]["subscriptions"],
+        "seeded_per_s": document["seeding"]["per_second"],
+        "engine_ops_per_s_by_round": [entry["engine_one_operation"]["per_second"] for entry in rounds],
+        "renewals_per_s_by_round": [entry["renewals"]["renewals_per_second"] for entry in rounds],
+        "ratio_by_round": [entry["ratio"] for entry in rounds],
+        "met": document["met"],
+        "valid": document["valid"],
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--subscriptions", type=int, default=100_000)
@@ -490,13 +505,7 @@ def main() -> None:
     parser.add_argument("--seeders", type=int, default=3, help="seeding processes")
     parser.add_argument("--engine-operations", type=int, default=3000)
     parser.add_argument("--round-timeout", type=float, default=1800, help="seconds a round may take")
-    parser.add_argument("--name", default="renewals", help="results/<name>-<date>.json")
-    parser.add_argument(
-        "--no-vacuum",
-        dest="vacuum",
-        action="store_false",
-        help="skip the untimed VACUUM (ANALYZE) before each round (to compare with runs before it)",
-    )
+    harness.add_record_options(parser)
     args = parser.parse_args()
     started_at = datetime.now(UTC).isoformat(timespec="seconds")
     rounds: list[dict[str, Any]] = []
@@ -522,7 +531,7 @@ def main() -> None:
             "load_average_after": harness.load_average(),
         }
         for cycle in range(1, args.rounds + 1):
-            vacuumed = asyncio.run(_vacuum_analyze(run.services.database_url)) if args.vacuum else None
+            vacuumed = asyncio.run(_vacuum_analyze(run.services.database_url))
             print(f"round {cycle}: VACUUM (ANALYZE) in {vacuumed} s", flush=True)
             engine = _when_connections_allow(engine_one_operation_rate, run, args.engine_operations)
             print(f"round {cycle}: engine one operation per message {engine['per_second']}/s", flush=True)
@@ -567,8 +576,10 @@ def main() -> None:
         "valid": not problems,
         "problems": problems,
     }
-    path = harness.write_json(args.name, document)
-    print(f"written to {path}; met: {met}; problems: {problems or 'none'}")
+    print(f"met: {met}; problems: {problems or 'none'}")
+    if args.record:
+        path = harness.record("renewals", document, history_figures(document), args.note)
+        print(f"recorded in {path.relative_to(harness.REPO_DIR)}")
     sys.exit(1 if problems else 0 if met else 2)
 
 

@@ -5,7 +5,7 @@
 Its own servers (the embedded PostgreSQL and Redis, data under bench/.work/soak-*), a platform
 installation (rate limit off) with connected accounts, `moneyrail web`, two `moneyrail worker` and
 `moneyrail scheduler`. For `--minutes`, at `--rate` flows per second (default: half the payments/s of
-the latest bench/results/payments-*.json), one flow after another of: automatic-capture payments,
+bench/results/payments-latest.json), one flow after another of: automatic-capture payments,
 manual-capture payments, partial refunds, distributed payments (capture commits an allocation group:
 transfers), transfer reversals, connected-account payouts. Each client step is retried with its own
 Idempotency-Key until answered 2xx (or 4xx), as a real client does. Meanwhile: SIGKILL of a worker's
@@ -17,8 +17,8 @@ payment, captured = refunded + net balance movement (the ledger's card-network l
 payment's row and the sandbox processor's books); no card charged twice or without a payment (every
 sandbox authorization still holding or keeping money belongs to exactly one payment, captured once; a
 charge whose confirmation was lost is released by the orphan sweep, and wholly); no refund over its
-payment; everything terminal within 2 minutes of the end. Results: bench/results/soak-<UTC date>.json
-and a section of bench/results/README.md. Exit code 0 when every invariant held, 1 otherwise.
+payment; everything terminal within 2 minutes of the end. Results: bench/results/soak-latest.json and
+a row of bench/results/soak-history.csv. Exit code 0 when every invariant held, 1 otherwise.
 """
 
 from __future__ import annotations
@@ -49,8 +49,6 @@ from harness import MONEYRAIL, BenchError, Processes
 DATABASE = f"{harness.BENCH_DATABASE}_soak"
 PG_DIR = harness.WORK_DIR / "soak-postgres"
 REDIS_DIR = harness.WORK_DIR / "soak-redis"
-README_PAGE = harness.RESULTS_DIR / "README.md"
-BEGIN, END = "<!-- soak:begin (written by bench/soak.py) -->", "<!-- soak:end -->"
 CARD = {"number": "4242424242424242", "exp_month": 12, "exp_year": 2034, "cvc": "123"}
 KILL_EVERY_S = 20.0
 FAULT_EVERY_S = 15.0
@@ -76,12 +74,12 @@ DAY = 86400
 
 
 def default_rate() -> float:
-    """Half of the payments/s of the latest valid bench/payments.py run (by its started_at)."""
-    documents = [json.loads(path.read_text()) for path in harness.RESULTS_DIR.glob("payments-*.json")]
-    valid = sorted((d["started_at"], d) for d in documents if d.get("valid"))
-    if not valid:
+    """Half of the payments/s of bench/payments.py's latest run, when it was valid; else 5."""
+    latest = harness.RESULTS_DIR / "payments-latest.json"
+    document = json.loads(latest.read_text()) if latest.exists() else {}
+    if not document.get("valid"):
         return 5.0
-    return round(float(valid[-1][1]["results"]["moneyrail"]["payments_per_s"]) / 2, 2)
+    return round(float(document["results"]["moneyrail"]["payments_per_s"]) / 2, 2)
 
 
 # ---------------------------------------------------------------------------------------------- servers
@@ -694,61 +692,23 @@ def prepare(base_url: str, secret: str) -> tuple[list[str], list[str]]:
 # ---------------------------------------------------------------------------------------------- report
 
 
-def write_section(document: dict[str, Any], path: Path) -> None:
-    run = document
-    checks = run["checks"]
-    lines = [
-        BEGIN,
-        "## Chaos soak: `bench/soak.py`",
-        "",
-        "Written by `bench/soak.py` (see `bench/README.md`); each run rewrites this section and its",
-        "`soak-<UTC date>.json`. **The machine is shared and busy** (2 CPUs, other helpers' test suites",
-        "and benchmarks at the same time): the rate is what was asked, not a capacity; what counts are",
-        "the invariants.",
-        "",
-        f"### Latest run: {run['started_at']} (`{path.name}`)",
-        "",
-        f"- {run['settings']['minutes']} min at {run['settings']['rate_per_s']} flows/s "
-        f"(load average at the end {run['machine']['load_average']})",
-        f"- Flows started / completed / abandoned: {sum(run['flows']['started'].values())} / "
-        f"{sum(run['flows']['completed'].values())} / {sum(run['flows']['abandoned'].values())} "
-        f"(by kind: {run['flows']['started']})",
-        f"- Requests: {run['requests']['total']}, by status {run['requests']['by_status']}",
-        f"- Chaos: {run['chaos']['workers_killed']} workers SIGKILLed, {len(run['chaos']['outages'])} "
-        f"outages, {len(run['chaos']['faults'])} fault injections (3 transient failures each)",
-        f"- All terminal {run['terminal']['seconds_after_end']} s after the end "
-        f"(limit {TERMINAL_WITHIN_S:.0f} s)",
-        "",
-        "| outage | down at (s) | up at (s) | recovery (s, down → first 2xx) | client errors by status |",
-        "|---|---:|---:|---:|---|",
-    ]
-    for outage in run["chaos"]["outages"]:
-        lines.append(
-            f"| {outage['kind']} | {outage['down_at_s']} | {outage['up_at_s']} | {outage['recovery_s']} | "
-            f"{outage['client_errors_by_status'] or 'none'} |"
-        )
-    lines += [
-        "",
-        "| invariant | held |",
-        "|---|---|",
-    ]
-    for name, held in run["invariants"].items():
-        lines.append(f"| {name} | {'yes' if held else '**NO**'} |")
-    released = Counter(orphan["action"] for orphan in checks["orphans_released"])
-    lines += [
-        "",
-        f"Payments checked: {checks['payments_checked']}, captured {checks['captured_total']}, refunded "
-        f"{checks['refunded_total']} (minor units). Charges no payment recorded, released by the orphan "
-        f"sweep: {sum(released.values())} ({dict(released) or 'none'}).",
-        "",
-        END,
-    ]
-    text = README_PAGE.read_text() if README_PAGE.exists() else "# Benchmark results\n"
-    if BEGIN in text and END in text:
-        text = text[: text.index(BEGIN)] + "\n".join(lines) + text[text.index(END) + len(END) :]
-    else:
-        text = text.rstrip("\n") + "\n\n" + "\n".join(lines) + "\n"
-    README_PAGE.write_text(text)
+def history_figures(document: dict[str, Any]) -> dict[str, Any]:
+    """The key figures of a run, for its history row."""
+    flows, statuses = document["flows"], document["requests"]["by_status"]
+    held = document["invariants"]
+    return {
+        "minutes": document["settings"]["minutes"],
+        "rate_per_s": document["settings"]["rate_per_s"],
+        "flows_started": sum(flows["started"].values()),
+        "flows_completed": sum(flows["completed"].values()),
+        "flows_abandoned": sum(flows["abandoned"].values()),
+        "requests": document["requests"]["total"],
+        "answers_500": statuses.get("500", 0),
+        "answers_503": statuses.get("503", 0),
+        "recovery_s_by_outage": [outage["recovery_s"] for outage in document["chaos"]["outages"]],
+        "invariants_held": f"{sum(bool(ok) for ok in held.values())}/{len(held)}",
+        "valid": document["valid"],
+    }
 
 
 # ---------------------------------------------------------------------------------------------- main
@@ -773,12 +733,7 @@ def main() -> int:
     parser.add_argument(
         "--rate", type=float, default=None, help="flows per second (default: half of payments/s)"
     )
-    parser.add_argument(
-        "--record",
-        action=argparse.BooleanOptionalAction,
-        default=True,
-        help="write bench/results/ (default); --no-record for a try",
-    )
+    harness.add_record_options(parser)
     options = parser.parse_args()
     rate = options.rate or default_rate()
     seconds = options.minutes * 60
@@ -881,7 +836,6 @@ def main() -> int:
         "machine": {
             **harness.host_info(),
             "machine_cpu_busy_percent": machine_load.busy_percent,
-            "note": "shared with other helpers' test suites and benchmarks",
         },
         "software": harness.software_info(),
         "flows": {
@@ -915,9 +869,9 @@ def main() -> int:
         )
     )
     if options.record:
-        path = harness.write_json("soak", json.loads(json.dumps(document, default=str)))
-        write_section(document, path)
-        print(f"recorded {path}", file=sys.stderr)
+        document = json.loads(json.dumps(document, default=str))
+        path = harness.record("soak", document, history_figures(document), options.note)
+        print(f"recorded in {path.relative_to(harness.REPO_DIR)}", file=sys.stderr)
     return 0 if document["valid"] else 1
 
 

@@ -10,8 +10,10 @@ pool goes through it too (its statements name `sandbox_` tables; its BEGIN and C
 
 A fresh database, `moneyrail migrate`, one installation and key, the server warmed up with a few
 payments (prepared statements cached), then `--payments` sequences one after the other; the count per
-step is the mean, and the statements of the last sequence are printed with their SQL. Writes
-`results/statements-<UTC date>.json`.
+step is the mean, and the statements of the last sequence are printed with their SQL. Also the server
+process's CPU per payment step and per customer, one request at a time (no queueing). Records
+`results/statements-latest.json` and a row of `results/statements-history.csv`.
+tests/payments/test_statement_budget.py holds the same counts as a budget.
 """
 
 from __future__ import annotations
@@ -141,20 +143,32 @@ def print_result(result: dict[str, Any]) -> None:
     )
 
 
+def history_figures(result: dict[str, Any]) -> dict[str, Any]:
+    """The key figures of a run, for its history row."""
+    steps, total = result["steps"], result["per_payment"]
+    return {
+        **{f"{name}_statements": round(steps[name]["statements"], 2) for name in steps},
+        "per_payment_statements": round(total["statements"], 2),
+        "per_payment_round_trips": round(total["round_trips"], 2),
+        "server_cpu_ms_per_payment_step": result.get("server_cpu_ms_per_payment_step"),
+        "server_cpu_ms_per_customer": result.get("server_cpu_ms_per_customer"),
+    }
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--payments", type=int, default=20, help="measured sequences")
-    parser.add_argument("--no-write", action="store_true", help="print only")
-    parser.add_argument("--name", default="statements", help="results/<name>-<UTC date>.json")
     parser.add_argument("--database", default=BENCH_DATABASE, help="dropped and created for the run")
+    harness.add_record_options(parser)
     args = parser.parse_args(argv)
     started = datetime.now(UTC)
     result = {"benchmark": "statements", "started_at": started.isoformat(timespec="seconds")}
-    result |= {"software": harness.software_info(), **measure(args.payments, args.database)}
+    result |= {"machine": harness.host_info(), "software": harness.software_info()}
+    result |= measure(args.payments, args.database)
     print_result(result)
-    if not args.no_write:
-        path = harness.write_json(args.name, result)
-        print(f"wrote {path.relative_to(harness.REPO_DIR)}", file=sys.stderr)
+    if args.record:
+        path = harness.record("statements", result, history_figures(result), args.note)
+        print(f"recorded in {path.relative_to(harness.REPO_DIR)}", file=sys.stderr)
     return 0
 
 

@@ -33,7 +33,8 @@ def servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Servers]:
     started = Servers.start(tmp_path_factory.mktemp("servers"))
     # Service functions the tests call in this process seal secrets too (stored idempotent answers)
     os.environ.setdefault("MONEYRAIL_SECRET_KEYS", started.secret_keys)
-    os.environ["MONEYRAIL_DATA_DIR"] = str(started.data_dir)  # never the repository's .moneyrail/
+    # ... and keep their files (evidence) in the session's folder, as the processes do
+    os.environ["MONEYRAIL_DATA_DIR"] = str(started.data_dir)
     get_settings.cache_clear()
     try:
         upgrade(started.database_url)  # the schema comes from the migrations, never create_all

@@ -7,6 +7,7 @@ unset, the suite starts the embedded ones the project ships, exactly as `moneyra
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import secrets
 import socket
@@ -68,11 +69,11 @@ class Servers:
     redis_url: str
     admin_url: str
     database: str
+    # the processes' MONEYRAIL_DATA_DIR: a temporary folder of the session, never a developer's
+    # `.moneyrail/` (a running `moneyrail dev`, its logs, its evidence files)
+    data_dir: Path
     _embedded: list[Any] = field(default_factory=list)
     redis_claimed: bool = False  # a numbered database of a shared server, given back at the end
-    # the processes' MONEYRAIL_DATA_DIR (evidence files, operator records): the session's own, never the
-    # repository's .moneyrail/ where a developer's `dev` instance lives
-    data_dir: Path = field(default_factory=Path)
     # the processes' MONEYRAIL_SECRET_KEYS (secrets at rest), one key per test session
     secret_keys: str = field(default_factory=generate_key)
 
@@ -99,9 +100,9 @@ class Servers:
             redis_url=redis_url,
             admin_url=admin_url,
             database=database,
+            data_dir=work_dir / "data",
             _embedded=embedded,
             redis_claimed=bool(shared_redis),
-            data_dir=work_dir / "data",
         )
 
     def stop(self) -> None:
@@ -205,6 +206,19 @@ def verify_ledger_as_an_operator_does(servers: Servers) -> None:
         timeout=300,
     )
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def json_lines(text: str) -> list[dict[str, Any]]:
+    """Every line of a process's output, each asserted to be one JSON object (a log line)."""
+    parsed = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        try:
+            entry = json.loads(line)
+        except ValueError:
+            raise AssertionError(f"line {number} is not JSON: {line!r}\n{text[-4000:]}") from None
+        assert isinstance(entry, dict), f"line {number} is not a JSON object: {line!r}"
+        parsed.append(entry)
+    return parsed
 
 
 def wait_until_ready(base_url: str, process: Process, timeout: float = 60) -> None:

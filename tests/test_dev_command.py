@@ -23,7 +23,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.harness import free_port
+from tests.harness import free_port, json_lines
 
 pytestmark = pytest.mark.embedded
 
@@ -132,6 +132,8 @@ def test_dev_starts_everything_prints_a_working_curl_line_and_stops_cleanly(tmp_
             log = data_dir / "logs" / f"{role}.log"
             assert log.stat().st_size > 0, f"{log} is empty"
         assert "embedded_postgres" in (data_dir / "logs" / "dev.log").read_text()
+        for name in ("dev", "web", "worker", "scheduler"):  # one JSON object a line, the libraries' too
+            json_lines((data_dir / "logs" / f"{name}.log").read_text())
 
         if shutil.which("curl"):
             answered = subprocess.run(shlex.split(curl_line), capture_output=True, text=True, timeout=30)
@@ -152,8 +154,8 @@ def test_dev_starts_everything_prints_a_working_curl_line_and_stops_cleanly(tmp_
         children = subprocess.run(
             ["ps", "-o", "args=", "--ppid", str(process.pid)], capture_output=True, text=True
         )
-        # `moneyrail worker` and `moneyrail scheduler` exec into dramatiq and the scheduler module
-        for command in ("moneyrail web", "dramatiq workers.main", "workers.scheduler"):
+        # `moneyrail worker` and `moneyrail scheduler` exec into dramatiq's command line and the scheduler
+        for command in ("moneyrail web", "workers.supervisor workers.main", "workers.scheduler"):
             assert command in children.stdout, children.stdout
         assert postgres_running_in(data_dir)
 

@@ -16,10 +16,15 @@ import pytest
 import typer
 
 from moneyrail import cli
-from tests.harness import ROOT, free_port
+from moneyrail.clihelpers import DevInstance, safe_url
+from moneyrail.engine.service import create_operation
+from moneyrail.kit.clock import utcnow
+from tests.harness import ROOT, AsyncBridge, TenantKeys, free_port
 from tests.installations.test_cli import moneyrail
 
 ISO_UTC = re.compile(r"\b\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ\b")
+# what people read: an ISO 8601 time in UTC and its age
+ISO_UTC_WITH_AGE = re.compile(r"\b\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ \((just now|\d+ (s|min|h|days?) ago)\)")
 
 
 def run_cli(*args: str, cwd: Path, **env: str) -> subprocess.CompletedProcess[str]:
@@ -95,6 +100,141 @@ def test_human_output_shows_iso_times_and_json_unix_seconds(servers) -> None:
     assert listed.stdout.strip() == "no keys"
 
 
+def test_human_output_reads_like_a_person_wrote_it(servers) -> None:
+    installation = json.loads(
+        moneyrail(servers, "installations", "create", "--name", "Prose", "--json").stdout
+    )
+    listed = moneyrail(servers, "installations", "list")
+    line = next(line for line in listed.stdout.splitlines() if installation["id"] in line)
+    assert ISO_UTC_WITH_AGE.search(line), line
+
+    issued = moneyrail(
+        servers,
+        "keys",
+        "create",
+        "-i",
+        installation["id"],
+        "--scope",
+        "customers:write",
+        "--scope",
+        "account:read",
+    )
+    assert issued.returncode == 0, issued.stderr
+    assert "with scopes account:read, customers:write" in issued.stdout
+    keys = moneyrail(servers, "keys", "list", "-i", installation["id"]).stdout
+    assert "account:read, customers:write" in keys and ISO_UTC_WITH_AGE.search(keys), keys
+
+    shown = moneyrail(
+        servers,
+        "settings",
+        "set",
+        "-i",
+        installation["id"],
+        "--checkout",
+        "--return-url",
+        "https://shop.example/ok",
+        "--return-url",
+        "https://shop.example/cancel",
+    )
+    assert shown.returncode == 0, shown.stderr
+    lines = dict(re.split(r":\s+", line, maxsplit=1) for line in shown.stdout.splitlines())
+    assert lines["checkout enabled"] == "yes" and lines["recurring enabled"] == "no"
+    assert lines["return URLs"] == "https://shop.example/ok, https://shop.example/cancel"
+    assert lines["OAuth redirect URIs"] == "none"
+    assert lines["rate limit"].startswith("the service-wide default")
+    assert lines["payout bank account"] == "none"
+    for raw in ("True", "False", "None", "[", "]"):
+        assert raw not in shown.stdout, shown.stdout
+    # scripts keep the machine-readable form
+    as_json = json.loads(moneyrail(servers, "settings", "show", "-i", installation["id"], "--json").stdout)
+    assert as_json["checkout_enabled"] is True and as_json["oauth_redirect_uris"] == []
+    assert as_json["rate_limit_per_second"] is None
+
+
+def dead_letter_made_by_hand(bridge: AsyncBridge, tenant: TenantKeys) -> str:
+    """A dead letter of a type no worker runs, for an operator to decide on."""
+
+    async def work(session) -> str:
+        operation = await create_operation(
+            session, tenant.tenant, operation_type="operator_record_check", actor_name="nobody.runs_this"
+        )
+        operation.status, operation.dead_lettered_at = "dead_letter", utcnow()
+        operation.last_error = "made by hand"
+        return operation.id
+
+    operation_id: str = bridge.in_unit_of_work(work)
+    return operation_id
+
+
+def test_an_operator_action_is_recorded_with_its_database_never_in_a_dev_instance_of_another(
+    servers, bridge, tenant, tmp_path
+) -> None:
+    # a folder where `moneyrail dev` runs (this test's process stands for it) on a database of its own
+    folder, home = tmp_path / "project", tmp_path / "home"
+    home.mkdir()
+    dev_log = folder / ".moneyrail" / "logs" / "operator.log"
+    dev_log.parent.mkdir(parents=True)
+    dev_log.write_text("a line of the developer's own\n")
+    other_database = "postgresql://postgres@127.0.0.1:1/moneyrail_dev"
+    DevInstance(os.getpid(), other_database, servers.redis_url, "http://127.0.0.1:1").write(
+        folder / ".moneyrail"
+    )
+    acting_on = safe_url(servers.database_url)
+
+    def discard(operation_id: str, **env: str) -> subprocess.CompletedProcess[str]:
+        answered = run_cli(
+            "dead-letters",
+            "discard",
+            operation_id,
+            "--reason",
+            "checked",
+            "--operator",
+            "ops@example.com",
+            cwd=folder,
+            HOME=str(home),
+            MONEYRAIL_SECRET_KEYS=servers.secret_keys,
+            **env,
+        )
+        assert answered.returncode == 0, answered.stderr
+        assert answered.stderr == ""  # results on stdout, logs never on the screen
+        return answered
+
+    # the test database, from the dev instance's folder: its operator.log is left alone
+    discard(dead_letter_made_by_hand(bridge, tenant), DATABASE_URL=servers.database_url)
+    assert dev_log.read_text() == "a line of the developer's own\n"
+    assert sorted(path.name for path in folder.rglob("*") if path.is_file()) == [
+        "dev-instance.json",
+        "operator.log",
+    ]
+    assert list(home.iterdir()) == []
+
+    # ... and recorded where the operator says, each line naming the database acted on
+    record = tmp_path / "operator-record.log"
+    operation_id = dead_letter_made_by_hand(bridge, tenant)
+    discard(operation_id, DATABASE_URL=servers.database_url, MONEYRAIL_OPERATOR_LOG=str(record))
+    assert dev_log.read_text() == "a line of the developer's own\n"
+    (line,) = [json.loads(line) for line in record.read_text().splitlines()]
+    assert (line["event"], line["operation_id"], line["operator"]) == (
+        "dead_letter_discarded",
+        operation_id,
+        "ops@example.com",
+    )
+    assert line["database"] == acting_on and servers.database in line["database"]
+
+    # the dev instance's own database: its operator.log records the action, naming the database
+    DevInstance(os.getpid(), servers.database_url, servers.redis_url, "http://127.0.0.1:1").write(
+        folder / ".moneyrail"
+    )
+    operation_id = dead_letter_made_by_hand(bridge, tenant)
+    discard(operation_id)  # no DATABASE_URL: the running dev instance's
+    own_line = json.loads(dev_log.read_text().splitlines()[-1])
+    assert (own_line["event"], own_line["operation_id"], own_line["database"]) == (
+        "dead_letter_discarded",
+        operation_id,
+        acting_on,
+    )
+
+
 def test_logs_never_reach_the_cli_output(servers) -> None:
     env = {**servers.environment(MONEYRAIL_LOG_LEVEL="DEBUG")}
     answered = subprocess.run(
@@ -110,7 +250,7 @@ def test_logs_never_reach_the_cli_output(servers) -> None:
     assert json.loads(answered.stdout)["name"] == "Quiet"  # stdout is the result alone
 
 
-def test_run_py_passes_moneyrail_commands_to_the_cli() -> None:
+def test_run_py_passes_moneyrail_commands_to_the_cli(tmp_path) -> None:
     spec = importlib.util.spec_from_file_location("run", ROOT / "run.py")
     assert spec is not None and spec.loader is not None
     run_py = importlib.util.module_from_spec(spec)
@@ -119,6 +259,7 @@ def test_run_py_passes_moneyrail_commands_to_the_cli() -> None:
         pytest.skip("run.py would install .venv first; this checks the pass-through only")
     answered = subprocess.run(
         [sys.executable, str(ROOT / "run.py"), "moneyrail", "dead-letters", "retry", "--help"],
+        env={**os.environ, "MONEYRAIL_DATA_DIR": str(tmp_path)},  # never a running dev of this folder
         capture_output=True,
         text=True,
         timeout=120,

@@ -11,15 +11,19 @@ from pathlib import Path
 from typing import Annotated, Any, TextIO, TypeVar
 
 import asyncpg
+import structlog
 import typer
 from redis.exceptions import RedisError
 from sqlalchemy.exc import InterfaceError, OperationalError, SQLAlchemyError
 
 import moneyrail.domains  # noqa: F401 - operator decisions reach every domain's outcome listener
 from moneyrail.clihelpers import (
+    DevInstance,
     emit,
     human_time,
+    human_value,
     in_unit_of_work,
+    labelled,
     no_database_message,
     safe_url,
     use_running_dev_instance,
@@ -102,6 +106,35 @@ def settings_view(settings: EnvironmentSettings) -> dict[str, Any]:
     }
 
 
+def settings_for_people(view: dict[str, Any]) -> str:
+    rate_limit = view["rate_limit_per_second"]
+    last4 = view["payout_bank_account_last4"]
+    return labelled(
+        [
+            ("installation", view["installation"]),
+            ("environment", view["environment"]),
+            ("checkout enabled", view["checkout_enabled"]),
+            ("recurring enabled", view["recurring_enabled"]),
+            ("return URLs", view["return_urls"]),
+            ("OAuth redirect URIs", view["oauth_redirect_uris"]),
+            (
+                "commission",
+                f"{view['commission_basis_points']} basis points "
+                f"+ {view['commission_fixed_amount']} minor units",
+            ),
+            (
+                "rate limit",
+                "the service-wide default (MONEYRAIL_RATE_LIMIT_PER_SECOND)"
+                if rate_limit is None
+                else "no limit"
+                if rate_limit == 0
+                else f"{rate_limit} requests per second per key",
+            ),
+            ("payout bank account", f"…{last4}" if last4 else None),
+        ]
+    )
+
+
 # --- processes -------------------------------------------------------------------------------
 @app.command()
 def web(
@@ -126,6 +159,7 @@ def web(
         lifespan="on",  # the app's start-up (engine, secrets check) must run, or the process must not
         access_log=False,  # our own request log omits credentials that a raw path may carry
         log_level=settings.log_level.lower(),
+        log_config=None,  # uvicorn's loggers keep to the JSON handler configure_logging set up
         # the X-Forwarded-* headers believed only from the proxies named (MONEYRAIL_FORWARDED_ALLOW_IPS);
         # unset, uvicorn's ProxyHeadersMiddleware is not run at all
         proxy_headers=settings.forwarded_allow_ips is not None,
@@ -157,7 +191,7 @@ def worker(
     arguments = [
         sys.executable,
         "-m",
-        "dramatiq",
+        "workers.supervisor",  # dramatiq's command line, its logs in JSON
         "workers.main",
         "--processes",
         str(processes or settings.worker_processes),
@@ -242,7 +276,7 @@ def keys_create(
     _emit(
         as_json,
         view,
-        f"created key {view['id']} with scopes {' '.join(view['scopes'])}\n"
+        f"created key {view['id']} with scopes {human_value(view['scopes'])}\n"
         f"secret (shown once, store it now): {issued.secret}",
     )
 
@@ -253,7 +287,7 @@ def keys_list(installation: InstallationOption, as_json: JsonOption = False) -> 
     views = [key_view(row) for row in rows]
     lines = [
         f"{v['id']}  {v['environment']:<7}  …{v['last4']}  {'revoked' if v['revoked'] else 'active ':<7}  "
-        f"{human_time(v['created'])}  {' '.join(v['scopes'])}  {v['name']}"
+        f"{human_time(v['created'])}  {human_value(v['scopes'])}  {v['name']}".rstrip()
         for v in views
     ]
     _emit(as_json, views, "\n".join(lines) or "no keys")
@@ -276,7 +310,7 @@ def settings_show(
     view = settings_view(
         in_unit_of_work(lambda uow: installations.get_environment_settings(uow.session, tenant))
     )
-    _emit(as_json, view, "\n".join(f"{key}: {value}" for key, value in view.items()))
+    _emit(as_json, view, settings_for_people(view))
 
 
 @settings_app.command("set", help="Change an environment's settings; options left out keep their value.")
@@ -327,7 +361,7 @@ def settings_set(
         )
     )
     view = settings_view(updated)
-    _emit(as_json, view, "\n".join(f"{key}: {value}" for key, value in view.items()))
+    _emit(as_json, view, settings_for_people(view))
 
 
 # Failures to open a session, however the driver names them.
@@ -344,12 +378,19 @@ CONNECTION_ERRORS = (
 PROCESS_COMMANDS = frozenset({"web", "worker", "scheduler", "dev", "migrate"})
 
 
-def _operator_log(settings: Settings) -> TextIO:
-    """Operator commands print results, never logs: these go to the dev data folder's logs, or nowhere."""
-    logs = settings.data_dir / "logs"
-    if logs.is_dir():
-        return (logs / "operator.log").open("a", buffering=1)
-    return open(os.devnull, "w")  # for the life of the command
+def _operator_log(settings: Settings, dev_instance: DevInstance | None) -> TextIO:
+    """Operator commands print results, never logs. Their log lines, each naming the database acted on,
+    go to MONEYRAIL_OPERATOR_LOG if set; else to the logs of the running `moneyrail dev` when the
+    command acts on that instance's database; else nowhere. Never into a dev instance's log for
+    another database (a test's, production's)."""
+    if settings.operator_log is not None:
+        path = settings.operator_log
+    elif dev_instance is not None and dev_instance.uses_database(settings.database_url):
+        path = settings.data_dir / "logs" / "operator.log"
+    else:
+        return open(os.devnull, "w")  # for the life of the command
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return path.open("a", buffering=1)
 
 
 def _describe_failure(error: BaseException) -> str:
@@ -381,10 +422,14 @@ def main(argv: Sequence[str] | None = None) -> None:
         app(args=arguments)
         return
     # Operator commands beside a running `moneyrail dev` need no variables: it recorded its servers.
-    if use_running_dev_instance(os.environ, Settings().data_dir) is not None:
-        get_settings.cache_clear()  # read again, now with the instance's URLs
+    dev_instance = use_running_dev_instance(os.environ, Settings().data_dir)
+    get_settings.cache_clear()  # read again, with the instance's URLs if it gave them
     settings = get_settings()
-    configure_logging(settings.log_level, json=settings.log_json, stream=_operator_log(settings))
+    configure_logging(
+        settings.log_level, json=settings.log_json, stream=_operator_log(settings, dev_instance)
+    )
+    if settings.database_url:
+        structlog.contextvars.bind_contextvars(database=safe_url(settings.database_url))
     try:
         app(args=arguments)
     except (OSError, SQLAlchemyError, asyncpg.PostgresError, RedisError, DatabaseNotConfigured) as error:

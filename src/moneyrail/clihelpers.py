@@ -6,7 +6,8 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-from collections.abc import Awaitable, Callable, Mapping, MutableMapping
+import time
+from collections.abc import Awaitable, Callable, MutableMapping, Sequence
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -14,6 +15,7 @@ from typing import Any, TypeVar
 
 import typer
 from sqlalchemy.engine import make_url
+from sqlalchemy.exc import ArgumentError
 
 from moneyrail.config import get_settings
 from moneyrail.db.engine import DatabaseNotConfigured, create_engine, create_sessionmaker
@@ -45,6 +47,13 @@ class DevInstance:
         with os.fdopen(descriptor, "w") as file:
             json.dump(asdict(self), file, indent=2)
 
+    def uses_database(self, database_url: str | None) -> bool:
+        """Whether `database_url` names this instance's database (however the URL spells its driver
+        or password)."""
+        return database_url is not None and _database_identity(database_url) == _database_identity(
+            self.database_url
+        )
+
     @classmethod
     def read(cls, data_dir: Path) -> DevInstance | None:
         """The instance recorded in `data_dir` if its `moneyrail dev` still runs, else None."""
@@ -54,6 +63,14 @@ class DevInstance:
         except (OSError, ValueError, TypeError):
             return None
         return instance if _process_alive(instance.pid) else None
+
+
+def _database_identity(database_url: str) -> tuple[Any, ...] | None:
+    try:
+        url = make_url(database_url)
+    except ArgumentError:
+        return None
+    return (url.host, url.port or 5432, url.database, tuple(sorted(url.query.items())))
 
 
 def _process_alive(pid: int) -> bool:
@@ -67,11 +84,10 @@ def _process_alive(pid: int) -> bool:
 
 
 def use_running_dev_instance(environ: MutableMapping[str, str], data_dir: Path) -> DevInstance | None:
-    """Without DATABASE_URL, point the operator commands at the `moneyrail dev` running from `data_dir`."""
-    if environ.get("DATABASE_URL"):
-        return None
+    """The `moneyrail dev` running from `data_dir`, if any; without DATABASE_URL, the operator commands
+    use its servers (DATABASE_URL and REDIS_URL are set from it)."""
     instance = DevInstance.read(data_dir)
-    if instance is not None:
+    if instance is not None and not environ.get("DATABASE_URL"):
         environ["DATABASE_URL"] = instance.database_url
         environ.setdefault("REDIS_URL", instance.redis_url)
     return instance
@@ -94,19 +110,47 @@ def safe_url(url: str) -> str:
         return "(an unparsable URL)"
 
 
-def human_time(unix_seconds: int | None) -> str | None:
-    """ISO 8601 in UTC for people (`--json` keeps Unix seconds)."""
+def human_time(unix_seconds: int | None, *, now: float | None = None) -> str | None:
+    """ISO 8601 in UTC and how long ago, for people: `2026-11-27T14:03:12Z (3 min ago)` (`--json` keeps
+    Unix seconds)."""
     if unix_seconds is None:
         return None
-    return datetime.fromtimestamp(unix_seconds, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    moment = datetime.fromtimestamp(unix_seconds, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return f"{moment} ({_age(unix_seconds, time.time() if now is None else now)})"
 
 
-# Fields of the views that hold Unix seconds: shown as ISO 8601 in human output.
-TIME_FIELDS = frozenset({"created", "updated", "started", "finished", "dead_lettered", "discarded"})
+def _age(unix_seconds: int, now: float) -> str:
+    elapsed = round(now - unix_seconds)
+    span = abs(elapsed)
+    if span < 1:
+        return "just now"
+    if span < 60:
+        amount = f"{span} s"
+    elif span < 3600:
+        amount = f"{span // 60} min"
+    elif span < 86400:
+        amount = f"{span // 3600} h"
+    else:
+        days = span // 86400
+        amount = f"{days} day{'s' if days != 1 else ''}"
+    return f"{amount} ago" if elapsed > 0 else f"in {amount}"
 
 
-def for_people(view: Mapping[str, Any]) -> dict[str, Any]:
-    return {key: human_time(value) if key in TIME_FIELDS else value for key, value in view.items()}
+def human_value(value: Any, *, none: str = "none") -> str:
+    """A value as a person writes it: yes/no, a comma-separated list, `none` (or what `none` says)."""
+    if value is None:
+        return none
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, list | tuple):
+        return ", ".join(str(item) for item in value) or none
+    return str(value)
+
+
+def labelled(rows: Sequence[tuple[str, Any]]) -> str:
+    """`label: value` lines, the values in one column."""
+    width = max((len(label) for label, _ in rows), default=0) + 1
+    return "\n".join(f"{label + ':':<{width}} {human_value(value)}".rstrip() for label, value in rows)
 
 
 def emit(as_json: bool, data: Any, human: str) -> None:

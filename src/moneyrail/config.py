@@ -43,8 +43,11 @@ class Settings(BaseSettings):
     log_json: bool = True
 
     data_dir: Path = Path(".moneyrail")  # embedded PostgreSQL data and Redis socket (dev only)
-    # A steady pool: connections opened past the pool under sustained load are closed on return and
-    # reopened at once (measured: 229 reconnects in 15 s of intake load, -15% throughput).
+    # Where operator commands append their log lines (each names its database); unset: the logs of the
+    # running `moneyrail dev` when they act on its database, else nowhere
+    operator_log: Path | None = None
+    # A steady pool, no overflow: connections opened past the pool under sustained load would be closed
+    # on return and reopened at once, each paying a new backend and the driver's connection set-up.
     db_pool_size: int = 20
     db_max_overflow: int = 0
 
@@ -99,6 +102,11 @@ class Settings(BaseSettings):
     processor_orphan_sweep_seconds: float = 60.0
     # Dispute evidence files live here, one file per upload, never in database rows (unset: data_dir/files)
     files_dir: Path | None = None
+    # Where the `stripe` processor sends its API calls (file uploads too, unless this is Stripe's own
+    # address) and where the hosted pages load Stripe.js from: Stripe's own by default; a test or a
+    # staging deployment points both at localstripe (or a double in front of it).
+    stripe_api_base: str = "https://api.stripe.com"
+    stripe_js_url: str = "https://js.stripe.com/v3/"
 
     @property
     def evidence_files_dir(self) -> Path:

@@ -9,7 +9,6 @@ worker's metrics exposition answers, and a scheduler holds the leader lock.
 from __future__ import annotations
 
 import asyncio
-import logging
 import os
 import signal
 import socket
@@ -76,14 +75,8 @@ def _display(path: Path) -> str:
 def _send_logs_to(log_file: Path, settings: Settings) -> TextIO:
     """This process's own logs (embedded PostgreSQL's commands, Alembic, warnings) go to a file."""
     stream = log_file.open("a", buffering=1)
+    # JSON lines like every process's, warnings too (e.g. platformdirs' runtime-directory warning)
     configure_logging(settings.log_level, json=settings.log_json, stream=stream)
-    root = logging.getLogger()
-    for handler in list(root.handlers):
-        root.removeHandler(handler)
-    file_handler = logging.StreamHandler(stream)
-    file_handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s %(message)s"))
-    root.addHandler(file_handler)
-    logging.captureWarnings(True)  # e.g. platformdirs' runtime-directory warning
     return stream
 
 

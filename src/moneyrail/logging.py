@@ -36,39 +36,100 @@ def _unrendered(value: Any) -> Any:
 
 
 def _json_line(event_dict: Any, **_json_options: Any) -> str:
-    """One log line's JSON by orjson (a request line: several times less CPU than the standard library's
-    `json`, SPEED.md §30); what orjson refuses (an integer past 64 bits) by the standard library."""
+    """One log line's JSON by orjson (several times less CPU than the standard library's `json` on a
+    request line); what orjson refuses (an integer past 64 bits) by the standard library."""
     try:
         return orjson.dumps(event_dict, default=_unrendered, option=_ORJSON_OPTIONS).decode()
     except TypeError:
         return stdlib_json.dumps(event_dict, default=_unrendered)
 
 
+# The standard library's loggers that libraries log through: whatever handlers a library set on them
+# (uvicorn's dictConfig, for one) are taken off, so every record reaches the root logger's JSON handler.
+LIBRARY_LOGGERS = (
+    "sqlalchemy",
+    "asyncpg",
+    "uvicorn",
+    "uvicorn.error",
+    "uvicorn.access",
+    "uvicorn.asgi",
+    "dramatiq",
+    "apscheduler",
+    "alembic",
+    "py.warnings",
+)
+
+
+class JsonLinesHandler(logging.StreamHandler):  # type: ignore[type-arg]
+    """The root logger's one handler, set by `configure_logging`: a later call replaces it. Without a
+    stream of its own it writes to `sys.stderr` as it is at each record (dramatiq's worker processes
+    replace it with their pipe to the main process), as the standard library's last-resort handler does."""
+
+    def __init__(self, stream: TextIO | None) -> None:
+        super().__init__(stream)
+        self.own_stream = stream  # StreamHandler set sys.stderr of now in its place
+
+    @property
+    def stream(self) -> TextIO:
+        return self.own_stream if self.own_stream is not None else sys.stderr
+
+    @stream.setter
+    def stream(self, value: TextIO) -> None:
+        self.own_stream = value
+
+
+def _shared_processors() -> list[structlog.types.Processor]:
+    return [
+        structlog.contextvars.merge_contextvars,
+        add_request_id,
+        structlog.processors.add_log_level,
+        structlog.processors.TimeStamper(fmt="iso", utc=True),
+    ]
+
+
 def configure_logging(level: str = "INFO", *, json: bool = True, stream: TextIO | None = None) -> None:
+    """structlog's lines on `stream` (default stdout); the standard library's records (uvicorn,
+    SQLAlchemy, asyncpg, dramatiq, APScheduler, Alembic, warnings) on `stream` (default stderr) in the
+    same format, through structlog's ProcessorFormatter: one line each, a traceback in its `exception`."""
     renderer: structlog.types.Processor = (
         structlog.processors.JSONRenderer(serializer=_json_line)
         if json
         else structlog.dev.ConsoleRenderer(colors=False)
     )
     structlog.configure(
-        processors=[
-            structlog.contextvars.merge_contextvars,
-            add_request_id,
-            structlog.processors.add_log_level,
-            structlog.processors.TimeStamper(fmt="iso", utc=True),
-            structlog.processors.format_exc_info,
-            renderer,
-        ],
+        processors=[*_shared_processors(), structlog.processors.format_exc_info, renderer],
         wrapper_class=structlog.make_filtering_bound_logger(logging.getLevelName(level.upper())),
         # a write and a flush per line, without print()'s own work
         logger_factory=structlog.WriteLoggerFactory(file=stream or sys.stdout),
         cache_logger_on_first_use=True,
     )
-    # Libraries that log through the standard library (uvicorn, dramatiq, alembic) go to stderr as usual,
-    # but uvicorn's access log is off: it would print raw paths, and a path may carry a credential.
-    logging.basicConfig(
-        level=level.upper(), stream=stream or sys.stderr, format="%(levelname)s %(name)s %(message)s"
+    handler = JsonLinesHandler(stream)
+    handler.setFormatter(
+        structlog.stdlib.ProcessorFormatter(
+            foreign_pre_chain=[*_shared_processors(), structlog.stdlib.add_logger_name],
+            processors=[
+                structlog.stdlib.ProcessorFormatter.remove_processors_meta,
+                # the console renderer prints a traceback itself; JSON carries it as a string field
+                *([structlog.processors.format_exc_info] if json else []),
+                renderer,
+            ],
+        )
     )
+    root = logging.getLogger()
+    for existing in list(root.handlers):
+        # an earlier call's handler, or logging.basicConfig's, is replaced
+        if isinstance(existing, JsonLinesHandler) or type(existing) is logging.StreamHandler:
+            root.removeHandler(existing)
+    if not root.handlers:  # others are a host's, such as a test runner's capture: it owns the output
+        root.addHandler(handler)
+        root.setLevel(level.upper())
+    for name in LIBRARY_LOGGERS:
+        library_logger = logging.getLogger(name)
+        for existing in list(library_logger.handlers):
+            library_logger.removeHandler(existing)
+        library_logger.propagate = True
+    logging.captureWarnings(True)  # a Python warning is a log line too
+    # uvicorn's access log stays off: it would print raw paths, and a path may carry a credential
     logging.getLogger("uvicorn.access").disabled = True
     # APScheduler logs every run of every job at INFO (a line a second with the ledger's sealer): the
     # sweeps log what they did themselves, so keep only its warnings (misfires, errors)

@@ -1,4 +1,4 @@
-"""The web process's runtime tuning: Python's cyclic garbage collector (bench/results/SPEED.md §30).
+"""The web process's runtime tuning: Python's cyclic garbage collector.
 
 Reference counting frees almost everything a request allocates; the cyclic collector is only for
 reference cycles (ORM objects and their states, exceptions with their tracebacks). With Python's default

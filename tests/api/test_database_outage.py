@@ -23,6 +23,7 @@ from tests.harness import (
     Servers,
     create_tenant,
     free_port,
+    json_lines,
     wait_until_ready,
 )
 
@@ -71,6 +72,7 @@ def test_requests_answer_503_while_postgresql_is_down_and_succeed_once_it_is_bac
         redis_url=servers.redis_url,
         admin_url=database_url,
         database="postgres",
+        data_dir=servers.data_dir,
         secret_keys=servers.secret_keys,
     )
     port = free_port()
@@ -114,3 +116,6 @@ def test_requests_answer_503_while_postgresql_is_down_and_succeed_once_it_is_bac
     log = web.log_text()
     assert "request_database_unreachable" in log
     assert "request_failed" not in log
+    # what SQLAlchemy's pool and asyncpg said of the lost connections is JSON too, a traceback in a field
+    for entry in json_lines(log):
+        assert "Traceback" not in entry["event"], entry

@@ -311,6 +311,30 @@ def test_a_declined_renewal_is_failed_past_due_and_recovered_on_the_same_payment
     )
 
 
+def test_the_card_that_declines_later_pays_the_first_instalment_and_its_renewal_fails(
+    biller, db, billing_stack
+):
+    # CONVENTIONS.md §6: a subscription whose renewals fail, made with the card typed at its checkout
+    created = subscribe(biller, price(biller, 1500)["id"], customer(biller)["id"])
+    paid = pay_checkout(biller, created["id"], CHARGES_DECLINED)
+    assert paid.status_code == 303 and paid.headers["location"] == SUCCESS_URL, paid.text
+    subscription = read(biller, created["id"])
+    assert (subscription["status"], subscription["entitled"]) == ("active", True)
+    (first,) = invoices(biller, created["id"])
+    assert first["status"] == "paid"
+    payment = ok(biller.get(f"/v1/payment-intents/{first['payment_intent']}"))
+    assert (payment["status"], payment["amount_received"]) == ("succeeded", 1500)
+    [saved] = ok(biller.get(f"/v1/customers/{subscription['customer']}/payment-methods"))["data"]
+    assert saved["card"]["last4"] == "0341" and saved["id"] == payment["payment_method"]
+
+    _, renewal = renew(biller, subscription, 2)
+    assert (renewal["status"], renewal["failure_code"]) == ("failed", "generic_decline")
+    assert charges_for(db, renewal["id"]) == 1  # charged off-session once, declined
+    after = read(biller, created["id"])
+    assert (after["status"], after["entitled"]) == ("past_due", False)
+    assert "subscription.invoice.failed" in event_types(biller, renewal["id"])
+
+
 def test_cancel_at_period_end_keeps_access_then_stops_renewals_and_resume_withdraws_it(biller, billing_stack):
     subscription = active_subscription(biller)
     scheduled = ok(post(biller, f"/v1/subscriptions/{subscription['id']}/cancel", {"at_period_end": True}))

@@ -113,7 +113,7 @@ def pdf_bytes() -> bytes:
 
 
 def files_dir(servers: Servers) -> Path:
-    """The web process's files directory: the default, under the session's data directory."""
+    """The web process's default files directory: its data folder's, a temporary one of the session."""
     return servers.data_dir / "files"
 
 

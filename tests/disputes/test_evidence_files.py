@@ -10,9 +10,9 @@ from tests.payments.support import paid
 
 from .support import (
     DAY,
-    files_dir,
     advance,
     disputed,
+    files_dir,
     jpeg_bytes,
     pdf_bytes,
     png_bytes,

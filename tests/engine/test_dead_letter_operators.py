@@ -8,6 +8,8 @@ import re
 from tests.engine.conftest import create_probe, processor_calls, wait_for_operation
 from tests.installations.test_cli import moneyrail
 
+ISO_WITH_AGE = r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ \((just now|\d+ (s|min|h|days?) ago)\)"
+
 
 def dead_letter(api, bridge, faults: int) -> str:
     api.post(
@@ -39,9 +41,14 @@ def test_an_operator_lists_shows_and_retries_a_dead_letter_with_a_fresh_budget(
     assert isinstance(shown["created"], int) and isinstance(shown["history"][0]["started"], int)
     human = moneyrail(servers, "dead-letters", "show", operation_id)
     assert "#3 dead_letter" in human.stdout
-    # people read ISO 8601 times in UTC, never epoch seconds
-    assert re.search(r"^created: \d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$", human.stdout, re.MULTILINE), human.stdout
-    assert f"created: {shown['created']}" not in human.stdout
+    # people read ISO 8601 times in UTC with their age, never epoch seconds
+    assert re.search(rf"^created:\s+{ISO_WITH_AGE}$", human.stdout, re.MULTILINE), human.stdout
+    assert str(shown["created"]) not in human.stdout
+    assert re.search(r"^attempt count:\s+3 of 3 ", human.stdout, re.MULTILINE), human.stdout
+    assert re.search(r"^discarded:\s+no$", human.stdout, re.MULTILINE), human.stdout
+    assert re.search(r"^installation:\s+inst_\w+ \(sandbox\)$", human.stdout, re.MULTILINE), human.stdout
+    for raw in ("False", "True", "None"):
+        assert raw not in human.stdout, human.stdout
     assert human.stderr == ""  # logs never on the CLI's output
 
     retried = moneyrail(servers, "dead-letters", "retry", operation_id, "--operator", "ops@example.com")
@@ -57,6 +64,18 @@ def test_an_operator_lists_shows_and_retries_a_dead_letter_with_a_fresh_budget(
         (1, "succeeded"),
     ]
     assert processor_calls(db, api.keys.installation_id) == [(f"{operation_id}:transfer", True)]
+    # people read the history numbered once, the operator's retry between the two runs
+    human = moneyrail(servers, "dead-letters", "show", operation_id).stdout
+    history_lines = human[human.index("history (4 attempts):") :].splitlines()[1:]
+    assert [re.sub(r" at .*", "", line).strip() for line in history_lines] == [
+        "#1 retry",
+        "#2 retry",
+        "#3 dead_letter",
+        "-- retried by an operator: a new run, its attempt count restarted --",
+        "#4 succeeded",
+    ], human
+    assert all(re.search(ISO_WITH_AGE, line) for line in history_lines if line.lstrip().startswith("#"))
+    assert re.search(r"^attempt count:\s+1 of \d+ ", human, re.MULTILINE), human
 
 
 def test_an_operator_retries_dead_letters_by_filter_after_a_dry_run(api, bridge, db, servers, engine_stack):

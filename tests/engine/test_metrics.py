@@ -3,10 +3,13 @@ dead letters, latency histograms."""
 
 from __future__ import annotations
 
+import re
 import time
 
 import httpx
 
+from moneyrail.engine.metrics import GAUGED_STATUSES
+from moneyrail.engine.policy import operation_types
 from tests.engine.conftest import create_probe, start_worker, wait_for_operation
 from tests.harness import OUTPUT_DIR, Process, free_port, wait_until_ready
 
@@ -36,6 +39,23 @@ def test_the_web_process_reports_engine_state_and_request_latency(api, bridge, w
     assert (
         _sample(text, "moneyrail_http_request_duration_seconds_count", route="/v1/account", status="200") or 0
     ) >= 1
+
+
+def test_every_known_operation_type_and_status_has_a_sample_zero_when_none_waits(web):
+    text = httpx.get(f"{web.base_url}/metrics").text
+    sampled = {}
+    for match in re.finditer(
+        r"^moneyrail_operations\{(?P<labels>[^}]*)\} (?P<value>\S+)$", text, re.MULTILINE
+    ):
+        labels = dict(re.findall(r'(\w+)="([^"]*)"', match["labels"]))
+        sampled[(labels["type"], labels["status"])] = float(match["value"])
+    # the types the service registers (this test process also knows the engine tests' probe types)
+    known = [operation_type for operation_type in operation_types() if not operation_type.startswith("probe")]
+    assert "transfer" in known and "reconciliation" in known
+    expected = {(operation_type, status) for operation_type in known for status in GAUGED_STATUSES}
+    assert expected <= sampled.keys(), sorted(expected - sampled.keys())
+    # nothing reconciles in this session's tests: a dashboard reads 0, not "No data"
+    assert sampled[("reconciliation", "running")] == 0
 
 
 def test_metrics_can_require_a_token(servers):

@@ -1,4 +1,4 @@
-"""A capture's postings written with its last statement (SPEED.md §24): the fee shortfall and the
+"""A capture's postings written with its last statement: the fee shortfall and the
 ledger accounts are asked with the payment's facts; the postings then ride in the statement of the
 payment's UPDATE and event, or the capture takes the posting's own path (a shortfall to recover, an
 account used for the first time). Either way the ledger gets the same journal transaction."""

@@ -1,7 +1,7 @@
 """A confirmation with a new card when the network faults at tokenizing or at authorizing, or a risk rule
 holds the card: what the payer is answered, what the payment records, what the network was asked, which
-rows are written (SPEED.md §25: the card's row and the network's calls moved between statements;
-these answers and effects must not)."""
+rows are written. The card's row rides in the payment's last statement and the network tokenizes and
+authorizes in one statement in the usual case: none of what is checked here depends on that split."""
 
 from __future__ import annotations
 

@@ -1,9 +1,8 @@
-"""A plain payment's create is one self-committing statement (SPEED.md, branches paycreate and
-paycreate2): the key's claim, the payment, its `payment_intent.created` event, a delivery to each
-endpoint listening for it and the stored answer. What it answers, stores, announces and schedules must
-be what the transactional path does for the same request; the cases it cannot settle alone (more
-endpoints listening than it made operation ids for, a record under the key, a refusal to store) take
-that path and keep nothing of the attempt.
+"""A plain payment's create is one self-committing statement: the key's claim, the payment, its
+`payment_intent.created` event, a delivery to each endpoint listening for it and the stored answer.
+What it answers, stores, announces and schedules must be what the transactional path does for the
+same request; the cases it cannot settle alone (more endpoints listening than it made operation ids
+for, a record under the key, a refusal to store) take that path and keep nothing of the attempt.
 """
 
 from __future__ import annotations
@@ -38,7 +37,7 @@ TEN_DAYS = 10 * 86_400
 
 
 def _warmed(api: Any) -> Any:
-    """The web process remembers the environment's publishable key and commission terms (issue 13); a
+    """The web process remembers the environment's publishable key and commission terms; a
     create that must look them up first does so in lone statements of their own. The tests of the one
     statement look them up beforehand, as every create but one per lifetime finds them."""
     assert api.get("/v1/payment-intents").status_code == 200  # the publishable key

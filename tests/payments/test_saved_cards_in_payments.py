@@ -100,6 +100,31 @@ def test_a_card_that_declines_later_can_be_saved_but_its_charges_are_declined(ap
     assert api.get(f"/v1/payment-intents/{payment['id']}").json()["status"] == "requires_payment_method"
 
 
+def test_the_card_that_declines_later_pays_the_payment_that_saves_it_and_then_declines(api):
+    # CONVENTIONS.md §6: the charge made while saving it succeeds, every later charge of it declines
+    customer = new_customer(api)
+    first = create_payment(api, 1500, customer=customer)
+    saving = confirm(api, first, DECLINES_LATER, save_payment_method=True)
+    assert saving.status_code == 200, saving.text
+    assert (saving.json()["status"], saving.json()["amount_received"]) == ("succeeded", 1500)
+    [saved] = saved_cards(api, customer)
+    assert saved["id"] == saving.json()["payment_method"] and saved["card"]["last4"] == "0341"
+
+    later = create_payment(api, 700, customer=customer, payment_method=saved["id"])
+    error = assert_error(confirm(api, later, number=None), 402, "card_declined")
+    assert (error["type"], error["decline_code"]) == ("card_error", "generic_decline")
+    after = api.get(f"/v1/payment-intents/{later['id']}").json()
+    assert (after["status"], after["amount_received"]) == ("requires_payment_method", 0)
+    assert after["last_payment_error"]["decline_code"] == "generic_decline"
+    # chosen as a saved method on the confirmation itself: declined the same
+    chosen = create_payment(api, 700, customer=customer)
+    again = confirm(api, chosen, number=None, payment_method=saved["id"])
+    assert assert_error(again, 402, "card_declined")["decline_code"] == "generic_decline"
+    # typed again without saving it: not the charge that saves it, declined as before
+    one_off = confirm(api, create_payment(api, 700, customer=customer), DECLINES_LATER)
+    assert assert_error(one_off, 402, "card_declined")["decline_code"] == "generic_decline"
+
+
 def test_confirming_needs_a_card_or_a_saved_method(api):
     payment = create_payment(api)
     assert_error(confirm(api, payment, number=None), 400, "parameter_missing", "payment_method")

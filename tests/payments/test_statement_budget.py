@@ -1,9 +1,9 @@
-"""The request path's SQL budget (issue 13): statements per step of one payment, and per intake request.
+"""The request path's SQL budget: statements per step of one payment, and per intake request.
 
 A web process of its own talks to PostgreSQL through tests/sql_counter.py, a wire-protocol proxy that
 counts every statement executed (BEGIN and COMMIT included) by the request's unit of work and by the
 sandbox processor's own transactions. A feature that adds a round trip to these steps fails here: raise
-the budget only with a reason, and record the new figure in bench/results/ (bench/statements.py).
+the budget only with a reason, and record the new figure with bench/statements.py.
 """
 
 from __future__ import annotations
@@ -19,35 +19,16 @@ from tests.harness import OUTPUT_DIR, Process, Servers, TenantKeys, create_tenan
 from tests.payments.support import card
 from tests.sql_counter import StatementCounter, Tally
 
-# Recorded on 2026-11-24 (bench/results/statements-2026-11-24.json): 6, 16, 16 and 5; before issue 13:
-# 11, 24, 22 and 8. Raised the same day, on purpose and measured, by the domains merged after it:
-# confirm +4 (risk screening: the environment's value lists, and the card's risk level read in the
-# sandbox processor's own transaction: BEGIN, SELECT, ROLLBACK); capture +4 (a payment under review
-# cannot be captured; the invoice capture listener and the two billing ones, cycle collection and a
-# change's upgrade difference, each look the payment up).
-# Cut on 2026-11-25 (bench/results/statements-2026-11-25.json): a keyed customer 5 -> 4 (the claim
-# runs inside the INSERT), a customer without a key 3 -> 1 (one autocommit statement), confirm and
-# capture 20 -> 19 each (the payment's UPDATE goes in its event's statement); then capture +1, commerce's
-# lookup of the order a payment may be bound to (an order-bound payment is not captured directly).
-# Cut on 2026-11-26 (bench/results/SPEED.md §9 and §10): a keyed customer 4 -> 1 (the claim, the insert
-# and the stored answer in one self-committing statement: no BEGIN, no COMMIT); confirm 19 -> 10 (the
-# sandbox processor's tokenizing and authorization one self-committing statement each, the card's risk
-# level remembered), capture 20 -> 13 (its capture one statement that also says when, the fee shortfall
-# check inside the posting).
-# Cut again on 2026-11-26 (SPEED.md §10, second round): confirm 10 -> 9 (the environment's value lists
-# remembered for the key lifetime), capture 13 -> 9 (the commerce order, payment invoice and two
-# subscription invoice lookups and the review hold asked as one statement of the payment's facts).
-# Cut on 2026-11-26 (SPEED.md §17, §18): create 6 -> 1 (branch paycreate: a plain payment's INSERT, its
-# event and the key's claim and stored answer in one self-committing statement: no BEGIN, no COMMIT);
-# confirm 9 -> 7 and capture 9 -> 7 (branch paysteps: the key's claim and the payment's lock in one
-# statement; the key's stored answer in the payment's UPDATE and event statement).
-# Held on 2026-11-26 (SPEED.md §21): create 1 also where an endpoint listens for its event (the
-# deliveries' operations, rows and the relay's wake-up in the same statement; it took 6 and more).
-# Cut on 2026-11-26 (SPEED.md §24): capture 7 -> 6 (branch capture5: the fee shortfall and the
-# ledger accounts asked with the payment's facts, the postings written in the last statement).
-# Cut on 2026-11-26 (SPEED.md §25): confirm 7 -> 5 (a new card's row rides in the payment's UPDATE
-# and event statement where the payment ends authorized for a manual capture; the sandbox processor
-# tokenizes and authorizes a new card in one self-committing statement).
+# What each budget holds (BEGIN and COMMIT count; the sandbox processor's statements commit by themselves):
+# - create: one self-committing statement: the key's claim, the payment, its event with a delivery to each
+#   endpoint listening for it, and the stored answer;
+# - confirm (a new card, manual capture): BEGIN; the key's claim with the payment's lock; the sandbox's
+#   tokenizing and authorization; the card's row, the payment's UPDATE, its event and the stored answer;
+#   COMMIT;
+# - capture: BEGIN; the key's claim with the payment's lock; the payment's facts (every domain's question
+#   about it, the fee shortfall, the ledger accounts); the sandbox's capture; the payment's UPDATE, its
+#   event, the stored answer and the postings; COMMIT;
+# - a customer: one statement, with a key (claim, INSERT, stored answer) or without.
 BUDGET = {"create": 1, "confirm": 5, "capture": 6, "customer": 1, "customer_without_key": 1}
 
 
@@ -176,7 +157,7 @@ def test_a_create_in_an_environment_with_a_listening_endpoint_is_one_statement(
 ) -> None:
     """Where an endpoint listens for `payment_intent.created` (almost every production environment), the
     one statement also schedules its delivery: the operation, the `webhook_deliveries` row and the relay's
-    wake-up (SPEED.md §21)."""
+    wake-up."""
     base_url, counter = counted_web
     keys = create_tenant(bridge)
     body = {"amount": 2000, "currency": "eur"}

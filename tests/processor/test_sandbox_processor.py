@@ -14,6 +14,8 @@ from moneyrail.processor.interface import (
     Authorization,
     Capture,
     CardNotAccepted,
+    CardToken,
+    NotSupported,
     ProcessorRefused,
     ProcessorUnavailable,
 )
@@ -111,6 +113,30 @@ def test_a_valid_card_that_is_not_a_sandbox_card_is_refused_as_a_live_card(netwo
     assert raised.value.decline_code == "test_mode_live_card"
     assert raised.value.message == LIVE_CARD_MESSAGE
     assert number not in repr(raised.value) and number not in str(raised.value)
+
+
+def test_a_processors_card_token_is_refused_by_the_simulator(network, db):
+    """A Stripe.js token belongs to a real processor: the simulator reads typed sandbox cards only."""
+    cards_before = db.execute(
+        "SELECT count(*) FROM sandbox_cards WHERE installation_id = %s", (network.tenant.installation_id,)
+    ).fetchone()
+
+    async def choose(tokenized):
+        raise AssertionError("nothing is tokenized to choose for")
+
+    for call in (
+        network.processor.tokenize_card(network.tenant, CardToken("tok_visa")),
+        network.processor.tokenize_and_authorize(network.tenant, CardToken("tok_visa"), choose),
+    ):
+        with pytest.raises(NotSupported) as raised:
+            network.bridge.run(call)
+        assert raised.value.code == "card_token_not_supported"
+    assert (
+        db.execute(
+            "SELECT count(*) FROM sandbox_cards WHERE installation_id = %s", (network.tenant.installation_id,)
+        ).fetchone()
+        == cards_before
+    )
 
 
 def test_no_table_holds_a_card_number(network, db):

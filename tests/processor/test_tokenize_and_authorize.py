@@ -1,5 +1,5 @@
 """The sandbox's `tokenize_and_authorize`: the same cards, authorizations, recorded calls, refusals and
-faults as `tokenize_card` then `authorize`, in one statement in the usual case (SPEED.md §25)."""
+faults as `tokenize_card` then `authorize`, in one statement in the usual case."""
 
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ from moneyrail.processor.interface import (
 from tests.processor.network import SUCCEEDS, Network, card
 from tests.processor.test_sandbox_processor import (
     AUTHENTICATION,
+    CHARGES_DECLINED,
     GENERIC_DECLINE,
     RISK_REVIEW,
     authorization_row,
@@ -32,6 +33,7 @@ def tokenize_and_authorize(
     key: str = "pi_1:authorize:1",
     block: bool = False,
     tokens: list[str] | None = None,
+    saves_card: bool = False,
 ) -> tuple[TokenizedAndAuthorized, list[str]]:
     """The call, and what the chooser saw of the card's risk before anything was authorized; `tokens`
     gets the card's token."""
@@ -44,7 +46,7 @@ def tokenize_and_authorize(
         seen.append(risk.risk_level)
         if block:
             return None
-        return AuthorizationRequest(key, 1500, "eur", False, "pi_1")
+        return AuthorizationRequest(key, 1500, "eur", False, "pi_1", saves_card=saves_card)
 
     answered = network.bridge.run(
         network.processor.tokenize_and_authorize(network.tenant, card(number), choose)
@@ -144,3 +146,33 @@ def test_a_blocked_card_is_saved_and_nothing_is_authorized(network, db):
     assert answered.authorization is None and seen == ["normal"]
     assert count(db, "sandbox_cards", network.tenant.installation_id) == 1
     assert count(db, "sandbox_processor_calls", network.tenant.installation_id) == 0
+
+
+def test_the_failed_renewals_card_takes_the_charge_that_saves_it_and_declines_every_later_one(network, db):
+    saving, _ = tokenize_and_authorize(network, CHARGES_DECLINED, saves_card=True)
+    authorization = saving.authorization
+    assert isinstance(authorization, Authorization)
+    assert (authorization.status, authorization.decline_code) == ("authorized", None)
+    assert authorization_row(db, authorization.id)[:3] == ("authorized", 1500, None)
+    # a retry of that confirmation under its key gets the first answer, whatever it says of saving
+    again, _ = tokenize_and_authorize(network, CHARGES_DECLINED)
+    assert again.authorization == authorization
+    # a charge that does not save the card typed: declined
+    one_off, _ = tokenize_and_authorize(network, CHARGES_DECLINED, key="pi_2:authorize:1")
+    assert isinstance(one_off.authorization, Authorization)
+    assert (one_off.authorization.status, one_off.authorization.decline_code) == (
+        "declined",
+        "generic_decline",
+    )
+    # the saved card charged later, on-session or off: declined
+    for off_session in (False, True):
+        later = network.call(
+            "authorize",
+            card_token=saving.card.token,
+            card_fingerprint=saving.card.fingerprint,
+            amount=700,
+            currency="eur",
+            off_session=off_session,
+            reference="pi_3",
+        )
+        assert (later.status, later.decline_code) == ("declined", "generic_decline")

@@ -18,6 +18,7 @@ from moneyrail.api.health import broker_reachable
 from moneyrail.engine.broker import QUEUES
 from moneyrail.engine.leadership import LEADERS_HELD
 from moneyrail.engine.metrics import EngineSnapshot
+from moneyrail.engine.policy import operation_types
 from moneyrail.errors import AuthenticationRequired
 
 router = APIRouter(tags=["health"])
@@ -29,6 +30,7 @@ http_latency = Histogram(
     buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10),
 )
 
+# The statuses of GAUGED_STATUSES (engine/metrics.py), each counted per type
 OPERATION_STATE = text(
     """
     SELECT type, status, count(*) FROM operations
@@ -84,6 +86,7 @@ async def metrics(request: Request) -> Response:
             scheduler_leaders=leaders,
             broker_up=broker_up,
             processor_orphans=orphans,
+            known_types=operation_types(),
         )
     )
     body = generate_latest(registry) + generate_latest()  # engine state, then this process's own metrics

@@ -3,8 +3,7 @@ their paths start with.
 
 FastAPI, like Starlette, matches a request by trying every route in order, and an included router
 by trying each of its routes (twice: to match, then to handle), so a route's cost grows with its
-place in the list: ~30 µs for `POST /v1/customers`, 380-740 µs for the billing routes at the end
-(bench/results/SPEED.md §9 and §11).
+place in the list, and a 404 pays for every route of the app.
 
 At the first request, after every router is included, `RouteIndex` files each route under the
 literal segments its path template starts with (`/v1/customers/{customer}/payment-methods`: under

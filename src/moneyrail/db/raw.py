@@ -151,7 +151,7 @@ async def release_bound_connection(session: AsyncSession) -> None:
         and _returns_without_io(owned.engine.sync_engine.pool)
     ):
         # committed or rolled back already, and a place in the pool: the checkin sends nothing, so
-        # it needs no greenlet hop (SPEED.md §32)
+        # it needs no greenlet hop
         connection.close()
     else:
         await owned.close()
@@ -251,7 +251,7 @@ class PooledConnection:
     transaction's connection (nothing checked out here).
 
     A class rather than an `asynccontextmanager`: on every lone statement, a generator and its
-    `__aenter__`/`__aexit__` steps (two nested, before) cost more than this try/finally.
+    `__aenter__`/`__aexit__` steps cost more than this try/finally.
 
     Taking an idle connection from the pool and giving it back does no I/O: no pre-ping, and the reset
     on return sends nothing when the adapter began no transaction (nothing here goes through it). Only a
@@ -260,11 +260,10 @@ class PooledConnection:
 
     `yield_before_sending` (a request's lone statement): the connection is taken after one pass of the
     event loop, so the statement is sent together with those of the other requests that reached theirs
-    in the same pass, not between their Python work. Measured (bench/results/SPEED.md §20):
-    the same number of sends, but each costs the process ~21-29 µs of CPU in the kernel instead of
-    ~39 µs, and a request ~70-100 µs less CPU in all; most likely the wake-up of PostgreSQL's
-    backends, cheaper while the other CPU is still busy with the previous ones than when it has gone
-    idle between two sends. Before the checkout, so nothing is held during the pass.
+    in the same pass, not between their Python work. The number of sends is the same, but a send
+    costs the process less CPU in the kernel when PostgreSQL's backends on the other CPU are still
+    busy with the previous ones than when each send wakes an idle one. Before the checkout, so nothing
+    is held during the pass.
     """
 
     __slots__ = ("_connection", "_pool", "_pooled", "_work", "_yield_before_sending")
@@ -360,7 +359,7 @@ def pending_update(instance: Base, first_parameter: int) -> Write | None:
     columns = _update_columns(state.mapper)
     # Only attributes set since the load have a committed value recorded, and a column changed when
     # its value differs from that one by its type's comparison, as the ORM's history decides it (read
-    # here without building the history of every attribute: SPEED.md §19, §32).
+    # here without building the history of every attribute, as `InstanceState.attrs` would).
     touched = state.committed_state
     values = state.dict
     assignments: list[str] = []

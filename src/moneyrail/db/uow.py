@@ -136,7 +136,7 @@ def _orm_has_work(session: AsyncSession) -> bool:
     """Whether the session's commit has anything to do: objects to flush, or a transaction it began on
     a connection (an ORM statement or flush ran in it). The transaction SQLAlchemy opens when a row
     read on the driver is changed (its autobegin) holds no connection until then: committing it would
-    flush nothing and end nothing, for a greenlet hop and its bookkeeping (SPEED.md §32)."""
+    flush nothing and end nothing, for a greenlet hop and its bookkeeping."""
     if session.new or session.dirty or session.deleted:
         return True
     transaction = session.sync_session.get_transaction()

@@ -1,9 +1,9 @@
 """`moneyrail dead-letters`: operators inspect dead-lettered operations and decide.
 
-Human output shows times in ISO 8601 (UTC); `--json` gives Unix seconds, like the API. `retry` and
-`discard` take operation ids, or a filter (`--type`, `--installation`, `--since`, or `--all`) for many
-at once; `--dry-run` shows what would change and changes nothing. Several operations are decided in one
-transaction: all of them, or none if one is refused.
+Human output shows times in ISO 8601 (UTC) with their age; `--json` gives Unix seconds, like the API.
+`retry` and `discard` take operation ids, or a filter (`--type`, `--installation`, `--since`, or
+`--all`) for many at once; `--dry-run` shows what would change and changes nothing. Several operations
+are decided in one transaction: all of them, or none if one is refused.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from typing import Annotated, Any
 import typer
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from moneyrail.clihelpers import for_people, human_time, in_unit_of_work
+from moneyrail.clihelpers import human_time, in_unit_of_work, labelled
 from moneyrail.db.uow import UnitOfWork
 from moneyrail.engine import service
 from moneyrail.errors import Conflict
@@ -92,9 +92,50 @@ def _utc(moment: datetime | None) -> datetime | None:
 def _summary_line(view: dict[str, Any]) -> str:
     return (
         f"{view['id']}  {view['type']:<18} {view['installation']}  "
-        f"dead-lettered {human_time(view['dead_lettered']) or '-'}  attempts {view['attempts']}  "
-        f"{view['last_error'] or ''}"
+        f"dead-lettered {human_time(view['dead_lettered']) or '-'}  "
+        f"after {view['attempts']} attempt{'' if view['attempts'] == 1 else 's'}  {view['last_error'] or ''}"
     ).rstrip()
+
+
+def _discarded(view: dict[str, Any]) -> str:
+    if view["discarded"] is None:
+        return "no"
+    return f"{human_time(view['discarded'])} by {view['discarded_by']}: {view['discard_reason']}"
+
+
+def _show_lines(view: dict[str, Any]) -> list[str]:
+    """One operation for people. Its attempt count is the current run's (an operator's retry restarts
+    it, and the attempts' own numbers with it): the history is numbered once, from the first attempt
+    ever, with a line where a retry began a new run."""
+    header = labelled(
+        [
+            ("operation", view["id"]),
+            ("type", view["type"]),
+            ("status", view["status"]),
+            ("installation", f"{view['installation']} ({'live' if view['livemode'] else 'sandbox'})"),
+            ("resource", view["resource"]),
+            ("attempt count", f"{view['attempts']} of {view['max_attempts']} in the current run"),
+            ("last error", view["last_error"]),
+            ("created", human_time(view["created"])),
+            ("dead-lettered", human_time(view["dead_lettered"]) or "no"),
+            ("discarded", _discarded(view)),
+        ]
+    )
+    history = view["history"]
+    lines = [header, f"history ({len(history)} attempt{'' if len(history) == 1 else 's'}):"]
+    previous_number = 0
+    for position, attempt in enumerate(history, start=1):
+        if attempt["number"] <= previous_number:
+            lines.append("  -- retried by an operator: a new run, its attempt count restarted --")
+        previous_number = attempt["number"]
+        error = f": {attempt['error']}" if attempt["error"] else ""
+        lines.append(
+            f"  #{position} {attempt['outcome'] or 'running'} at {human_time(attempt['started'])} "
+            f"on {attempt['worker']}{error}"
+        )
+    if not history:
+        lines.append("  none yet")
+    return lines
 
 
 @dead_letters_app.command("list")
@@ -135,15 +176,7 @@ def show(
     if as_json:
         typer.echo(json.dumps(view, indent=2))
         return
-    for key, value in for_people(view).items():
-        if key != "history":
-            typer.echo(f"{key}: {value}")
-    typer.echo("attempts:")
-    for attempt in view["history"]:
-        typer.echo(
-            f"  #{attempt['number']} {attempt['outcome'] or 'running'} at {human_time(attempt['started'])} "
-            f"on {attempt['worker']}: {attempt['error'] or ''}".rstrip()
-        )
+    typer.echo("\n".join(_show_lines(view)))
 
 
 Decide = Callable[[AsyncSession, str], Awaitable[Operation]]
@@ -229,7 +262,7 @@ def _decide_many(
         return
     for view in views:
         if action == "retry":
-            typer.echo(f"{view['id']} is pending again ({view['type']}), attempts restart from 1")
+            typer.echo(f"{view['id']} is pending again ({view['type']}), its attempt count restarts from 1")
         else:
             typer.echo(f"{view['id']} discarded by {view['discarded_by']}")
     if len(views) != 1:

@@ -7,7 +7,7 @@ the oldest due operation, queue depth), so every number has one source of truth.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from functools import cache
 from typing import Any
 
@@ -16,6 +16,9 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 
 from moneyrail.engine.broker import QUEUES
+
+# The statuses `moneyrail_operations` counts: not yet final, or waiting for an operator.
+GAUGED_STATUSES = ("pending", "running", "dead_letter")
 
 LATENCY_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900, 3600, 21600, 86400, 259200)
 
@@ -56,8 +59,10 @@ class EngineSnapshot(Collector):
         scheduler_leaders: int | None = None,
         broker_up: bool | None = None,
         processor_orphans: dict[str, int] | None = None,
+        known_types: Sequence[str] = (),
     ):
         self.by_type_and_status = by_type_and_status
+        self.known_types = known_types
         self.oldest_due_seconds = oldest_due_seconds
         self.depths = depths
         self.relay_lag_seconds = relay_lag_seconds
@@ -74,8 +79,15 @@ class EngineSnapshot(Collector):
         dead_letters = GaugeMetricFamily(
             "moneyrail_dead_letters", "Dead-lettered operations awaiting an operator."
         )
+        # 0 for every known type and status with no row: a dashboard shows 0, not "No data"
+        counts = {
+            (operation_type, status): 0 for operation_type in self.known_types for status in GAUGED_STATUSES
+        }
+        counts.update(
+            {(operation_type, status): count for operation_type, status, count in self.by_type_and_status}
+        )
         dead_total = 0
-        for operation_type, status, count in self.by_type_and_status:
+        for (operation_type, status), count in sorted(counts.items()):
             operations.add_metric([operation_type, status], count)
             if status == "dead_letter":
                 dead_total += count

@@ -47,5 +47,10 @@ def register_policy(operation_type: str, policy: RetryPolicy) -> None:
     _POLICIES[operation_type] = policy
 
 
+def operation_types() -> list[str]:
+    """Every operation type a module registered a policy for (the modules imported so far)."""
+    return sorted(_POLICIES)
+
+
 def policy_for(operation_type: str) -> RetryPolicy:
     return _POLICIES.get(operation_type, DEFAULT_POLICY)

@@ -124,7 +124,7 @@ def _new_event(tenant: Tenant, event_type: str, data_object: dict[str, Any]) -> 
     if not is_known(event_type):
         raise ValueError(f"event type {event_type!r} is not in events/types.py's registry")
     # written by its driver statement (repository.insert_event), never through the ORM: built without
-    # the instrumented constructor, which cost ~7x more (SPEED.md §32)
+    # the instrumented constructor, whose attribute events and instance state serve no session here
     return from_row(
         Event,
         {

@@ -1,7 +1,7 @@
 """E-mail addresses in request bodies: pydantic's `EmailStr` verdicts, the domain half remembered.
 
-`EmailStr` runs `email_validator` on every address (~20 µs): most of it checks the domain (IDNA
-remapping, character classes, special-use names), and customers share a few domains. For a plain
+`EmailStr` runs `email_validator` on every address, and most of its work checks the domain (IDNA
+remapping, character classes, special-use names), while customers share a few domains. For a plain
 ASCII address (a dot-atom local part, an `@`, a domain of letters, digits, dots and hyphens) the
 library's verdict is the local part's (a dot-atom: valid as it is) joined to the domain's, plus three
 length checks, and the domain's verdict and normalized form depend on the domain alone. So once the

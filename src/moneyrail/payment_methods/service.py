@@ -214,7 +214,7 @@ async def _tokenized(
 
 def _one_off(tenant: Tenant, tokenized: TokenizedCard, account: str | None) -> PaymentMethod:
     # its row is written by a driver statement (`UnsavedCard`): built without the instrumented
-    # constructor, which cost ~10x more (SPEED.md §32)
+    # constructor, whose attribute events and instance state serve a session that never sees it
     return from_row(
         PaymentMethod,
         {

@@ -860,6 +860,8 @@ async def confirm_locked_payment(
             currency=payment.currency,
             off_session=False,
             reference=payment.id,
+            # a card typed now and kept for later charges: this is the charge made while saving it
+            saves_card=confirmation.card is not None and confirmation.save_payment_method,
         )
 
     unsaved: methods.UnsavedCard | None = None

@@ -19,7 +19,9 @@ INSUFFICIENT_FUNDS = "insufficient_funds"
 AUTHENTICATION_REQUIRED = "authentication_required"  # on-session: the bank's page, then succeeds
 DISPUTE = "dispute"  # succeeds; a (fraudulent) dispute opens later
 RISK_REVIEW = "risk_review"  # succeeds at the network; moneyrail's risk rules send it to a review
-CHARGES_DECLINED = "charges_declined"  # can be saved (passes a zero-amount check), every charge declines
+# can be saved (passes a zero-amount check, and the charge made while saving it succeeds); every later
+# charge of the saved card declines (failed renewals)
+CHARGES_DECLINED = "charges_declined"
 
 SANDBOX_CARDS: dict[str, str] = {
     "4242424242424242": SUCCEEDS,
@@ -126,8 +128,17 @@ def charge_decline_code(behaviour: str, amount: int) -> str | None:
     return None
 
 
-def authorization_outcome(behaviour: str, amount: int, *, off_session: bool) -> tuple[str, str | None]:
-    """The status and decline code of a first authorization on a card with this behaviour."""
+def authorization_outcome(
+    behaviour: str, amount: int, *, off_session: bool, saves_card: bool = False
+) -> tuple[str, str | None]:
+    """The status and decline code of a first authorization on a card with this behaviour.
+
+    `saves_card`: the charge made while saving a card just typed (a checkout that keeps it, a
+    subscription's first instalment), which the failed-renewals card accepts; any other charge of it,
+    off-session or with the saved card, declines.
+    """
+    if behaviour == CHARGES_DECLINED and saves_card and not off_session:
+        return ("authorized", None)
     if behaviour == AUTHENTICATION_REQUIRED:
         # off-session there is no payer to send to the bank's page
         return ("declined", "authentication_required") if off_session else ("requires_action", None)

@@ -36,6 +36,15 @@ class ProcessorRefused(PermanentFailure):
     """The processor refused the call for good (a closed account, a decline)."""
 
 
+class NotSupported(ProcessorRefused):
+    """This processor does not take this input or call, for good: a raw card number where only the
+    processor's own fields may collect cards (Stripe), a provider token on the simulator, a call only the
+    simulator's own timeline makes (opening a dispute)."""
+
+    def __init__(self, message: str, code: str = "not_supported") -> None:
+        super().__init__(code, message)
+
+
 class CardNotAccepted(ProcessorRefused):
     """The network will not take this card at all (not a sandbox card in the sandbox, an expired card).
 
@@ -62,12 +71,15 @@ class TransferResult:
 @dataclass(frozen=True)
 class TransferRequest:
     """One transfer of a batch, with its own key: a transfer already answered under that key (by an
-    earlier batch or a single call) is answered the same again, never made twice."""
+    earlier batch or a single call) is answered the same again, never made twice.
+
+    `source_authorization_id`: the captured authorization the money comes from, as `create_transfer`'s."""
 
     idempotency_key: str
     amount: int
     currency: str
     destination: str
+    source_authorization_id: str | None = None
 
 
 @dataclass(frozen=True)
@@ -147,6 +159,35 @@ class CardDetails:
 
 
 @dataclass(frozen=True)
+class CardToken:
+    """A card the processor's own fields collected in the payer's browser (Stripe.js): the processor's
+    single-use token (`tok_...` from createToken, `pm_...` from createPaymentMethod). moneyrail never sees
+    the number. The simulator refuses it (NotSupported); a real processor refuses CardDetails."""
+
+    token: str
+
+
+# What a payer's card arrives as: typed digits (the sandbox simulator only, CONVENTIONS.md §6) or a
+# processor's token (every real processor).
+CardInput = CardDetails | CardToken
+
+
+@dataclass(frozen=True)
+class EvidenceFile:
+    """A file of dispute evidence, sent to the processor with the evidence (a real network keeps it):
+    `field` is the evidence field it answers (`receipt`, `customer_communication`,
+    `shipping_documentation`, `refund_policy`, `uncategorized_file`: Stripe's and moneyrail's names)."""
+
+    field: str
+    filename: str
+    content: bytes
+    content_type: str
+
+    def __repr__(self) -> str:
+        return f"EvidenceFile({self.field!r}, {self.filename!r}, {len(self.content)} bytes)"
+
+
+@dataclass(frozen=True)
 class TokenizedCard:
     token: str  # the processor's reference; moneyrail stores it and never shows it
     brand: str
@@ -162,6 +203,10 @@ class Authorization:
 
     status: `authorized` (amount held), `requires_action` (the payer must authenticate with the bank
     at `action_url` first), `declined` (with `decline_code`), `canceled`.
+
+    `client_secret` (Stripe, `requires_action`): what the processor's own script needs in the payer's
+    browser to run the bank's authentication there (Stripe.js `handleNextAction`) when the network gives
+    no `action_url`. A credential of that one payment: never logged, never stored in an answer.
     """
 
     id: str
@@ -170,17 +215,21 @@ class Authorization:
     currency: str
     decline_code: str | None = None
     action_url: str | None = None
+    client_secret: str | None = field(default=None, repr=False, compare=False)
 
 
 @dataclass(frozen=True)
 class AuthorizationRequest:
-    """`authorize`'s arguments but the card's, for `tokenize_and_authorize`."""
+    """`authorize`'s arguments but the card's, for `tokenize_and_authorize`. `saves_card`: the card
+    just tokenized is kept for later charges (Stripe's `setup_future_usage`): this is the charge made
+    while saving it, which a card that declines every later charge (sandbox 0341) accepts."""
 
     idempotency_key: str
     amount: int
     currency: str
     off_session: bool
     reference: str
+    saves_card: bool = False
 
 
 # What the caller asks once the card is tokenized (it may ask `card_risk` about it first): the
@@ -262,18 +311,27 @@ class ChargeAnswer:
 
 
 class Processor(Protocol):
-    async def tokenize_card(self, tenant: Tenant, card: CardDetails) -> TokenizedCard:
-        """Raises CardNotAccepted for a card the network will not take."""
+    """What moneyrail asks of a card network and its banks.
+
+    Every id in the answers (`Authorization.id`, `processor_id`, ...) is the processor's own: callers
+    keep it in their own rows to ask about the object again and never put it in an API answer.
+    """
+
+    async def tokenize_card(self, tenant: Tenant, card: CardInput) -> TokenizedCard:
+        """Raises CardNotAccepted for a card the network will not take, NotSupported for a kind of
+        input this processor never takes (raw digits on a real processor, a token on the simulator)."""
         ...
 
     async def tokenize_and_authorize(
-        self, tenant: Tenant, card: CardDetails, choose: AuthorizationChoice
+        self, tenant: Tenant, card: CardInput, choose: AuthorizationChoice
     ) -> TokenizedAndAuthorized:
         """`tokenize_card`, then `authorize` the new card as `choose` asks, with the same answers,
         refusals and faults as those two calls made in turn, in one exchange where the network allows
         (the sandbox: one statement). Tokenizing raises as `tokenize_card`; `choose` is awaited once the
         card is known and before anything is authorized; the authorization's refusal or outage is
-        answered, not raised. A network without such an exchange calls the two in turn."""
+        answered, not raised. A network without such an exchange calls the two in turn. The one
+        difference: an authorization asked with `saves_card` is the charge that saves the card, which a
+        card accepting no later charge (sandbox 0341) still accepts; `authorize` is always a later one."""
         ...
 
     async def authorize(
@@ -345,8 +403,19 @@ class Processor(Protocol):
         ...
 
     async def create_transfer(
-        self, tenant: Tenant, *, idempotency_key: str, amount: int, currency: str, destination: str
-    ) -> TransferResult: ...
+        self,
+        tenant: Tenant,
+        *,
+        idempotency_key: str,
+        amount: int,
+        currency: str,
+        destination: str,
+        source_authorization_id: str | None = None,
+    ) -> TransferResult:
+        """`source_authorization_id`: the captured authorization whose money this transfer passes on
+        (Stripe: the transfer's `source_transaction`, so it waits for that charge's funds rather than
+        drawing on the available balance); the simulator does not need it."""
+        ...
 
     async def create_transfers(
         self, tenant: Tenant, *, idempotency_key: str, transfers: Sequence[TransferRequest]
@@ -363,13 +432,32 @@ class Processor(Protocol):
         ...
 
     async def create_payout(
-        self, tenant: Tenant, *, idempotency_key: str, amount: int, currency: str, bank_account: str
-    ) -> PayoutResult: ...
+        self,
+        tenant: Tenant,
+        *,
+        idempotency_key: str,
+        amount: int,
+        currency: str,
+        bank_account: str,
+        connected_account: str | None = None,
+    ) -> PayoutResult:
+        """Pay `amount` out to `bank_account` (Stripe: an external account id, `""` for the account's
+        default). `connected_account`: the connected account whose balance pays (Stripe: the call is
+        made as that account, `Stripe-Account`); None for the installation's own balance."""
+        ...
 
     async def reverse_payout(
-        self, tenant: Tenant, *, idempotency_key: str, payout_id: str, amount: int, currency: str
+        self,
+        tenant: Tenant,
+        *,
+        idempotency_key: str,
+        payout_id: str,
+        amount: int,
+        currency: str,
+        connected_account: str | None = None,
     ) -> PayoutResult:
-        """Take a paid payout's money back from the bank account it went to (a new processor payout)."""
+        """Take a paid payout's money back from the bank account it went to (a new processor payout).
+        `connected_account` as the payout's."""
         ...
 
     async def list_transfers(self, tenant: Tenant) -> list[ProcessorTransferRecord]:
@@ -391,8 +479,18 @@ class Processor(Protocol):
         ...
 
     async def submit_dispute_evidence(
-        self, tenant: Tenant, *, idempotency_key: str, dispute_id: str, evidence_text: str, as_of: datetime
-    ) -> None: ...
+        self,
+        tenant: Tenant,
+        *,
+        idempotency_key: str,
+        dispute_id: str,
+        evidence_text: str,
+        as_of: datetime,
+        evidence_files: Sequence[EvidenceFile] = (),
+    ) -> None:
+        """Submit the evidence (final). The files go with it where the network keeps files (Stripe);
+        the simulator decides on the text alone."""
+        ...
 
     async def accept_dispute(
         self, tenant: Tenant, *, idempotency_key: str, dispute_id: str, as_of: datetime

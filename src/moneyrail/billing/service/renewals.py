@@ -22,7 +22,7 @@ from moneyrail.kit.money import MAX_AMOUNT
 from moneyrail.kit.tenant import Tenant
 from moneyrail.merchants import service as merchants
 from moneyrail.merchants.schemas import capabilities_of
-from moneyrail.models import Operation, Price, Subscription, SubscriptionInvoice
+from moneyrail.models import Operation, PaymentIntent, Price, Subscription, SubscriptionInvoice
 from moneyrail.payment_methods import service as methods
 from moneyrail.payments import service as payments
 from moneyrail.processor import provider
@@ -98,8 +98,17 @@ async def _stop_for_review(
 
 
 # --- renewals ---------------------------------------------------------------------------------------
-def _charge_key(invoice: SubscriptionInvoice) -> str:
-    return f"{invoice.id}:charge"
+def _charge_key(invoice: SubscriptionInvoice, payment: PaymentIntent) -> str:
+    """The processor key of the invoice's charge, derived before this attempt counts itself (the
+    payment's attempt count as committed). A retried or re-driven renewal asks the network the same
+    question and gets the same answer: one charge per cycle. A charge whose payment never recorded it
+    and which the orphan sweep released (voided or refunded) moved the count on first
+    (payments/orphans.py): the next attempt is a new question, not the released answer replayed, so an
+    invoice is paid only by a charge that stands. Until then the key is the invoice's alone, as it
+    always was."""
+    if payment.confirmations == 0:
+        return f"{invoice.id}:charge"
+    return f"{invoice.id}:charge:{payment.confirmations}"
 
 
 # A sandbox renewal's charge is local to the database (the sandbox processor keeps its books there), so up
@@ -107,10 +116,8 @@ def _charge_key(invoice: SubscriptionInvoice) -> str:
 # policy batch_size), run set-based by `renew_many`. A live one calls a real network and runs alone: it
 # must not hold up the others. A whole batch must finish well within one operation lease on a loaded
 # machine (a superseded batch is redone whole): set-based, the usual batch is some 20 statements whatever
-# its size, by the code (it was 40-50 per renewal, and 32 renewals then outlived a 60 s lease at load
-# average 20); 64 charged 10,000 at 360-395/s on a loaded machine, about a second a batch. 128 halves
-# what each renewal pays of the batch's fixed statements (claim, commit, outcomes): the workers' CPU per
-# renewal fell from 0.88 to 0.79 ms at 10,000, under the same load (bench/results/RENEWALS.md, 2026-11-26).
+# its size, so a batch of 128 takes a few seconds at most, and each renewal pays a 128th of the batch's
+# fixed statements (claim, commit, outcomes).
 RENEWAL_BATCH = 128
 
 
@@ -223,8 +230,8 @@ async def _open_renewals_together(
     for invoice, operation_id in zip(invoices, operation_ids, strict=True):
         invoice.operation_id = operation_id
     # the invoices and the subscriptions' latest invoice in one statement each, straight on the driver:
-    # flushed and read back as ORM rows (with the operations) they cost about a sixth of the advance's
-    # CPU per renewal (bench/results/RENEWALS.md, 2026-11-26)
+    # flushed and read back as ORM rows (with the operations) they would be a large share of what the
+    # clock advance spends per renewal
     await repository.insert_cycle_invoices(session, tenant, invoices)
     latest = [(s.id, invoice.id) for (s, *_), invoice in zip(opening, invoices, strict=True)]
     await repository.point_latest_invoices(session, latest, written)
@@ -361,7 +368,7 @@ async def process_renewal(session: AsyncSession, operation: Operation, processor
     if payment.status not in payments.CONFIRMABLE:
         return  # paid meanwhile: the capture listener recorded it
     await payments.charge_off_session(
-        session, tenant, processor, payment, method, idempotency_key=_charge_key(invoice)
+        session, tenant, processor, payment, method, idempotency_key=_charge_key(invoice, payment)
     )
     if payment.status == "requires_payment_method":
         decline = (payment.last_payment_error or {}).get("decline_code") or "generic_decline"
@@ -433,7 +440,7 @@ async def _renew_together(
         tenant,
         processor,
         [
-            (payment, cards[subscription.customer_id], _charge_key(invoice))
+            (payment, cards[subscription.customer_id], _charge_key(invoice, payment))
             for subscription, invoice, payment in charging
         ],
     )

@@ -31,7 +31,14 @@ def processing_cost(amount_captured: int) -> int:
 
 
 def authorize_answer(
-    tenant: Tenant, card_token: str, amount: int, currency: str, reference: str, off_session: bool
+    tenant: Tenant,
+    card_token: str,
+    amount: int,
+    currency: str,
+    reference: str,
+    off_session: bool,
+    *,
+    saves_card: bool = False,
 ) -> Answer:
     async def answer(books: Books) -> dict[str, Any]:
         if amount < 0:
@@ -41,7 +48,9 @@ def authorize_answer(
         )
         if behaviour is None:  # another tenant's token looks exactly like an unknown one
             raise ProcessorRefused("no_such_card", "No such card: the token is unknown.")
-        status, decline_code = cards.authorization_outcome(behaviour, amount, off_session=off_session)
+        status, decline_code = cards.authorization_outcome(
+            behaviour, amount, off_session=off_session, saves_card=saves_card
+        )
         authorization_id = sandbox_id("sbx_auth")
         await books.connection.execute(
             sql.INSERT_AUTHORIZATION,

@@ -22,11 +22,15 @@ from moneyrail.processor.interface import (
     BatchedTransfer,
     Capture,
     CardDetails,
+    CardInput,
     CardNotAccepted,
     CardRisk,
+    CardToken,
     ChargeAnswer,
     CostReport,
+    EvidenceFile,
     NetworkDispute,
+    NotSupported,
     OffSessionCharge,
     PayoutResult,
     ProcessorAuthorizationRecord,
@@ -39,7 +43,6 @@ from moneyrail.processor.interface import (
     TransferRequest,
     TransferResult,
     TransferReversalResult,
-    authorize_as_asked,
 )
 
 from . import statements as sql
@@ -106,7 +109,8 @@ class SandboxProcessor:
         self._behaviours[key] = behaviour
 
     # cards ------------------------------------------------------------------------------------------
-    async def tokenize_card(self, tenant: Tenant, card: CardDetails) -> TokenizedCard:
+    async def tokenize_card(self, tenant: Tenant, card: CardInput) -> TokenizedCard:
+        card = _typed_digits(card)
         # One statement, committing alone: the fault taken (used up even though the call "fails"), the
         # tenant's clock read, and the card saved unless the fault or the card's checks refuse it. Only
         # the expiry needs that clock, so the statement compares it; the refusal is raised after, in
@@ -140,13 +144,14 @@ class SandboxProcessor:
         return checked.card
 
     async def tokenize_and_authorize(
-        self, tenant: Tenant, card: CardDetails, choose: AuthorizationChoice
+        self, tenant: Tenant, card: CardInput, choose: AuthorizationChoice
     ) -> TokenizedAndAuthorized:
         """In the usual case one statement committing alone: `TOKENIZE` and `AUTHORIZE_AT_ONCE`'s
         authorization of the card it saves. The card is made and checked in Python first, so `choose`
         (a risk screen asking `card_risk`) answers before that statement; its behaviour is remembered
         meanwhile and forgotten if the card is then not saved. Otherwise (a card refused, a fault armed
         for either call, a key asked before) each call is answered as when made alone."""
+        card = _typed_digits(card)
         checked = _card_checked_now(tenant, card)
         if checked is None:  # refused: `tokenize_card` takes the fault and raises the refusal
             await self.tokenize_card(tenant, card)
@@ -166,10 +171,7 @@ class SandboxProcessor:
                     return TokenizedAndAuthorized(saved, None)
                 return TokenizedAndAuthorized(saved, await self._authorized(tenant, saved, asked))
             request = _authorize_request(tokenized.fingerprint, asked)
-            outcomes = {
-                each: cards.authorization_outcome(each, asked.amount, off_session=asked.off_session)
-                for each in cards.BEHAVIOURS
-            }
+            outcomes = _outcomes(asked.amount, asked.off_session, saves_card=asked.saves_card)
             async with autocommit_connection(self._sessionmaker) as connection:
                 row = await connection.fetchrow(
                     sql.TOKENIZE_AND_AUTHORIZE,
@@ -194,19 +196,10 @@ class SandboxProcessor:
     async def _authorized(
         self, tenant: Tenant, card: TokenizedCard, asked: AuthorizationRequest, *, at_once: bool = True
     ) -> Authorization | ProcessorRefused | ProcessorUnavailable:
-        """`authorize` of a card just saved; its refusal or fault answered, not raised."""
+        """`authorize` of a card just saved (the charge that saves it when `asked.saves_card`); its
+        refusal or fault answered, not raised."""
         try:
-            if at_once:
-                return await authorize_as_asked(
-                    self, tenant, card_token=card.token, card_fingerprint=card.fingerprint, asked=asked
-                )
-            answer = authorize_answer(
-                tenant, card.token, asked.amount, asked.currency, asked.reference, asked.off_session
-            )
-            request = _authorize_request(card.fingerprint, asked)
-            return authorization_from(
-                await self._call(tenant, "authorize", asked.idempotency_key, request, answer)
-            )
+            return await self._authorize(tenant, card.token, card.fingerprint, asked, at_once=at_once)
         except (ProcessorRefused, ProcessorUnavailable) as refused:
             return refused
 
@@ -229,16 +222,45 @@ class SandboxProcessor:
             off_session=off_session,
             reference=reference,
         )
+        return await self._authorize(tenant, card_token, card_fingerprint, asked)
+
+    async def _authorize(
+        self,
+        tenant: Tenant,
+        card_token: str,
+        card_fingerprint: str,
+        asked: AuthorizationRequest,
+        *,
+        at_once: bool = True,
+    ) -> Authorization:
         request = _authorize_request(card_fingerprint, asked)
-        if _answerable_at_once(amount):
-            answered = await self._authorize_at_once(tenant, idempotency_key, card_token, request)
+        if at_once and _answerable_at_once(asked.amount):
+            answered = await self._authorize_at_once(
+                tenant, asked.idempotency_key, card_token, request, saves_card=asked.saves_card
+            )
             if answered is not None:
                 return authorization_from(answered)
-        answer = authorize_answer(tenant, card_token, amount, currency, reference, off_session)
-        return authorization_from(await self._call(tenant, "authorize", idempotency_key, request, answer))
+        answer = authorize_answer(
+            tenant,
+            card_token,
+            asked.amount,
+            asked.currency,
+            asked.reference,
+            asked.off_session,
+            saves_card=asked.saves_card,
+        )
+        return authorization_from(
+            await self._call(tenant, "authorize", asked.idempotency_key, request, answer)
+        )
 
     async def _authorize_at_once(
-        self, tenant: Tenant, idempotency_key: str, card_token: str, request: dict[str, Any]
+        self,
+        tenant: Tenant,
+        idempotency_key: str,
+        card_token: str,
+        request: dict[str, Any],
+        *,
+        saves_card: bool,
     ) -> dict[str, Any] | None:
         """The usual authorization (`authorize_answer` under `keyed`) as one statement that commits
         alone: the call recorded with its authorization, as `_call` would. None, with nothing written,
@@ -246,10 +268,7 @@ class SandboxProcessor:
         a concurrent call with the key): `_call` then answers it."""
         amount, off_session = request["amount"], request["off_session"]
         # the outcome of each behaviour for this amount, so the statement picks the card's own
-        outcomes = {
-            behaviour: cards.authorization_outcome(behaviour, amount, off_session=off_session)
-            for behaviour in cards.BEHAVIOURS
-        }
+        outcomes = _outcomes(amount, off_session, saves_card=saves_card)
         async with autocommit_connection(self._sessionmaker) as connection:
             response = await connection.fetchval(
                 sql.AUTHORIZE_AT_ONCE,
@@ -430,7 +449,14 @@ class SandboxProcessor:
 
     # transfers and payouts --------------------------------------------------------------------------
     async def create_transfer(
-        self, tenant: Tenant, *, idempotency_key: str, amount: int, currency: str, destination: str
+        self,
+        tenant: Tenant,
+        *,
+        idempotency_key: str,
+        amount: int,
+        currency: str,
+        destination: str,
+        source_authorization_id: str | None = None,  # the simulator's balance never waits for funds
     ) -> TransferResult:
         request = {"amount": amount, "currency": currency, "destination": destination}
 
@@ -524,7 +550,14 @@ class SandboxProcessor:
         return TransferReversalResult(answered["id"], answered["transfer_id"], answered["amount"])
 
     async def create_payout(
-        self, tenant: Tenant, *, idempotency_key: str, amount: int, currency: str, bank_account: str
+        self,
+        tenant: Tenant,
+        *,
+        idempotency_key: str,
+        amount: int,
+        currency: str,
+        bank_account: str,
+        connected_account: str | None = None,  # the simulator keeps no balance per account
     ) -> PayoutResult:
         request = {"amount": amount, "currency": currency, "bank_account": bank_account}
 
@@ -537,7 +570,14 @@ class SandboxProcessor:
         return PayoutResult(answered["id"], answered["amount"], answered["currency"], answered["status"])
 
     async def reverse_payout(
-        self, tenant: Tenant, *, idempotency_key: str, payout_id: str, amount: int, currency: str
+        self,
+        tenant: Tenant,
+        *,
+        idempotency_key: str,
+        payout_id: str,
+        amount: int,
+        currency: str,
+        connected_account: str | None = None,
     ) -> PayoutResult:
         request = {"payout_id": payout_id, "amount": amount, "currency": currency}
 
@@ -662,7 +702,14 @@ class SandboxProcessor:
         return opened
 
     async def submit_dispute_evidence(
-        self, tenant: Tenant, *, idempotency_key: str, dispute_id: str, evidence_text: str, as_of: datetime
+        self,
+        tenant: Tenant,
+        *,
+        idempotency_key: str,
+        dispute_id: str,
+        evidence_text: str,
+        as_of: datetime,
+        evidence_files: Sequence[EvidenceFile] = (),  # the simulator decides on the text alone
     ) -> None:
         request = {"dispute_id": dispute_id, "evidence_text": evidence_text}
 
@@ -731,6 +778,17 @@ class SandboxProcessor:
         return response
 
 
+def _typed_digits(card: CardInput) -> CardDetails:
+    """The simulator reads typed digits only: a processor's token belongs to a real processor."""
+    if isinstance(card, CardToken):
+        raise NotSupported(
+            "The sandbox simulator takes card numbers, not a processor's card token: this environment is "
+            "not set to a real processor.",
+            code="card_token_not_supported",
+        )
+    return card
+
+
 class CheckedCard(NamedTuple):
     """A card its checks accept, as the network would save it, and its sandbox behaviour."""
 
@@ -789,9 +847,20 @@ def _answerable_at_once(amount: int) -> bool:
     return amount >= 0
 
 
+def _outcomes(amount: int, off_session: bool, *, saves_card: bool) -> dict[str, tuple[str, str | None]]:
+    """Each behaviour's [status, decline code] for this authorization, for a statement to pick from."""
+    return {
+        behaviour: cards.authorization_outcome(
+            behaviour, amount, off_session=off_session, saves_card=saves_card
+        )
+        for behaviour in cards.BEHAVIOURS
+    }
+
+
 def _authorize_request(card_fingerprint: str, asked: AuthorizationRequest) -> dict[str, Any]:
     # compared on a repeated key: the card by its fingerprint, since a retried confirmation tokenizes
-    # the same card again under a new token and must get the first answer, not a second charge
+    # the same card again under a new token and must get the first answer, not a second charge (so
+    # whether it saves the card is not compared either: the retry gets the first answer)
     return {
         "card": card_fingerprint,
         "amount": asked.amount,

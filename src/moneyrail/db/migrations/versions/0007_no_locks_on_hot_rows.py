@@ -8,8 +8,7 @@ Create Date: 2026-11-22 14:30:00.000000
 A foreign key check takes FOR KEY SHARE on the row it points to. Every posting pointed at its account
 and every journal transaction at its installation, so concurrent payments all locked the same few
 rows (the platform's fee account, the installation): each new locker rewrites the row's lock as a
-multixact, WAL-logged, under the page's exclusive lock. Measured with 8 concurrent operations: about
-0.3 ms of PostgreSQL CPU per operation, an eighth of its share.
+multixact, WAL-logged, under the page's exclusive lock, on every operation that writes money.
 
 Those locks protected nothing here: accounts and journal rows are append-only (ledger_append_only
 refuses UPDATE and DELETE), so a row once seen cannot go away. The deferred check that already runs at

@@ -1,0 +1,32 @@
+"""localstripe with the Stripe double in front, once per session; the adapter pointed at the double."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+
+import pytest
+
+from moneyrail.processor.stripe import StripeProcessor
+from tests.processor.stripe.servers import SECRET_KEY, StripeServers, stripe_servers
+from tests.processor.stripe.support import StripeWorld
+
+
+@pytest.fixture(scope="session")
+def stripe_stack() -> Iterator[StripeServers]:
+    with stripe_servers() as started:
+        yield started
+
+
+@pytest.fixture(scope="module")
+def runner() -> Iterator[asyncio.Runner]:
+    """One event loop for a module: the adapter's httpx client lives on it."""
+    with asyncio.Runner() as loop:
+        yield loop
+
+
+@pytest.fixture(scope="module")
+def world(stripe_stack: StripeServers, runner: asyncio.Runner) -> Iterator[StripeWorld]:
+    processor = StripeProcessor(SECRET_KEY, api_base=stripe_stack.double)
+    yield StripeWorld(stripe_stack, processor, runner)
+    runner.run(processor.aclose())
