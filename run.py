@@ -90,7 +90,7 @@ def _tail(path: Path, lines: int = 20) -> str:
 
 def _names_its_workers(arguments: list[str]) -> bool:
     """`-n N`, `--numprocesses`, or `-p no:xdist` given by the caller: theirs, not ours."""
-    return any(a == "-n" or a.startswith(("-n", "--numprocesses")) or a == "no:xdist" for a in arguments)
+    return any(a.startswith(("-n", "--numprocesses")) or a == "no:xdist" for a in arguments)
 
 
 def _pytest_workers() -> int:

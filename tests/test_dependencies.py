@@ -46,6 +46,7 @@ def test_run_py_installs_what_each_command_uses() -> None:
     assert {
         "dev": {"dev"},
         "test": {"dev", "test"},
+        "fuzz": {"dev", "test"},
         "setup": {"dev", "test"},
         "moneyrail": set(),
     } == run_py.EXTRAS
