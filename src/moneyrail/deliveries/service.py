@@ -6,9 +6,12 @@ The payments domain calls `schedule_receipts` in the transaction where a payment
 
 Delivery statuses (the operation's outcome decides them):
     pending -> sent      the handler sent it (in the attempt's own transaction)
-    pending -> failed    the operation ended failed or dead_letter (an outcome listener, in the
-                         outcome's transaction: the handler's own one was rolled back)
-    failed  -> sent      an operator retried the dead letter and it went through
+    pending -> failed    final: the operation ended for good, refused or its dead letter discarded by an
+                         operator (an outcome listener, in the outcome's transaction: the handler's own
+                         one was rolled back)
+
+While the operation retries or waits in `dead_letter` the delivery stays `pending` with `last_error`
+(final means final, CONVENTIONS.md §9); an operator's retry that goes through makes it `sent`.
 
 Sending is at least once, made recognisable: every attempt of one e-mail carries the same Message-ID
 (derived from the delivery id), and every attempt of one SMS the same idempotency key (derived from the

@@ -66,7 +66,9 @@ EVENT_TYPES: dict[str, str] = {
     "subscription.created": "A subscription was created (incomplete until its first payment).",
     "subscription.updated": "A subscription changed (status, period, access); carries `terms_version`.",
     "subscription.invoice.paid": "A subscription's collection record was paid.",
-    "subscription.invoice.failed": "A subscription's collection record failed (a declined renewal).",
+    "subscription.invoice.failed": (
+        "A subscription's collection record failed (a declined renewal, or one an operator discarded)."
+    ),
     "subscription.change.accepted": "The payer consented to a change; its terms are not yet applied.",
     "subscription.change.awaiting_payment": "A change waits for the payment of its difference.",
     "subscription.change.applied": "A change's terms are in force (a new `terms_version`).",
