@@ -309,7 +309,8 @@ async def _on_commit_outcome(session: AsyncSession, operation: Operation) -> Non
     if group is None or group.status != "committing":
         return
     move_group(group, "failed")
-    group.failure_reason = final_failure(operation, group.last_operation_error).message
+    ended = final_failure(operation, group.last_operation_error)
+    group.failure_reason = f"{ended.code}: {ended.message}"
     group.updated_at = utcnow()
     for transfer in await repository.transfers_of_group(session, group.id, for_update=True):
         if transfer.status != "pending":
