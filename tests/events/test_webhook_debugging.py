@@ -169,6 +169,8 @@ def test_a_delivery_is_resent_as_a_new_delivery_of_the_same_event(api, bridge, d
         assert resent.status_code == 200, resent.text
         assert resent.json()["resend_of"] == first["id"] and resent.json()["event"] == first["event"]
         assert resent.json()["id"] != first["id"] and resent.json()["status"] == "pending"
+        assert resent.json()["operation"] == resent.json()["id"]  # it names its operation
+        assert api.get(f"/v1/operations/{resent.json()['operation']}").json()["type"] == "webhook_delivery"
         assert abs(resent.json()["next_attempt_at"] - time.time()) < 30
         wait_for(lambda: len(hooks.deliveries) == 2)
 

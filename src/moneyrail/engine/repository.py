@@ -112,6 +112,13 @@ async def get(session: AsyncSession, operation_id: str, *, for_update: bool = Fa
     return await session.scalar(statement)
 
 
+async def statuses_of(session: AsyncSession, operation_ids: Sequence[str]) -> dict[str, str]:
+    rows = await session.execute(
+        select(Operation.id, Operation.status).where(Operation.id.in_(list(operation_ids)))
+    )
+    return {operation_id: status for operation_id, status in rows}
+
+
 _COLUMNS = ", ".join(column.name for column in Operation.__table__.columns)  # from the model, not input
 _CLAIM = f"""
     WITH claimed AS (

@@ -20,11 +20,15 @@ from standardwebhooks import Webhook
 
 from moneyrail.config import API_VERSIONS, get_settings
 from moneyrail.db.raw import WriteAt, from_row
-from moneyrail.engine.outcomes import PermanentFailure, TransientFailure
+from moneyrail.engine.outcomes import AttemptError, PermanentFailure, TransientFailure
 from moneyrail.engine.policy import RetryPolicy, policy_for, register_policy
 from moneyrail.engine.repository import NewOperations
 from moneyrail.engine.schemas import render_operation
-from moneyrail.engine.service import create_operation, register_outcome_listener
+from moneyrail.engine.service import (
+    create_operation,
+    register_attempt_failure_listener,
+    register_outcome_listener,
+)
 from moneyrail.errors import Conflict, ParameterInvalid, ResourceMissing
 from moneyrail.kit import crypto
 from moneyrail.kit.clock import to_unix, utcnow
@@ -465,7 +469,8 @@ OUTCOME_EVENTS = {
 
 
 async def record_operation_outcome(session: AsyncSession, operation: Operation) -> None:
-    """operation.succeeded / .failed / .dead_lettered, for retry and diagnosis by the caller.
+    """operation.succeeded / .failed (its end), and .dead_lettered (an attempt that left it waiting for
+    an operator), for retry and diagnosis by the caller.
 
     Not for webhook deliveries themselves: an event about a failed delivery would be delivered too.
     """
@@ -489,4 +494,10 @@ async def record_operation_outcomes(session: AsyncSession, operations: Sequence[
         await record_events(session, tenant, events)
 
 
+async def record_dead_letter(session: AsyncSession, operation: Operation, error: AttemptError) -> None:
+    if operation.status == "dead_letter":
+        await record_operation_outcome(session, operation)
+
+
 register_outcome_listener(record_operation_outcome, together=record_operation_outcomes)
+register_attempt_failure_listener(record_dead_letter)
