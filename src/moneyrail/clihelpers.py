@@ -102,7 +102,9 @@ def human_time(unix_seconds: int | None) -> str | None:
 
 
 # Fields of the views that hold Unix seconds: shown as ISO 8601 in human output.
-TIME_FIELDS = frozenset({"created", "updated", "started", "finished", "dead_lettered", "discarded"})
+TIME_FIELDS = frozenset(
+    {"created", "accepted", "updated", "started", "finished", "dead_lettered", "discarded"}
+)
 
 
 def for_people(view: Mapping[str, Any]) -> dict[str, Any]:

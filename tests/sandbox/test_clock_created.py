@@ -17,7 +17,6 @@ REAL_TIME_TABLES = {
     "idempotency_records": "kept 24 real hours: the retention compares with the wall clock",
     "journal_transactions": "the ledger's hash chain covers created_at as it was written",
     "ledger_accounts": "ledger bookkeeping, as journal_transactions",
-    "operations": "the engine's bookkeeping: leases, backoff and latency metrics run on real time",
     "sandbox_cards": "the simulated network's own records",
     "sandbox_processor_calls": "the simulated network's own records",
     "sandbox_sms_messages": "the simulated network's own records",
@@ -26,6 +25,7 @@ REAL_TIME_TABLES = {
     "merchant_authorization_codes": "a one-time credential, never shown",
     "payment_distributions": "a payment's distribution plan, shown inside the payment",
     "allocations": "lines of an allocation group, shown inside it",
+    # its `created_at` is its operation's (so on the sandbox clock through it); no trigger of its own
     "webhook_deliveries": "its operation's record: attempts, latency and backoff run on real time",
 }
 

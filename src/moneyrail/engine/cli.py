@@ -4,6 +4,10 @@ Human output shows times in ISO 8601 (UTC); `--json` gives Unix seconds, like th
 `discard` take operation ids, or a filter (`--type`, `--installation`, `--since`, or `--all`) for many
 at once; `--dry-run` shows what would change and changes nothing. Several operations are decided in one
 transaction: all of them, or none if one is refused.
+
+Two clocks: an operation's `created` is the one its API answer shows (in a sandbox, the sandbox's clock);
+`accepted` is that moment on the wall clock, which the engine's own times (dead-lettered, discarded, the
+attempts) are on. Human output shows `accepted` only where the two differ.
 """
 
 from __future__ import annotations
@@ -62,7 +66,9 @@ def operation_view(operation: Operation) -> dict[str, Any]:
         "attempts": operation.attempts,
         "max_attempts": operation.max_attempts,
         "last_error": operation.last_error,
+        # what the API shows (a sandbox's clock), and the wall-clock moment the engine accepted it
         "created": to_unix(operation.created_at),
+        "accepted": to_unix(operation.accepted_on_wall_clock),
         "dead_lettered": _when(operation.dead_lettered_at),
         "discarded": _when(operation.discarded_at),
         "discarded_by": operation.discarded_by,
@@ -135,15 +141,32 @@ def show(
     if as_json:
         typer.echo(json.dumps(view, indent=2))
         return
-    for key, value in for_people(view).items():
-        if key != "history":
-            typer.echo(f"{key}: {value}")
+    for line in _people_lines(view):
+        typer.echo(line)
     typer.echo("attempts:")
     for attempt in view["history"]:
         typer.echo(
             f"  #{attempt['number']} {attempt['outcome'] or 'running'} at {human_time(attempt['started'])} "
             f"on {attempt['worker']}: {attempt['error'] or ''}".rstrip()
         )
+
+
+def _people_lines(view: dict[str, Any]) -> list[str]:
+    """`key: value` lines. A sandbox operation created after its clock was advanced shows both times:
+    `created` on the sandbox clock (as the API answers it) and `accepted` on the wall clock, which the
+    engine's times (dead-lettered, discarded, the attempts) are on; otherwise they are one time."""
+    shown = for_people(view)
+    two_clocks = abs(view["created"] - view["accepted"]) > 1
+    lines = []
+    for key, value in shown.items():
+        if key == "history" or (key == "accepted" and not two_clocks):
+            continue
+        if key == "created" and two_clocks:
+            value = f"{value} (sandbox clock)"
+        elif key == "accepted":
+            value = f"{value} (wall clock, as the times below)"
+        lines.append(f"{key}: {value}")
+    return lines
 
 
 Decide = Callable[[AsyncSession, str], Awaitable[Operation]]
