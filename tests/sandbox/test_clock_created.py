@@ -25,8 +25,9 @@ REAL_TIME_TABLES = {
     "merchant_authorization_codes": "a one-time credential, never shown",
     "payment_distributions": "a payment's distribution plan, shown inside the payment",
     "allocations": "lines of an allocation group, shown inside it",
-    # its `created_at` is its operation's (so on the sandbox clock through it); no trigger of its own
-    "webhook_deliveries": "its operation's record: attempts, latency and backoff run on real time",
+    # its `created_at` is its operation's, so on the sandbox clock through it (and its attempts' are
+    # moved by their own trigger, migration 0035): no created_at trigger of its own
+    "webhook_deliveries": "its operation's record: created with it, retried on real time",
 }
 
 

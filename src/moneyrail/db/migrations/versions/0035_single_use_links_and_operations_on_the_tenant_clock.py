@@ -14,7 +14,8 @@ function, as its object's is, and its `updated_at` follows: at the insert it is 
 statement that sets `updated_at` has it moved by the clock's offset (`UPDATE OF updated_at`: the
 statements that leave it alone, such as the relay's publishing, leave it alone). Live rows pay nothing
 (WHEN NOT livemode). The engine's own times stay on the wall clock; `accepted_at` is the wall-clock
-moment of the creation, for the latency metrics and the operator CLI. Added without a default and
+moment of the creation, for the latency metrics and the operator CLI. A webhook delivery's attempts
+(shown in its answer) are moved by their sandbox clock's offset at the insert, as operations are. Added without a default and
 given one afterwards, so that no row is rewritten: NULL on the rows before this migration, whose
 `created_at` is that moment.
 """
@@ -64,9 +65,32 @@ def upgrade() -> None:
         "CREATE TRIGGER operations_sandbox_updated_at BEFORE INSERT OR UPDATE OF updated_at ON operations "
         "FOR EACH ROW WHEN (NOT NEW.livemode) EXECUTE FUNCTION moneyrail_sandbox_updated_at()"
     )
+    # a webhook delivery's attempts: moved by the offset of their delivery's sandbox clock (a delivery's
+    # own `created_at` is its operation's); the attempt row names no tenant, its delivery does
+    op.execute(
+        """
+        CREATE FUNCTION moneyrail_sandbox_attempted_at() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+            NEW.attempted_at := NEW.attempted_at + make_interval(secs => coalesce(
+                (SELECT clocks.offset_seconds
+                 FROM webhook_deliveries AS delivery
+                 JOIN sandbox_clocks AS clocks ON clocks.installation_id = delivery.installation_id
+                 WHERE delivery.id = NEW.delivery_id AND NOT delivery.livemode),
+                0));
+            RETURN NEW;
+        END
+        $$
+        """
+    )
+    op.execute(
+        "CREATE TRIGGER webhook_delivery_attempts_sandbox_attempted_at BEFORE INSERT "
+        "ON webhook_delivery_attempts FOR EACH ROW EXECUTE FUNCTION moneyrail_sandbox_attempted_at()"
+    )
 
 
 def downgrade() -> None:
+    op.execute("DROP TRIGGER webhook_delivery_attempts_sandbox_attempted_at ON webhook_delivery_attempts")
+    op.execute("DROP FUNCTION moneyrail_sandbox_attempted_at()")
     op.execute("DROP TRIGGER operations_sandbox_updated_at ON operations")
     op.execute("DROP FUNCTION moneyrail_sandbox_updated_at()")
     op.execute("DROP TRIGGER operations_sandbox_created_at ON operations")
