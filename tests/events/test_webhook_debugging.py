@@ -192,6 +192,34 @@ def test_a_delivery_is_resent_as_a_new_delivery_of_the_same_event(api, bridge, d
     )
 
 
+def test_a_sandbox_delivery_shows_its_times_on_the_sandbox_clock(api, bridge, delivering_stack):
+    """Created, attempted, due again: on the sandbox clock, as its event (CONVENTIONS.md §11). The
+    signed `webhook-timestamp` stays on the wall clock: receivers check it against their own."""
+    week = 7 * 86_400
+    clock_now = api.post("/v1/test-helpers/clock/advance", json={"seconds": week}).json()["now"]
+    with receiver() as hooks:
+        hooks.statuses = [500]
+        endpoint = new_endpoint(api, hooks.url, ["operation.succeeded"])
+        create_probe(bridge, api.keys.tenant)
+        wait_for(
+            lambda: (
+                deliveries(api, endpoint["id"])
+                and deliveries(api, endpoint["id"])[0]["status"] == "succeeded"
+            )
+        )
+        (delivery,) = deliveries(api, endpoint["id"])
+        resent = api.post(f"/v1/webhook-endpoints/{endpoint['id']}/deliveries/{delivery['id']}/resend").json()
+        wait_for(lambda: len(hooks.deliveries) == 3)
+
+    event = api.get(f"/v1/events/{delivery['event']}").json()
+    assert abs(event["created"] - clock_now) < 120
+    assert abs(delivery["created"] - event["created"]) <= 1
+    assert [attempt["outcome"] for attempt in delivery["attempts"]] == ["failed", "succeeded"]
+    assert all(0 <= attempt["attempted_at"] - delivery["created"] < 120 for attempt in delivery["attempts"])
+    assert abs(resent["next_attempt_at"] - clock_now) < 120 and abs(resent["created"] - clock_now) < 120
+    assert all(abs(int(hook.headers["webhook-timestamp"]) - time.time()) < 120 for hook in hooks.deliveries)
+
+
 def test_another_installation_sees_no_endpoint_and_no_delivery(api, make_api):
     endpoint = new_endpoint(api, "http://127.0.0.1:9/x")
     other = make_api()

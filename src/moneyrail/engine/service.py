@@ -356,7 +356,8 @@ async def _still_ours(session: AsyncSession, operation_id: str, attempt: int) ->
 
 
 def _age(operation: Operation) -> float:
-    return (utcnow() - operation.created_at).total_seconds()
+    """From acceptance to now on the wall clock (a sandbox's `created_at` is on its own clock)."""
+    return (utcnow() - operation.accepted_on_wall_clock).total_seconds()
 
 
 def _describe(error: BaseException) -> str:
@@ -402,6 +403,7 @@ async def _record_failure(
                 next_attempt_at=str(operation.next_attempt_at),
             )
         await repository.finish_attempt(uow.session, operation_id, attempt, outcome, description)
+        await repository.write_stamped(uow.session, operation)  # `updated` on the tenant's clock
         await _announce_failed_attempt(uow.session, operation, AttemptError.of(error, operation.updated_at))
         if outcome == "failed":
             await _announce(uow.session, operation)
@@ -430,6 +432,7 @@ async def expire_leases(session: AsyncSession, limit: int = 500) -> int:
             operation.next_attempt_at = utcnow()
             operation.published_at = None
             logger.warning("operation_lease_expired", operation_id=operation.id, type=operation.type)
+        await repository.write_stamped(session, operation)  # `updated` on the tenant's clock
         lost = AttemptError(LEASE_EXPIRED_CODE, LEASE_EXPIRED_MESSAGE, operation.updated_at)
         await _announce_failed_attempt(session, operation, lost)  # the objects show it; its event
     await session.flush()
@@ -488,7 +491,7 @@ async def retry_dead_letter(session: AsyncSession, operation_id: str, *, operato
     operation.published_at = None
     operation.dead_lettered_at = None
     operation.updated_at = utcnow()
-    await session.flush()
+    await repository.write_stamped(session, operation)
     await repository.notify_relay(session, operation.id)
     logger.info("dead_letter_retried", operation_id=operation_id, operator=operator)
     return operation
@@ -506,7 +509,7 @@ async def discard_dead_letter(
     operation.discard_reason = reason.strip()
     operation.finished_at = utcnow()
     operation.updated_at = utcnow()
-    await session.flush()
+    await repository.write_stamped(session, operation)
     await _announce(session, operation)
     logger.info("dead_letter_discarded", operation_id=operation_id, operator=operator, reason=reason)
     return operation

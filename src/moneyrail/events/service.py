@@ -37,6 +37,7 @@ from moneyrail.kit.pagination import Position
 from moneyrail.kit.tenant import Tenant
 from moneyrail.models import Event, Operation, WebhookDelivery, WebhookDeliveryAttempt, WebhookEndpoint
 from moneyrail.models.base import Base
+from moneyrail.sandbox.service import clock_offset
 
 from . import repository
 from .addresses import (
@@ -289,16 +290,20 @@ class DeliveryView:
 
 
 async def _views(session: AsyncSession, deliveries: Sequence[WebhookDelivery]) -> list[DeliveryView]:
+    """One tenant's deliveries as it sees them: `created` and the attempts are stored on its clock;
+    the next attempt, due on the wall clock the engine runs on, is shown on its clock as it is now."""
+    if not deliveries:
+        return []
     ids = [delivery.id for delivery in deliveries]
     states = await repository.delivery_states(session, ids)
     attempts = await repository.attempts_of(session, ids)
+    tenant = Tenant(deliveries[0].installation_id, deliveries[0].livemode)
+    offset = await clock_offset(session, tenant)
     views = []
     for delivery in deliveries:
         status, next_attempt_at = states[delivery.id]
-        pending = status == "pending"
-        views.append(
-            DeliveryView(delivery, status, attempts[delivery.id], next_attempt_at if pending else None)
-        )
+        shown_next = next_attempt_at + offset if status == "pending" else None
+        views.append(DeliveryView(delivery, status, attempts[delivery.id], shown_next))
     return views
 
 
