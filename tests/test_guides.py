@@ -78,7 +78,13 @@ def dev(servers: Servers, tmp_path_factory: pytest.TempPathFactory) -> Iterator[
     with screen.open("wb") as output:
         process = subprocess.Popen(
             [sys.executable, "-m", "moneyrail", "dev"],
-            env=servers.environment(MONEYRAIL_PORT=str(port), MONEYRAIL_WORKER_METRICS_PORT=str(free_port())),
+            # the data folder a reader's `dev` uses, in the folder the guides run from (the suite's
+            # processes otherwise share the session's)
+            env=servers.environment(
+                MONEYRAIL_PORT=str(port),
+                MONEYRAIL_WORKER_METRICS_PORT=str(free_port()),
+                MONEYRAIL_DATA_DIR=str(folder / ".moneyrail"),
+            ),
             cwd=folder,
             stdout=output,
             stderr=subprocess.STDOUT,
