@@ -40,6 +40,7 @@ once with the fleet's sandbox processor at 0 ms, then once (freshly seeded) with
 over the network model (MONEYRAIL_SANDBOX_LATENCY_MS and _JITTER_MS, processor/sandbox/network.py).
 Target: transfers committed per second at the latency >= 0.8 x at 0 ms, in every round. Both
 measurements record the database connections in use meanwhile (pg_stat_activity every 100 ms).
+Recorded: `results/allocations-latency-latest.json` and a row of `results/allocations-latency-history.csv`.
 """
 
 from __future__ import annotations
@@ -542,7 +543,7 @@ def latency_rounds(
     if not verified:
         problems.append(f"ledger verify failed: {verify_output}")
     document = {
-        "benchmark": "allocations",
+        "benchmark": "allocations-latency",
         "mode": "processor_latency",
         "started_at": started_at,
         "command": " ".join(["bench/allocations.py", *sys.argv[1:]]),
@@ -567,13 +568,13 @@ def latency_rounds(
         f" ledger verify {'passed' if verified else 'FAILED'}"
     )
     if args.record:
-        path = harness.record("allocations", document, latency_history_figures(document), args.note)
+        path = harness.record("allocations-latency", document, latency_history_figures(document), args.note)
         print(f"recorded in {path.relative_to(harness.REPO_DIR)}")
     sys.exit(1 if problems else 0 if document["met"] else 2)
 
 
 def latency_history_figures(document: dict[str, Any]) -> dict[str, Any]:
-    """A latency run's history row, in columns of its own."""
+    """A latency run's history row (results/allocations-latency-history.csv)."""
     rounds = document["rounds"]
 
     def in_use(entry: dict[str, Any], name: str) -> Any:

@@ -35,6 +35,7 @@ with the same flow, `--rounds` times; no bare. Target: steps/s at the latency >=
 (the headline is the round with the lower ratio); exit code 2 when missed. Recorded besides: p99 per
 step at both, and the database connections in use during each window (pg_stat_activity sampled every
 100 ms: `active` and `idle in transaction`), which shows connections held across processor calls.
+Results: bench/results/payments-latency-latest.json and a row of payments-latency-history.csv.
 
 PostgreSQL and Redis: those of DATABASE_URL and REDIS_URL when set, else the embedded servers (as
 bench/intake.py). Every process started here is stopped on the way out, Ctrl-C and SIGTERM included.
@@ -837,7 +838,7 @@ def latency_bench(args: argparse.Namespace, argv: list[str]) -> int:
     fast, slow = results["at_0ms"], results["at_latency"]
     ratio = round(slow["requests_per_s"] / fast["requests_per_s"], 3)
     document = {
-        "benchmark": "payments",
+        "benchmark": "payments-latency",
         "mode": "processor_latency",
         "started_at": started_at.isoformat(timespec="seconds"),
         "finished_at": finished_at.isoformat(timespec="seconds"),
@@ -910,14 +911,13 @@ def latency_bench(args: argparse.Namespace, argv: list[str]) -> int:
     for warning in warnings:
         print(f"NOISY MACHINE: {warning}")
     if args.record:
-        path = harness.record("payments", document, latency_history_figures(document), args.note)
+        path = harness.record("payments-latency", document, latency_history_figures(document), args.note)
         print(f"recorded in {path.relative_to(REPO_DIR)}")
     return 1 if problems else 0 if document["met"] else 2
 
 
 def latency_history_figures(document: dict[str, Any]) -> dict[str, Any]:
-    """A latency run's history row: its own columns, so the bare-ratio columns of the usual runs keep
-    their meaning."""
+    """A latency run's history row (results/payments-latency-history.csv)."""
     settings, results = document["settings"], document["results"]
     fast, slow = results["at_0ms"], results["at_latency"]
     in_use = slow["postgres_connections"]
