@@ -33,6 +33,14 @@ part of the system) and a row of `results/allocations-history.csv`. `--statement
 SQL statements, round trips and CPU of N commits (alone and in batches) and N probe operations, one at
 a time through tests/sql_counter.py's wire proxy; it records nothing.
 Exit code 0 when every round met the target and every check held, 1 when a check failed, 2 on a miss.
+
+At a real processor's latency (issue 31): `--processor-latency-ms 150` (round trips drawn within
+± `--processor-jitter-ms`, 50 by default) replaces the engine reference: each round commits its groups
+once with the fleet's sandbox processor at 0 ms, then once (freshly seeded) with the fleet reaching it
+over the network model (MONEYRAIL_SANDBOX_LATENCY_MS and _JITTER_MS, processor/sandbox/network.py).
+Target: transfers committed per second at the latency >= 0.8 x at 0 ms, in every round. Both
+measurements record the database connections in use meanwhile (pg_stat_activity every 100 ms).
+Recorded: `results/allocations-latency-latest.json` and a row of `results/allocations-latency-history.csv`.
 """
 
 from __future__ import annotations
@@ -77,6 +85,9 @@ RECIPIENTS = 4
 SHARES = [40, 30, 20, 10]  # of each group's amount, in %: 4 recipients, largest remainder
 SEED_BATCH = 100  # payments (or groups) per seeding transaction
 TARGET = 0.5
+# at a real processor's latency (issue 31): 150 ms ± 50 per call, committed/s >= 0.8 x at 0 ms
+LATENCY_JITTER_MS = 50.0
+LATENCY_TARGET = 0.8
 BATCH = transfers.COMMIT_BATCH  # sandbox commits to a message
 PROCESSES = engine_bench.PROCESSES
 
@@ -280,8 +291,15 @@ def wait_until_ready(log_name: str, processes: int, limit_s: float = 120.0) -> N
     )
 
 
-def allocation_rate(services: harness.Services, groups: int, accounts: int, threads: int) -> dict[str, Any]:
-    """Seed, boot the fleet, request every commit at once, time until every group is committed."""
+def allocation_rate(
+    services: harness.Services,
+    groups: int,
+    accounts: int,
+    threads: int,
+    network: dict[str, str] | None = None,
+) -> dict[str, Any]:
+    """Seed, boot the fleet, request every commit at once, time until every group is committed. With
+    `network` (harness.processor_network_env), the fleet's sandbox processor is reached over it."""
     database_url = services.database_url
     seeding_started = time.perf_counter()
     seeded = asyncio.run(seed(database_url, groups, accounts))
@@ -291,6 +309,7 @@ def allocation_rate(services: harness.Services, groups: int, accounts: int, thre
         # one connection per thread and a few spare, as bench/engine.py gives its fleet
         "MONEYRAIL_DB_POOL_SIZE": str(max(20, threads + 4)),
         "MONEYRAIL_WORKER_METRICS_PORT": str(harness.free_port()),
+        **(network or {}),
     }
     processes = harness.Processes()
     try:
@@ -307,9 +326,10 @@ def allocation_rate(services: harness.Services, groups: int, accounts: int, thre
         # the requests' own work (writing 4 pending transfers, an operation, events per group) happens
         # before the commit; the workers see nothing of it until then: that is when the clock starts
         cpu = harness.CpuWindow.now()
-        outcome = asyncio.run(
-            wait_until_committed(database_url, seeded.tenant.installation_id, groups, limit_s=600)
-        )
+        with harness.ConnectionSampler(database_url) as connections:
+            outcome = asyncio.run(
+                wait_until_committed(database_url, seeded.tenant.installation_id, groups, limit_s=600)
+            )
         elapsed = time.perf_counter() - committed_at
         window = cpu.until_now(DATABASE, workers=workers.pid, scheduler=scheduler.pid)
     finally:
@@ -327,6 +347,7 @@ def allocation_rate(services: harness.Services, groups: int, accounts: int, thre
         "per_second": round(groups / elapsed, 1),
         "transfers_per_second": round(groups * RECIPIENTS / elapsed, 1),
         "cpu": window,
+        "postgres_connections": connections.summary(),
         "cpu_ms_per_group": {
             role: round(percent * 10 * elapsed / groups, 2)
             for role, percent in window["cpu_percent_of_one_core"].items()
@@ -479,6 +500,102 @@ def ledger_verify(services: harness.Services) -> tuple[bool, str]:
     return completed.returncode == 0, (completed.stdout + completed.stderr).strip()[-2000:]
 
 
+def latency_rounds(
+    services: harness.Services, args: argparse.Namespace, started_at: str, machine: dict[str, Any]
+) -> None:
+    """Each round: the commits with the fleet's processor at 0 ms, then over the network model at
+    `--processor-latency-ms`; the ratio of transfers committed per second, recorded; exits as main."""
+    network = harness.processor_network_env(args.processor_latency_ms, args.processor_jitter_ms)
+    rounds: list[dict[str, Any]] = []
+    for number in range(1, args.rounds + 1):
+        load_before = harness.load_average()
+        fast = allocation_rate(services, args.groups, args.accounts, args.threads)
+        slow = allocation_rate(services, args.groups, args.accounts, args.threads, network)
+        ratio = slow["transfers_per_second"] / fast["transfers_per_second"]
+        problems = fast["problems"] + slow["problems"]
+        rounds.append(
+            {
+                "round": number,
+                "load_average_before": load_before,
+                "load_average_after": harness.load_average(),
+                "at_0ms": fast,
+                "at_latency": slow,
+                "ratio": round(ratio, 3),
+                "met": ratio >= LATENCY_TARGET and not problems,
+            }
+        )
+        print(
+            f"round {number}: {fast['transfers_per_second']} transfers/s at 0 ms,"
+            f" {slow['transfers_per_second']} at {args.processor_latency_ms:g} ms, ratio {ratio:.3f}"
+            f" (target {LATENCY_TARGET}); connections in use on average"
+            f" {fast['postgres_connections'].get('mean', {}).get('in_use')} /"
+            f" {slow['postgres_connections'].get('mean', {}).get('in_use')}; problems: {problems or 'none'}",
+            file=sys.stderr,
+            flush=True,
+        )
+    verified, verify_output = ledger_verify(services)
+    problems = [
+        problem
+        for entry in rounds
+        for name in ("at_0ms", "at_latency")
+        for problem in entry[name]["problems"]
+    ]
+    if not verified:
+        problems.append(f"ledger verify failed: {verify_output}")
+    document = {
+        "benchmark": "allocations-latency",
+        "mode": "processor_latency",
+        "started_at": started_at,
+        "command": " ".join(["bench/allocations.py", *sys.argv[1:]]),
+        "machine": machine,
+        "software": harness.software_info(),
+        "workers": f"{PROCESSES} processes x {args.threads} threads, for both measurements",
+        "processor_latency_ms": args.processor_latency_ms,
+        "processor_jitter_ms": args.processor_jitter_ms,
+        "processor_network_env": network,
+        "target": f"transfers committed/s at {args.processor_latency_ms:g} ms >= {LATENCY_TARGET} x at 0 ms,"
+        " in every round",
+        "rounds": rounds,
+        "ratios": [entry["ratio"] for entry in rounds],
+        "ledger_verify_passed": verified,
+        "ledger_verify": verify_output,
+        "valid": not problems,
+        "problems": problems,
+        "met": bool(rounds) and all(entry["met"] for entry in rounds) and not problems,
+    }
+    print(
+        f"ratios {document['ratios']}, target {LATENCY_TARGET}: {'met' if document['met'] else 'MISSED'};"
+        f" ledger verify {'passed' if verified else 'FAILED'}"
+    )
+    if args.record:
+        path = harness.record("allocations-latency", document, latency_history_figures(document), args.note)
+        print(f"recorded in {path.relative_to(harness.REPO_DIR)}")
+    sys.exit(1 if problems else 0 if document["met"] else 2)
+
+
+def latency_history_figures(document: dict[str, Any]) -> dict[str, Any]:
+    """A latency run's history row (results/allocations-latency-history.csv)."""
+    rounds = document["rounds"]
+
+    def in_use(entry: dict[str, Any], name: str) -> Any:
+        return entry[name]["postgres_connections"].get("mean", {}).get("in_use")
+
+    return {
+        "groups_per_round": rounds[0]["at_0ms"].get("groups") if rounds else None,
+        "processor_latency_ms": document["processor_latency_ms"],
+        "processor_jitter_ms": document["processor_jitter_ms"],
+        "transfers_per_s_at_0ms_by_round": [entry["at_0ms"]["transfers_per_second"] for entry in rounds],
+        "transfers_per_s_at_latency_by_round": [
+            entry["at_latency"]["transfers_per_second"] for entry in rounds
+        ],
+        "latency_ratio_by_round": [entry["ratio"] for entry in rounds],
+        "connections_in_use_at_0ms_mean_by_round": [in_use(entry, "at_0ms") for entry in rounds],
+        "connections_in_use_at_latency_mean_by_round": [in_use(entry, "at_latency") for entry in rounds],
+        "met": document["met"],
+        "valid": document["valid"],
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=2, help="engine then allocations, this many times")
@@ -492,8 +609,23 @@ def main() -> None:
         default=0,
         help="diagnostic: count SQL statements of N commits and N probe operations, one at a time; no load",
     )
+    parser.add_argument(
+        "--processor-latency-ms",
+        type=float,
+        default=0.0,
+        help="measure the commits at 0 ms and at this mean processor round trip (the sandbox's network"
+        " model), in turn, instead of against the engine",
+    )
+    parser.add_argument(
+        "--processor-jitter-ms",
+        type=float,
+        default=None,
+        help=f"round trips are drawn within latency ± this ({LATENCY_JITTER_MS:.0f} with a latency)",
+    )
     harness.add_record_options(parser)
     args = parser.parse_args()
+    if args.processor_jitter_ms is None:
+        args.processor_jitter_ms = LATENCY_JITTER_MS if args.processor_latency_ms > 0 else 0.0
     configure_logging("WARNING", json=False, stream=sys.stderr)  # the seeding's INFO lines are not the run's
     started_at = datetime.now(UTC).isoformat(timespec="seconds")
     rounds: list[dict[str, Any]] = []
@@ -505,6 +637,9 @@ def main() -> None:
             print(json.dumps(counted, indent=2))
             return
         machine = harness.machine_info(services)
+        if args.processor_latency_ms > 0:
+            latency_rounds(services, args, started_at, machine)
+            return
         for number in range(1, args.rounds + 1):
             load_before = harness.load_average()
             engine = engine_bench.engine_rate(

@@ -6,6 +6,8 @@
 - processes on free ports, each in its own session, stopped in reverse order also on Ctrl-C and
   SIGTERM (`Processes`, `start_moneyrail`, `start_bare`, `run_context`);
 - load: `ensure_wrk`, `wait_until_quiet` (a shared machine's other load is the usual noise);
+- the sandbox processor's network model for a moneyrail process (`processor_network_env`), and the
+  database connections in use meanwhile (`ConnectionSampler`, sampling pg_stat_activity);
 - CPU accounting from /proc: per process tree, PostgreSQL's processes of one database, interrupts and
   the rest of the machine (`CpuWindow`);
 - the run's description (`machine_info`, `software_info`) and its results (`record`: the latest JSON
@@ -27,6 +29,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -469,6 +472,76 @@ def wait_until_quiet(max_wait_s: float) -> float | None:
         print(f"the machine is {busy:.0f}% busy: waiting for it to calm down", file=sys.stderr)
 
 
+# What one sample of pg_stat_activity counts, for one database's client backends (the sampler's own not).
+CONNECTIONS_SAMPLE = """
+SELECT count(*) AS connections,
+       count(*) FILTER (WHERE state = 'active') AS active,
+       count(*) FILTER (WHERE state LIKE 'idle in transaction%') AS idle_in_transaction,
+       count(*) FILTER (WHERE wait_event_type = 'Lock') AS waiting_for_a_lock
+FROM pg_stat_activity
+WHERE datname = current_database() AND backend_type = 'client backend' AND pid <> pg_backend_pid()
+"""
+
+
+class ConnectionSampler:
+    """`with ConnectionSampler(url) as sampler:` (or `start()` ... `stop()`) samples pg_stat_activity of
+    the URL's database every `interval_s` on a thread of its own; `sampler.summary()` then gives, per
+    count, the mean and the maximum over the samples. In use = `active` + `idle in transaction` (a
+    connection held in an open transaction while its process does something else: a network call,
+    Python)."""
+
+    def __init__(self, database_url: str, interval_s: float = 0.1) -> None:
+        self.database_url = plain_url(database_url)
+        self.interval_s = interval_s
+        self.samples: list[dict[str, int]] = []
+        self.error: str | None = None
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=lambda: asyncio.run(self._sample()), daemon=True)
+
+    async def _sample(self) -> None:
+        try:
+            connection = await asyncpg.connect(self.database_url)
+        except (OSError, asyncpg.PostgresError) as error:  # a shared server out of connections
+            self.error = repr(error)
+            return
+        try:
+            while not self._stop.is_set():
+                row = await connection.fetchrow(CONNECTIONS_SAMPLE)
+                sample = {key: int(value) for key, value in row.items()}
+                sample["in_use"] = sample["active"] + sample["idle_in_transaction"]
+                self.samples.append(sample)
+                await asyncio.sleep(self.interval_s)
+        finally:
+            await connection.close()
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        """Idempotent, and harmless before `start`."""
+        self._stop.set()
+        if self._thread.ident is not None:
+            self._thread.join(timeout=10)
+
+    def __enter__(self) -> ConnectionSampler:
+        self.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.stop()
+
+    def summary(self) -> dict[str, Any]:
+        if not self.samples:
+            return {"samples": 0, "error": self.error}
+        keys = self.samples[0].keys()
+        return {
+            "samples": len(self.samples),
+            "interval_s": self.interval_s,
+            "mean": {key: round(sum(s[key] for s in self.samples) / len(self.samples), 1) for key in keys},
+            "max": {key: max(s[key] for s in self.samples) for key in keys},
+        }
+
+
 def load_average() -> list[float]:
     """The 1, 5 and 15 minute load averages: recorded with each run, since the machine is shared."""
     return [float(value) for value in Path("/proc/loadavg").read_text().split()[:3]]
@@ -495,6 +568,15 @@ def server_env(services: Services) -> dict[str, str]:
         # but far above what the load reaches
         "MONEYRAIL_SECRET_KEYS": os.environ.get("MONEYRAIL_SECRET_KEYS") or Fernet.generate_key().decode(),
         "MONEYRAIL_RATE_LIMIT_PER_SECOND": "1000000",
+    }
+
+
+def processor_network_env(latency_ms: float, jitter_ms: float) -> dict[str, str]:
+    """A moneyrail process's settings for the sandbox processor's network model (processor/sandbox/
+    network.py): every processor call waits a round trip drawn within latency ± jitter; none fails."""
+    return {
+        "MONEYRAIL_SANDBOX_LATENCY_MS": str(latency_ms),
+        "MONEYRAIL_SANDBOX_LATENCY_JITTER_MS": str(jitter_ms),
     }
 
 

@@ -1,6 +1,7 @@
 """The payments benchmark: create + confirm (4242) + capture of manual payments, against the bare endpoint.
 
     .venv/bin/python bench/payments.py [--duration 20] [--clients 64]
+    .venv/bin/python bench/payments.py --processor-latency-ms 150 [--processor-jitter-ms 50] [--clients 256]
 
 In one run, on one machine, the script sets up a fresh database, migrates it, creates an installation
 and a sandbox key (bench/intake.py's helpers, imported), starts `moneyrail web` (one uvicorn process, as
@@ -25,6 +26,16 @@ After the load, straight in the database: succeeded payments = successful captur
 payments-history.csv. Exit code 0 for a clean run, 1 when any request failed or a check broke (the
 run is then not a valid measurement). `--profile PY_SPY` samples moneyrail's web process under the
 load instead (py-spy `--gil`) and prints where its CPU goes; it records nothing.
+
+At a real processor's latency (issue 31): `--processor-latency-ms 150` (round trips drawn within
+± `--processor-jitter-ms`, 50 by default; 256 clients unless `--clients` says) starts two `moneyrail
+web` processes instead, one plain and one whose sandbox processor is reached over the network model
+(MONEYRAIL_SANDBOX_LATENCY_MS and _JITTER_MS, processor/sandbox/network.py), and loads them in turn
+with the same flow, `--rounds` times; no bare. Target: steps/s at the latency >= 0.8 x steps/s at 0 ms
+(the headline is the round with the lower ratio); exit code 2 when missed. Recorded besides: p99 per
+step at both, and the database connections in use during each window (pg_stat_activity sampled every
+100 ms: `active` and `idle in transaction`), which shows connections held across processor calls.
+Results: bench/results/payments-latency-latest.json and a row of payments-latency-history.csv.
 
 PostgreSQL and Redis: those of DATABASE_URL and REDIS_URL when set, else the embedded servers (as
 bench/intake.py). Every process started here is stopped on the way out, Ctrl-C and SIGTERM included.
@@ -56,6 +67,11 @@ from intake import Target
 
 REQUEST_TIMEOUT_S = 30.0  # far above any healthy latency: a slow answer is measured, not dropped
 GENERATOR_SATURATED = 90.0  # % of one core: the generator itself is then the limit
+CLIENTS = 64
+# at a real processor's latency (issue 31): 150 ms ± 50 per call, 256 clients, steps/s >= 0.8 x at 0 ms
+LATENCY_CLIENTS = 256
+LATENCY_JITTER_MS = 50.0
+LATENCY_TARGET = 0.8
 BENCH_DATABASE = f"{harness.BENCH_DATABASE}_payments"  # its own: the intake benchmark drops its database
 
 CARD = {"number": "4242424242424242", "exp_month": 12, "exp_year": 2034, "cvc": "123"}
@@ -376,6 +392,7 @@ def load(target: Target, flow: str, secret: str, run_id: str, args: argparse.Nam
         generator = subprocess.Popen(
             argv, stdout=subprocess.PIPE, stderr=log, cwd=REPO_DIR, text=True, start_new_session=True
         )
+        sampler = harness.ConnectionSampler(target.database_url)  # the connections in use, in the window
         try:
             window: harness.CpuWindow | None = None
             cpu: dict[str, Any] = {}
@@ -385,12 +402,15 @@ def load(target: Target, flow: str, secret: str, run_id: str, args: argparse.Nam
                 if line.startswith("PHASE measure"):
                     window = harness.CpuWindow.now()
                     sessions_before = asyncio.run(harness.sessions_opened(target.database_url))
+                    sampler.start()
                 elif line.startswith("PHASE drain") and window is not None:
                     cpu = window.until_now(args.database, server=target.process.pid, generator=generator.pid)
+                    sampler.stop()
                 elif line.startswith("RESULT "):
                     report = json.loads(line.removeprefix("RESULT "))
             generator.wait()
         finally:
+            sampler.stop()
             harness.stop_process(generator)
     if report is None or generator.returncode != 0:
         raise BenchError(
@@ -408,6 +428,7 @@ def load(target: Target, flow: str, secret: str, run_id: str, args: argparse.Nam
         "server_cpu_ms_per_request": round(server_ms, 2),
         "postgres_cpu_ms_per_request": round(postgres_ms, 2),
         "postgres_sessions_opened": opened,
+        "postgres_connections": sampler.summary(),
         "machine_busy_before_percent": quiet,
         "load_average_after": harness.load_average(),
     }
@@ -605,7 +626,25 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--duration", type=int, default=20, help="measured seconds per target")
     parser.add_argument("--warmup", type=int, default=3, help="unmeasured seconds of load first (0: none)")
     parser.add_argument("--rounds", type=int, default=2, help="each target loaded this many times, in turn")
-    parser.add_argument("--clients", type=int, default=64, help="concurrent clients (= connections)")
+    parser.add_argument(
+        "--clients",
+        type=int,
+        default=None,
+        help=f"concurrent clients (= connections): {CLIENTS}, or {LATENCY_CLIENTS} with a processor latency",
+    )
+    parser.add_argument(
+        "--processor-latency-ms",
+        type=float,
+        default=0.0,
+        help="measure moneyrail at 0 ms and at this mean processor round trip (the sandbox's network model),"
+        " in turn, instead of against bare",
+    )
+    parser.add_argument(
+        "--processor-jitter-ms",
+        type=float,
+        default=None,
+        help=f"round trips are drawn within latency ± this ({LATENCY_JITTER_MS:.0f} with a latency)",
+    )
     parser.add_argument("--wrk-threads", type=int, default=2, help="wrk threads for the bare reference")
     parser.add_argument("--database", default=BENCH_DATABASE, help="dropped and created for the run")
     parser.add_argument(
@@ -628,10 +667,18 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         parser.add_argument("--flow", choices=("payments", "bare"), required=True)
         parser.add_argument("--secret", required=True)
         parser.add_argument("--run-id", required=True)
-    return parser.parse_args(argv)
+    args = parser.parse_args(argv)
+    latency = args.processor_latency_ms > 0
+    if args.clients is None:
+        args.clients = LATENCY_CLIENTS if latency else CLIENTS
+    if args.processor_jitter_ms is None:
+        args.processor_jitter_ms = LATENCY_JITTER_MS if latency else 0.0
+    return args
 
 
 def bench(args: argparse.Namespace, argv: list[str]) -> int:
+    if args.processor_latency_ms > 0:
+        return latency_bench(args, argv)
     wrk = harness.ensure_wrk()
     started_at = datetime.now(UTC)
     software = harness.software_info()  # before the servers start: the code they run
@@ -741,6 +788,155 @@ def bench(args: argparse.Namespace, argv: list[str]) -> int:
         path = harness.record("payments", document, history_figures(document), args.note)
         print(f"recorded in {path.relative_to(REPO_DIR)}")
     return 1 if problems else 0
+
+
+def latency_bench(args: argparse.Namespace, argv: list[str]) -> int:
+    """moneyrail at 0 ms and at `--processor-latency-ms` (± `--processor-jitter-ms`), two web processes
+    on one database loaded in turn, `--rounds` times; the headline is the round with the lower ratio."""
+    started_at = datetime.now(UTC)
+    software = harness.software_info()
+    run_id = harness.run_token()
+    latency, jitter = args.processor_latency_ms, args.processor_jitter_ms
+    with harness.run_context(args.database) as run:
+        running, env, secret = run.services, run.env, run.secret
+        network = harness.processor_network_env(latency, jitter)
+        servers = {
+            "at_0ms": harness.start_moneyrail(run.processes, env, name="moneyrail"),
+            "at_latency": harness.start_moneyrail(
+                run.processes, {**env, **network}, name="moneyrail-latency"
+            ),
+        }
+        targets = {
+            name: Target(server.name, server.base_url, secret, "json", server.process, running.database_url)
+            for name, server in servers.items()
+        }
+        smoke = {name: smoke_payment(target) for name, target in targets.items()}
+        rounds = [
+            {
+                name: load(target, "payments", secret, f"{run_id}-{name}-{number}", args)
+                for name, target in targets.items()
+            }
+            for number in range(args.rounds)
+        ]
+        results = dict(
+            min(rounds, key=lambda one: one["at_latency"]["requests_per_s"] / one["at_0ms"]["requests_per_s"])
+        )
+        captures_ok = sum(one[name]["succeeded_in_all_phases"] for one in rounds for name in one) + len(smoke)
+        database, problems = check_database(running.database_url, run.env, captures_ok)
+        machine = harness.machine_info(running)
+    finished_at = datetime.now(UTC)
+
+    for name, result in results.items():
+        if result["failed"]:
+            problems.append(f"{name}: {result['failed']} failed requests {result['statuses_by_phase']}")
+    warnings = [
+        f"{name}: other processes used {result['cpu_percent_of_one_core']['other']}% of one core"
+        f" (busiest: {result['other_processes'] or 'short-lived ones'})"
+        for name, result in results.items()
+        if result["cpu_percent_of_one_core"]["other"] > harness.BACKGROUND_CPU_WARNING
+    ]
+    fast, slow = results["at_0ms"], results["at_latency"]
+    ratio = round(slow["requests_per_s"] / fast["requests_per_s"], 3)
+    document = {
+        "benchmark": "payments-latency",
+        "mode": "processor_latency",
+        "started_at": started_at.isoformat(timespec="seconds"),
+        "finished_at": finished_at.isoformat(timespec="seconds"),
+        "flow": "POST /v1/payment-intents (2000 eur, manual capture) -> /confirm (card 4242, publishable key)"
+        " -> /capture (secret key), an Idempotency-Key on each; the same flow on a web process whose sandbox"
+        " processor is reached over the network model",
+        "target": f"steps/s at {latency:g} ms >= {LATENCY_TARGET} x steps/s at 0 ms",
+        "settings": {
+            "command": " ".join([".venv/bin/python", "bench/payments.py", *argv]),
+            "processor_latency_ms": latency,
+            "processor_jitter_ms": jitter,
+            "processor_network_env": network,
+            "duration_s": args.duration,
+            "warmup_s": args.warmup,
+            "clients": args.clients,
+            "request_timeout_s": REQUEST_TIMEOUT_S,
+            "quiet_wait_s": args.quiet_wait,
+            "rounds": args.rounds,
+        },
+        "machine": machine,
+        "software": software,
+        "smoke": smoke,
+        "results": results,
+        "ratios": {
+            "steps_per_s": ratio,
+            "payments_per_s": round(slow["payments_per_s"] / max(fast["payments_per_s"], 0.001), 3),
+            "p99": {
+                step: round(slow["steps"][step]["p99_ms"] / fast["steps"][step]["p99_ms"], 2)
+                for step in STEPS
+            },
+        },
+        "rounds": [
+            {
+                "steps_per_s": {name: one[name]["requests_per_s"] for name in one},
+                "ratio": round(one["at_latency"]["requests_per_s"] / one["at_0ms"]["requests_per_s"], 3),
+                "p99_ms": {
+                    name: {step: one[name]["steps"][step]["p99_ms"] for step in STEPS} for name in one
+                },
+                "postgres_connections_in_use": {
+                    name: {
+                        "mean": one[name]["postgres_connections"].get("mean", {}).get("in_use"),
+                        "max": one[name]["postgres_connections"].get("max", {}).get("in_use"),
+                    }
+                    for name in one
+                },
+                "cpu_other_percent": {name: one[name]["cpu_percent_of_one_core"]["other"] for name in one},
+            }
+            for one in rounds
+        ],
+        "database_check": database,
+        "problems": problems,
+        "warnings": warnings,
+        "valid": not problems,
+        "met": not problems and ratio >= LATENCY_TARGET,
+    }
+    for name, result in results.items():
+        p99 = ", ".join(f"{step} {result['steps'][step]['p99_ms']} ms" for step in STEPS)
+        in_use = result["postgres_connections"].get("mean", {})
+        print(
+            f"\n{name}: {result['payments_per_s']} payments/s, {result['requests_per_s']} steps/s, p99 {p99};"
+            f" connections in use {in_use.get('in_use')} on average ({in_use.get('idle_in_transaction')} idle"
+            " in a transaction)"
+        )
+    print(
+        f"steps/s at {latency:g} ms ÷ at 0 ms: {ratio} (target {LATENCY_TARGET}):"
+        f" {'met' if document['met'] else 'MISSED'}; by round {[one['ratio'] for one in document['rounds']]}"
+    )
+    for problem in problems:
+        print(f"INVALID RUN: {problem}")
+    for warning in warnings:
+        print(f"NOISY MACHINE: {warning}")
+    if args.record:
+        path = harness.record("payments-latency", document, latency_history_figures(document), args.note)
+        print(f"recorded in {path.relative_to(REPO_DIR)}")
+    return 1 if problems else 0 if document["met"] else 2
+
+
+def latency_history_figures(document: dict[str, Any]) -> dict[str, Any]:
+    """A latency run's history row (results/payments-latency-history.csv)."""
+    settings, results = document["settings"], document["results"]
+    fast, slow = results["at_0ms"], results["at_latency"]
+    in_use = slow["postgres_connections"]
+    return {
+        "clients": settings["clients"],
+        "processor_latency_ms": settings["processor_latency_ms"],
+        "processor_jitter_ms": settings["processor_jitter_ms"],
+        "steps_per_s_at_0ms": fast["requests_per_s"],
+        "steps_per_s_at_latency": slow["requests_per_s"],
+        "latency_ratio": document["ratios"]["steps_per_s"],
+        "latency_ratio_by_round": [one["ratio"] for one in document["rounds"]],
+        **{f"p99_{step}_ms_at_0ms": fast["steps"][step]["p99_ms"] for step in STEPS},
+        **{f"p99_{step}_ms_at_latency": slow["steps"][step]["p99_ms"] for step in STEPS},
+        "connections_in_use_at_latency_mean": in_use.get("mean", {}).get("in_use"),
+        "connections_in_use_at_latency_max": in_use.get("max", {}).get("in_use"),
+        "connections_in_use_at_0ms_mean": fast["postgres_connections"].get("mean", {}).get("in_use"),
+        "met": document["met"],
+        "valid": document["valid"],
+    }
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,7 +1,8 @@
-"""The repository stands alone: its contract documents live in docs/, in step with ../shared/.
+"""The repository stands alone: its contract documents live in docs/, in step with ../shared/; the README
+is a short front door whose links hold, and the settings and scopes are all documented.
 
 `../shared/` (beside the repository) is the source the issues cite; a clone has only docs/. These tests
-read files, so they need no server.
+read files, so they need no server (tests/test_guides.py runs the guides' blocks).
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from moneyrail.config import Settings
 from moneyrail.kit.scopes import AREAS
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -39,7 +41,17 @@ def relative_links(markdown: Path) -> list[str]:
     return [link for link in links if link and not re.match(r"[a-z]+:", link)]
 
 
-@pytest.mark.parametrize("markdown", ["README.md", "docs/README.md", "deploy/README.md"])
+LINKED_DOCUMENTS = [
+    "README.md",
+    "docs/README.md",
+    "deploy/README.md",
+    "docs/configuration.md",
+    *sorted(str(path.relative_to(ROOT)) for path in (DOCS / "guides").glob("*.md")),
+]
+README_MAX_LINES = 300
+
+
+@pytest.mark.parametrize("markdown", LINKED_DOCUMENTS)
 def test_relative_links_resolve_inside_the_repository(markdown: str) -> None:
     path = ROOT / markdown
     links = relative_links(path)
@@ -55,7 +67,35 @@ def test_readme_links_the_contract_in_docs() -> None:
         assert f"docs/{name}" in links, f"README.md should link docs/{name}"
 
 
-def test_readme_lists_every_scope_area() -> None:
+def test_the_operating_guide_lists_every_scope_area() -> None:
+    guide = (DOCS / "guides" / "operating.md").read_text()
+    missing = sorted(area for area in AREAS if f"`{area}:read`" not in guide)
+    assert not missing, f"docs/guides/operating.md does not list the scopes of {missing}"
+
+
+def test_the_readme_is_a_short_front_door() -> None:
     readme = (ROOT / "README.md").read_text()
-    missing = sorted(area for area in AREAS if f"`{area}:read`" not in readme)
-    assert not missing, f"README.md does not list the scopes of {missing}"
+    assert len(readme.splitlines()) <= README_MAX_LINES
+    links = set(relative_links(ROOT / "README.md"))
+    assert "docs/configuration.md" in links
+    for guide in (DOCS / "guides").glob("*.md"):
+        if guide.name != "README.md":
+            assert f"docs/guides/{guide.name}" in links, f"README.md should link docs/guides/{guide.name}"
+
+
+def test_the_quick_start_is_two_commands() -> None:
+    """A fresh machine with Python 3.11+ needs these two and nothing else (test_dev_command.py runs `dev`)."""
+    readme = (ROOT / "README.md").read_text()
+    quick_start = readme[readme.index("## Quick start") :]
+    start = quick_start.index("```sh\n") + len("```sh\n")
+    block = quick_start[start : quick_start.index("\n```", start)]
+    commands = [line.split("#")[0].strip() for line in block.splitlines()]
+    assert commands == ["python3 run.py dev", "python3 run.py test"]
+
+
+def test_every_setting_is_in_the_configuration_page() -> None:
+    page = (DOCS / "configuration.md").read_text()
+    for name, field in Settings.model_fields.items():
+        alias = field.validation_alias
+        env_names = alias.choices if hasattr(alias, "choices") else [alias or f"MONEYRAIL_{name.upper()}"]
+        assert any(f"`{env_name}`" in page for env_name in env_names), f"docs/configuration.md lacks {name}"

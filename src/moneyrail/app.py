@@ -9,7 +9,7 @@ from fastapi import FastAPI
 from redis.asyncio import Redis
 
 from moneyrail import __version__
-from moneyrail.api import health, metrics
+from moneyrail.api import health, home, metrics
 from moneyrail.api.errors import install_error_handlers
 from moneyrail.api.middleware import RequestContextMiddleware
 from moneyrail.api.openapi import install_openapi
@@ -114,6 +114,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     )
     app.state.settings = settings
     install_error_handlers(app)
+    app.include_router(home.router)
     app.include_router(health.router)
     app.include_router(metrics.router)
     for router in PAYMENTS_API_ROUTERS:

@@ -110,12 +110,14 @@ def safe_url(url: str) -> str:
         return "(an unparsable URL)"
 
 
-def human_time(unix_seconds: int | None, *, now: float | None = None) -> str | None:
+def human_time(unix_seconds: int | None, *, now: float | None = None, age: bool = True) -> str | None:
     """ISO 8601 in UTC and how long ago, for people: `2026-11-27T14:03:12Z (3 min ago)` (`--json` keeps
-    Unix seconds)."""
+    Unix seconds). `age=False` for a time on another clock than the wall's (a sandbox's)."""
     if unix_seconds is None:
         return None
     moment = datetime.fromtimestamp(unix_seconds, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    if not age:
+        return moment
     return f"{moment} ({_age(unix_seconds, time.time() if now is None else now)})"
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from functools import lru_cache
 from pathlib import Path
 
-from pydantic import AliasChoices, Field
+from pydantic import AliasChoices, Field, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 # The dated versions of the three APIs (spec part 9); the first is the current one.
@@ -95,6 +95,18 @@ class Settings(BaseSettings):
     sms_sender: str = "sandbox"
     # The simulated network reports a captured payment's real cost this many (sandbox) days later.
     sandbox_cost_report_days: int = 3
+    # The sandbox simulator reached over a simulated network (processor/sandbox/network.py), so tests and
+    # benchmarks meet a processor that is far away and sometimes unreachable. All 0: no network at all.
+    # Each call's round trip is drawn uniformly within latency ± jitter; the rates are each call's chances
+    # of a connection reset (nothing done), a timeout whose request was lost (nothing done) and a timeout
+    # whose answer was lost (done: only the call's idempotency key keeps a retry from doing it twice).
+    sandbox_latency_ms: float = Field(default=0.0, ge=0)
+    sandbox_latency_jitter_ms: float = Field(default=0.0, ge=0)
+    sandbox_reset_rate: float = Field(default=0.0, ge=0, le=1)
+    sandbox_lost_request_rate: float = Field(default=0.0, ge=0, le=1)
+    sandbox_lost_answer_rate: float = Field(default=0.0, ge=0, le=1)
+    # the network's draws repeat from this seed (tests); unset, they differ in every process
+    sandbox_network_seed: int | None = None
     cost_report_sweep_seconds: float = 30.0  # how often the scheduler asks for due cost reports
     # Charges the processor made that no payment recorded (a lost transaction) are released once this
     # old (real time), by a sweep this often (payments/orphans.py)
@@ -107,6 +119,16 @@ class Settings(BaseSettings):
     # staging deployment points both at localstripe (or a double in front of it).
     stripe_api_base: str = "https://api.stripe.com"
     stripe_js_url: str = "https://js.stripe.com/v3/"
+
+    @model_validator(mode="after")
+    def sandbox_failure_rates_add_up(self) -> Settings:
+        failing = self.sandbox_reset_rate + self.sandbox_lost_request_rate + self.sandbox_lost_answer_rate
+        if failing > 1:
+            raise ValueError(
+                "MONEYRAIL_SANDBOX_RESET_RATE, _LOST_REQUEST_RATE and _LOST_ANSWER_RATE are shares of one"
+                f" call's outcomes: they add up to {failing}, more than 1"
+            )
+        return self
 
     @property
     def evidence_files_dir(self) -> Path:

@@ -137,11 +137,17 @@ class DatabaseUnavailable(MoneyrailError):
 
 
 class ProcessorUnavailableError(MoneyrailError):
-    """The card network did not answer: nothing was decided, so the same request may be retried."""
+    """The card network did not answer: nothing was decided, so the same request may be retried.
+    `Retry-After` says when (a network's hiccup is usually over within seconds)."""
 
     status = 503
     type = "api_error"
     code = "processor_unavailable"
+    RETRY_AFTER_SECONDS = 2
+
+    def __init__(self, message: str, *, param: str | None = None, **extra: Any) -> None:
+        super().__init__(message, param=param, **extra)
+        self.headers = {"Retry-After": str(self.RETRY_AFTER_SECONDS)}
 
 
 # 402 ------------------------------------------------------------------------------------------

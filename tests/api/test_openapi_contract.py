@@ -156,6 +156,56 @@ def test_every_field_of_every_schema_has_a_description(name):
     assert not missing, f"{name}: describe {missing}"
 
 
+# CONVENTIONS.md §9: every answer whose effect runs on a worker names its operation (an `op_` id, as a
+# refund's answer does), or is the operation itself (a 202)
+NAMES_ITS_OPERATION = [
+    "/v1/transfers",
+    "/v1/refunds",
+    "/v1/payouts",
+    "/v1/connected-accounts/{connected_account}/payouts",
+    "/v1/payouts/{payout}/reverse",
+    "/v1/reconciliation-runs",
+    "/v1/webhook-endpoints/{webhook_endpoint}/deliveries/{delivery}/resend",
+]
+IS_ITS_OPERATION = [
+    "/v1/allocation-groups/{allocation_group}/commit",
+    "/v1/subscriptions/{subscription}/sync",
+]
+
+
+def answer_schema(path: str) -> dict[str, Any]:
+    responses = SPEC["paths"][path]["post"]["responses"]
+    status = "202" if "202" in responses else "200"
+    return resolve(responses[status]["content"]["application/json"]["schema"])
+
+
+@pytest.mark.parametrize("path", NAMES_ITS_OPERATION)
+def test_an_answer_that_starts_work_on_a_worker_names_its_operation(path):
+    schema = answer_schema(path)
+    assert "operation" in schema["properties"] and "operation" in schema["required"]
+
+
+@pytest.mark.parametrize("path", IS_ITS_OPERATION)
+def test_a_202_answer_is_the_operation_it_started(path):
+    assert answer_schema(path)["properties"]["object"]["const"] == "operation"
+
+
+def test_an_invoice_sent_names_each_deliverys_operation():
+    deliveries = answer_schema("/v1/invoices/{invoice}/send")["properties"]["deliveries"]
+    assert "operation" in resolve(deliveries["items"])["properties"]
+
+
+@pytest.mark.parametrize(
+    "name", ["TransferOut", "AllocationGroupOut", "PayoutOut", "RefundOut", "SubscriptionInvoiceOut"]
+)
+def test_an_object_moved_by_an_operation_shows_its_last_error(name):
+    """Final means final (CONVENTIONS.md §9): the object stays pending and shows the error apart."""
+    schema = SPEC["components"]["schemas"][name]
+    assert "last_operation_error" in schema["required"]
+    error = SPEC["components"]["schemas"]["OperationErrorOut"]
+    assert set(error["properties"]) == {"code", "message", "at"}
+
+
 def test_the_served_document_is_the_derived_one(web):
     served = httpx.get(f"{web.base_url}/openapi.json")
     assert served.status_code == 200

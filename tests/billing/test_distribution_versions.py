@@ -219,8 +219,9 @@ def test_a_refunded_cycle_takes_back_its_transfers_itself_and_no_manual_reversal
 def test_a_failed_cycle_distribution_is_retried_as_its_own_operation_only(
     marketplace, db, servers, money_stack
 ):
-    """Spec 4.M rule 6: the invoice shows `failed`; the operator's retry of the dead-lettered commit
-    settles it with the same payment, the same allocation group and the same transfers."""
+    """Spec 4.M rule 6: the invoice shows its distribution still under way while the commit waits in
+    `dead_letter`; the operator's retry of the dead-lettered commit settles it with the same payment, the
+    same allocation group and the same transfers."""
     from tests.installations.test_cli import moneyrail
 
     bakery = create_account(marketplace, "merchant")
@@ -241,13 +242,13 @@ def test_a_failed_cycle_distribution_is_retried_as_its_own_operation_only(
     assert (
         httpx.post(checkout["checkout_url"], data=card_form(SUCCEEDS, renew_consent="yes")).status_code == 303
     )
-    failed = wait_until(
-        lambda: (
-            (i := invoices(marketplace, created["id"])[0])["settlement_status"] in ("failed", "settled") and i
-        )
-    )
-    assert failed["settlement_status"] == "failed"
+    failed = wait_until(lambda: (i := invoices(marketplace, created["id"])[0])["allocation_group"] and i)
     group = ok(marketplace.get(f"/v1/allocation-groups/{failed['allocation_group']}"))
+    assert wait_for_operation(marketplace, group["operation"], FINAL)["status"] == "dead_letter"
+    # final means final: dead-lettered, the distribution is still under way, waiting for an operator
+    group = ok(marketplace.get(f"/v1/allocation-groups/{group['id']}"))
+    assert (group["status"], group["last_operation_error"]["code"]) == ("committing", "processor_error")
+    assert invoices(marketplace, created["id"])[0]["settlement_status"] == "distributing"
     transfer_ids = sorted(t["id"] for t in group["transfers"])
     payments_before = db.execute(
         "SELECT count(*) FROM payment_intents WHERE installation_id = %s", (marketplace.keys.installation_id,)

@@ -133,17 +133,15 @@ def test_a_refund_stops_a_dead_lettered_commit_and_the_operators_retry_sends_not
             )
         )
         first, _, _ = paid_platform_subscription(platform)
-        failed = wait_until(
-            lambda: (
-                (i := invoices(platform, first["subscription"])[0])["settlement_status"]
-                in ("failed", "settled")
-                and i
-            ),
-            timeout=60,
+        distributing = wait_until(
+            lambda: (i := invoices(platform, first["subscription"])[0])["allocation_group"] and i, timeout=60
         )
-        assert failed["settlement_status"] == "failed"
-        group = ok(platform.get(f"/v1/allocation-groups/{failed['allocation_group']}"))
-        assert group["status"] == "failed"
+        group = ok(platform.get(f"/v1/allocation-groups/{distributing['allocation_group']}"))
+        assert wait_for_operation(platform, group["operation"], FINAL, timeout=60)["status"] == "dead_letter"
+        # final means final: a dead-lettered commit is not a failed distribution; it waits for an operator
+        group = ok(platform.get(f"/v1/allocation-groups/{group['id']}"))
+        assert (group["status"], group["last_operation_error"]["code"]) == ("committing", "processor_error")
+        assert invoices(platform, first["subscription"])[0]["settlement_status"] == "distributing"
 
         # a partial refund: the whole unsent distribution stops, the rest stays with the platform
         refund = ok(

@@ -493,3 +493,71 @@ def test_a_renewal_that_cannot_be_opened_as_agreed_stops_for_review_and_sync_res
         lambda: (i := invoices(biller, stopped["id"])) and len(i) == 2 and i[-1]["status"] == "paid" and i
     )
     assert charges_for(db, found[-1]["id"]) == 1
+
+
+def dead_lettered_renewal(api, db, bridge) -> tuple[dict, dict]:
+    """An active subscription whose renewal an injected network outage dead-letters: (the subscription
+    as it was, its waiting invoice). Final means final: the invoice stays `open`, showing the error."""
+    subscription = active_subscription(api)
+    ok(
+        api.post(
+            "/v1/test-helpers/processor-faults",
+            json={"operation_type": "authorize", "mode": "transient", "count": 100},
+        )
+    )
+    advance(api, subscription["current_period_end"] - clock_now(api) + 1)
+    opened = wait_until(lambda: (i := invoices(api, subscription["id"])) and len(i) == 2 and i[-1])
+    assert opened["operation"].startswith("op_")
+    db.execute("UPDATE operations SET max_attempts = 2 WHERE id = %s", (opened["operation"],))
+    operation = wait_for_operation(
+        api, opened["operation"], {"succeeded", "failed", "dead_letter"}, timeout=60
+    )
+    assert operation["status"] == "dead_letter", operation
+    waiting = invoices(api, subscription["id"])[-1]
+    assert (waiting["status"], waiting["failure_code"]) == ("open", None)
+    assert waiting["last_operation_error"]["code"] == "processor_unavailable"
+    assert "subscription.invoice.failed" not in event_types(api, waiting["id"])
+    assert read(api, subscription["id"])["status"] == "active"
+    assert api.delete("/v1/test-helpers/processor-faults").status_code == 200  # the network is back
+    return subscription, waiting
+
+
+def test_a_dead_lettered_renewal_stays_open_and_an_operators_retry_collects_it(
+    biller, db, bridge, billing_stack
+):
+    from moneyrail.engine.service import retry_dead_letter
+
+    subscription, waiting = dead_lettered_renewal(biller, db, bridge)
+
+    async def retry(session):
+        await retry_dead_letter(session, waiting["operation"], operator="ops@example.com")
+
+    bridge.in_unit_of_work(retry)
+    wait_for_operation(biller, waiting["operation"], {"succeeded"}, timeout=60)
+    paid = invoices(biller, subscription["id"])[-1]
+    assert (paid["status"], paid["last_operation_error"]) == ("paid", None)
+    assert event_types(biller, paid["id"]) == ["subscription.invoice.paid"]
+    assert charges_for(db, paid["id"]) == 1
+    assert read(biller, subscription["id"])["access_until"] == paid["period_end"]
+
+
+def test_a_discarded_renewal_fails_its_invoice_once_as_a_decline_does(biller, db, bridge, billing_stack):
+    from moneyrail.engine.service import discard_dead_letter
+
+    subscription, waiting = dead_lettered_renewal(biller, db, bridge)
+
+    async def discard(session):
+        await discard_dead_letter(
+            session, waiting["operation"], operator="ops@example.com", reason="card network incident"
+        )
+
+    bridge.in_unit_of_work(discard)
+    failed = invoices(biller, subscription["id"])[-1]
+    assert (failed["status"], failed["failure_code"]) == ("failed", "operation_discarded")
+    assert event_types(biller, failed["id"]) == ["subscription.invoice.failed"]
+    after = read(biller, subscription["id"])
+    assert (after["status"], after["access_until"]) == ("past_due", subscription["current_period_end"])
+    assert charges_for(db, failed["id"]) == 0
+    # the payer recovers it with the same payment, as after a decline
+    assert pay_checkout(biller, subscription["id"], invoice=failed["id"]).status_code == 303
+    assert invoices(biller, subscription["id"])[-1]["status"] == "paid"

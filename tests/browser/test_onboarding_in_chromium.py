@@ -1,5 +1,6 @@
 """A courier on the hosted onboarding page in a real Chromium: the form by keyboard, a mistake shown as
-an alert, the return to the platform, a used link refused; the page runs under its strict CSP."""
+an alert, the return to the platform, a used link refused, a reload in the page's own session and the
+same link refused to another browser; the page runs under its strict CSP."""
 
 from __future__ import annotations
 
@@ -67,6 +68,39 @@ def test_a_missing_agreement_is_announced_and_the_same_link_then_works(
     page.get_by_label("First name").fill("Grace")
     page.get_by_label("Last name").fill("Hopper")
     page.get_by_label("Date of birth").fill("1986-12-09")
+    page.get_by_label("I accept the services agreement").check()
+    page.get_by_role("button", name="Submit").click()
+    expect(page.get_by_role("heading", name="You are set up")).to_be_visible()
+    assert seller.get(f"/v1/connected-accounts/{account['id']}").json()["payouts_enabled"] is True
+    assert csp_violations == []
+
+
+def test_a_reload_goes_on_and_another_browser_is_told_to_ask_for_a_new_link(
+    seller, onboarding, browser, page, csp_violations
+):
+    """The first open spends the link; Chromium keeps the page's own session (its cookie) for a reload
+    and the form, and another browser opening the same link gets the page that says what to do."""
+    account, url = onboarding
+    first = page.goto(url)
+    assert first is not None and first.status == 200
+    reloaded = page.reload()
+    assert reloaded is not None and reloaded.status == 200
+    expect(page.get_by_role("heading", name="Tell us who you are")).to_be_visible()
+
+    elsewhere = browser.new_context()
+    try:
+        other = elsewhere.new_page()
+        second = other.goto(url)
+        assert second is not None and second.status == 410
+        expect(other.get_by_role("heading")).to_have_text("This onboarding link has already been opened")
+        expect(other.get_by_role("alert")).to_contain_text("Ask the platform for a new link")
+    finally:
+        elsewhere.close()
+    assert seller.get(f"/v1/connected-accounts/{account['id']}").json()["payouts_enabled"] is False
+
+    page.get_by_label("First name").fill("Ada")
+    page.get_by_label("Last name").fill("Lovelace")
+    page.get_by_label("Date of birth").fill("1990-12-10")
     page.get_by_label("I accept the services agreement").check()
     page.get_by_role("button", name="Submit").click()
     expect(page.get_by_role("heading", name="You are set up")).to_be_visible()

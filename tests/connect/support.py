@@ -28,7 +28,11 @@ def onboarding_url(api: httpx.Client, account_id: str, **fields: Any) -> str:
 ONBOARDING_FORM = {"first_name": "Ada", "last_name": "Lovelace", "dob": "1990-12-10", "accept_tos": "yes"}
 
 
-def submit_onboarding(url: str, **fields: str) -> httpx.Response:
+def submit_onboarding(url: str, browser: httpx.Client | None = None, **fields: str) -> httpx.Response:
+    """The form's post: from `browser` (a client that keeps the page session's cookie), or as the
+    link's first open from a fresh one."""
+    if browser is not None:
+        return browser.post(url, data=ONBOARDING_FORM | fields)
     return httpx.post(url, data=ONBOARDING_FORM | fields, timeout=30)
 
 

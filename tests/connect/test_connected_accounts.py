@@ -1,4 +1,5 @@
-"""Connected accounts over HTTP: creation, reading, requirements, single-use onboarding links, balance."""
+"""Connected accounts over HTTP: creation, reading, requirements, single-use onboarding links (and
+test_single_use_links.py), balance."""
 
 from __future__ import annotations
 
@@ -38,14 +39,15 @@ def test_a_new_courier_can_receive_transfers_but_not_payouts_until_onboarded(api
 def test_the_onboarding_page_collects_what_is_due_and_reading_the_account_shows_it(api):
     account = create_account(api, "driver")
     url = onboarding_url(api, account["id"])
-    page = httpx.get(url, timeout=30)
-    assert page.status_code == 200
-    assert "Tell us who you are" in page.text and GOOD_BANK_ACCOUNT[-4:] in page.text
-    assert "<script" not in page.text
-    assert "default-src 'none'" in page.headers["Content-Security-Policy"]
-    assert page.headers["Referrer-Policy"] == "no-referrer"
+    with httpx.Client(timeout=30) as browser:  # keeps the page session's cookie, as a browser does
+        page = browser.get(url)
+        assert page.status_code == 200
+        assert "Tell us who you are" in page.text and GOOD_BANK_ACCOUNT[-4:] in page.text
+        assert "<script" not in page.text
+        assert "default-src 'none'" in page.headers["Content-Security-Policy"]
+        assert page.headers["Referrer-Policy"] == "no-referrer"
 
-    done = submit_onboarding(url)
+        done = submit_onboarding(url, browser)
     assert done.status_code == 200 and "You are set up" in done.text
     read = api.get(f"/v1/connected-accounts/{account['id']}").json()
     assert read["payouts_enabled"] is True and read["details_submitted"] is True
@@ -71,17 +73,18 @@ def test_an_onboarding_link_works_once(api):
 def test_a_mistake_on_the_form_keeps_the_link_and_changes_nothing(api):
     account = create_account(api)
     url = onboarding_url(api, account["id"])
-    for fields in ({"accept_tos": ""}, {"dob": "not a date"}, {"first_name": " "}, {"dob": "2030-01-01"}):
-        data = {"first_name": "Ada", "last_name": "L", "dob": "1990-01-01"} | fields
-        if fields.get("accept_tos") is None:
-            data["accept_tos"] = "yes"
-        else:
-            data.pop("accept_tos")
-        answer = httpx.post(url, data=data, timeout=30)
-        assert answer.status_code == 400 and 'role="alert"' in answer.text, fields
-    read = api.get(f"/v1/connected-accounts/{account['id']}").json()
-    assert read["requirements"]["currently_due"] == DUE_AT_START
-    assert submit_onboarding(url).status_code == 200  # the link still works
+    with httpx.Client(timeout=30) as browser:
+        for fields in ({"accept_tos": ""}, {"dob": "not a date"}, {"first_name": " "}, {"dob": "2030-01-01"}):
+            data = {"first_name": "Ada", "last_name": "L", "dob": "1990-01-01"} | fields
+            if fields.get("accept_tos") is None:
+                data["accept_tos"] = "yes"
+            else:
+                data.pop("accept_tos")
+            answer = browser.post(url, data=data)
+            assert answer.status_code == 400 and 'role="alert"' in answer.text, fields
+        read = api.get(f"/v1/connected-accounts/{account['id']}").json()
+        assert read["requirements"]["currently_due"] == DUE_AT_START
+        assert submit_onboarding(url, browser).status_code == 200  # the page session still works
 
 
 def test_an_onboarding_link_expires_after_five_minutes_on_the_sandbox_clock(api):

@@ -11,6 +11,7 @@ import httpx
 import pytest
 
 from moneyrail.deliveries.senders import sms_sender
+from moneyrail.engine.service import discard_dead_letter
 from moneyrail.kit.tenant import Tenant
 from moneyrail.processor.interface import operation_key
 from tests.deliveries.conftest import (
@@ -63,6 +64,7 @@ def test_an_email_receipt_arrives_once_with_the_amount_and_last4_and_no_card_num
         "recipient": "j***@example.com",
         "status": "sent",
         "last_error": None,
+        "operation": scheduled.operation_id,  # it names the operation that sends it
         "sent_at": delivery["sent_at"],
         "livemode": False,
         "created": delivery["created"],
@@ -168,18 +170,28 @@ def test_a_4xx_reply_is_retried_until_the_server_accepts(api, bridge, mailbox):
     assert len(mailbox.to(address)) == 1
 
 
-def test_a_receipt_whose_retries_run_out_ends_failed_with_the_last_reply(api, bridge, mailbox):
+def test_a_receipt_whose_retries_run_out_waits_for_an_operator_with_the_last_reply(api, bridge, mailbox):
     address = unique_email("never")
     mailbox.defer[address] = 1000
     payment = create_succeeded_payment(bridge, api.keys.tenant, email=address, max_attempts=2)
     scheduled = payment.deliveries["email"]
 
-    delivery = wait_for_delivery(api, payment.id, "email", {"sent", "failed"}, timeout=60)
-    assert delivery["status"] == "failed"
-    assert "451" in delivery["last_error"] and "Greylisted" in delivery["last_error"]
-    operation = wait_for_operation(api, scheduled.operation_id, {"dead_letter"})
+    operation = wait_for_operation(api, scheduled.operation_id, {"dead_letter"}, timeout=60)
     assert operation["attempts"] == 2
+    # final means final: dead-lettered is not failed; the delivery waits, showing the last reply
+    (delivery,) = [d for d in deliveries(api, payment.id) if d["channel"] == "email"]
+    assert (delivery["status"], delivery["operation"]) == ("pending", scheduled.operation_id)
+    assert "451" in delivery["last_error"] and "Greylisted" in delivery["last_error"]
     assert mailbox.to(address) == []
+
+    async def discard(session):
+        await discard_dead_letter(
+            session, scheduled.operation_id, operator="ops@example.com", reason="address no longer used"
+        )
+
+    bridge.in_unit_of_work(discard)
+    (failed,) = [d for d in deliveries(api, payment.id) if d["channel"] == "email"]
+    assert failed["status"] == "failed" and "address no longer used" in failed["last_error"]
 
 
 def test_scheduling_receipts_twice_for_a_payment_creates_nothing_new(api, bridge, db, mailbox):

@@ -21,6 +21,28 @@ def dead_letter(api, bridge, faults: int) -> str:
     return operation_id
 
 
+def test_a_dead_letter_of_an_advanced_sandbox_shows_both_clocks(api, bridge, servers, engine_stack):
+    week = 7 * 86_400
+    clock_now = api.post("/v1/test-helpers/clock/advance", json={"seconds": week}).json()["now"]
+    operation_id = dead_letter(api, bridge, faults=3)
+    answered = api.get(f"/v1/operations/{operation_id}").json()
+    assert abs(answered["created"] - clock_now) < 120 and answered["updated"] >= answered["created"]
+    events = api.get("/v1/events", params={"type": "operation.dead_lettered"}).json()["data"]
+    (event,) = [event for event in events if event["data"]["object"]["id"] == operation_id]
+    assert event["data"]["object"]["updated"] == answered["updated"]
+
+    shown = json.loads(moneyrail(servers, "dead-letters", "show", operation_id, "--json").stdout)
+    assert shown["created"] == answered["created"]  # what the API shows
+    assert abs(shown["accepted"] - (answered["created"] - week)) < 120  # the wall clock's moment
+    human = moneyrail(servers, "dead-letters", "show", operation_id).stdout
+    assert re.search(
+        r"^created:\s+\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ \(sandbox clock\)$", human, re.MULTILINE
+    ), human
+    assert re.search(
+        rf"^accepted:\s+{ISO_WITH_AGE} \(wall clock, as the times below\)$", human, re.MULTILINE
+    ), human
+
+
 def test_an_operator_lists_shows_and_retries_a_dead_letter_with_a_fresh_budget(
     api, bridge, db, servers, engine_stack
 ):
@@ -49,6 +71,7 @@ def test_an_operator_lists_shows_and_retries_a_dead_letter_with_a_fresh_budget(
     assert re.search(r"^installation:\s+inst_\w+ \(sandbox\)$", human.stdout, re.MULTILINE), human.stdout
     for raw in ("False", "True", "None"):
         assert raw not in human.stdout, human.stdout
+    assert "accepted:" not in human.stdout  # one clock: the sandbox's was not advanced
     assert human.stderr == ""  # logs never on the CLI's output
 
     retried = moneyrail(servers, "dead-letters", "retry", operation_id, "--operator", "ops@example.com")

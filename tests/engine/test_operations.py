@@ -99,3 +99,28 @@ def test_unknown_and_foreign_operations_are_404(api, make_api, bridge, engine_st
     assert_error(api.get("/v1/operations/op_000000000000000000000000"), 404, "resource_missing", "operation")
     operation_id = create_probe(bridge, api.keys.tenant)
     assert_error(make_api().get(f"/v1/operations/{operation_id}"), 404, "resource_missing", "operation")
+
+
+def outcome_event(api, operation_id: str, event_type: str) -> dict:
+    events = api.get("/v1/events", params={"type": event_type, "limit": 100}).json()["data"]
+    return next(event for event in events if event["data"]["object"]["id"] == operation_id)
+
+
+def test_a_sandbox_operation_shows_its_sandbox_clock_through_its_run(api, bridge, engine_stack):
+    """Created, claimed, finished: `created`, `updated` and the outcome events are on the sandbox clock
+    (CONVENTIONS.md §11), a week ahead of the wall clock that the engine itself runs on."""
+    week = 7 * 86_400
+    clock_now = api.post("/v1/test-helpers/clock/advance", json={"seconds": week}).json()["now"]
+    succeeded = wait_for_operation(api, create_probe(bridge, api.keys.tenant), {"succeeded"})
+    api.post(
+        "/v1/test-helpers/processor-faults",
+        json={"operation_type": "transfer", "mode": "permanent", "count": 1},
+    )
+    failed = wait_for_operation(api, create_probe(bridge, api.keys.tenant), {"failed"})
+    for operation, event_type in ((succeeded, "operation.succeeded"), (failed, "operation.failed")):
+        assert abs(operation["created"] - clock_now) < 120, operation
+        assert 0 <= operation["updated"] - operation["created"] < 120, operation
+        event = outcome_event(api, operation["id"], event_type)
+        assert abs(event["created"] - operation["updated"]) <= 1
+        assert event["data"]["object"]["created"] == operation["created"]
+        assert event["data"]["object"]["updated"] == operation["updated"]

@@ -17,7 +17,7 @@ from tests.events.conftest import wait_for
 from tests.events.receiver import receiver
 from tests.helpers import assert_error
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+OPERATING_GUIDE = Path(__file__).resolve().parents[2] / "docs" / "guides" / "operating.md"
 
 
 def new_endpoint(api, url: str, events: list[str] | None = None) -> dict:
@@ -54,8 +54,8 @@ def test_the_event_types_are_one_registry_in_openapi_and_the_readme(web, api):
     enum_schemas = [schema for schema in spec["components"]["schemas"].values() if "enum" in schema]
     enabled = next(schema for schema in enum_schemas if "payment_intent.succeeded" in schema["enum"])
     assert set(enabled["enum"]) == {"*", *EVENT_TYPES}
-    readme = README.read_text()
-    section = readme[readme.index("### Event types") :]
+    guide = OPERATING_GUIDE.read_text()
+    section = guide[guide.index("### Event types") :]
     listed = set(re.findall(r"^\| `([a-z_.]+)` \|", section, flags=re.MULTILINE))
     assert listed == set(EVENT_TYPES)
 
@@ -169,6 +169,8 @@ def test_a_delivery_is_resent_as_a_new_delivery_of_the_same_event(api, bridge, d
         assert resent.status_code == 200, resent.text
         assert resent.json()["resend_of"] == first["id"] and resent.json()["event"] == first["event"]
         assert resent.json()["id"] != first["id"] and resent.json()["status"] == "pending"
+        assert resent.json()["operation"] == resent.json()["id"]  # it names its operation
+        assert api.get(f"/v1/operations/{resent.json()['operation']}").json()["type"] == "webhook_delivery"
         assert abs(resent.json()["next_attempt_at"] - time.time()) < 30
         wait_for(lambda: len(hooks.deliveries) == 2)
 
@@ -188,6 +190,34 @@ def test_a_delivery_is_resent_as_a_new_delivery_of_the_same_event(api, bridge, d
         "resource_state_invalid",
         "delivery",
     )
+
+
+def test_a_sandbox_delivery_shows_its_times_on_the_sandbox_clock(api, bridge, delivering_stack):
+    """Created, attempted, due again: on the sandbox clock, as its event (CONVENTIONS.md §11). The
+    signed `webhook-timestamp` stays on the wall clock: receivers check it against their own."""
+    week = 7 * 86_400
+    clock_now = api.post("/v1/test-helpers/clock/advance", json={"seconds": week}).json()["now"]
+    with receiver() as hooks:
+        hooks.statuses = [500]
+        endpoint = new_endpoint(api, hooks.url, ["operation.succeeded"])
+        create_probe(bridge, api.keys.tenant)
+        wait_for(
+            lambda: (
+                deliveries(api, endpoint["id"])
+                and deliveries(api, endpoint["id"])[0]["status"] == "succeeded"
+            )
+        )
+        (delivery,) = deliveries(api, endpoint["id"])
+        resent = api.post(f"/v1/webhook-endpoints/{endpoint['id']}/deliveries/{delivery['id']}/resend").json()
+        wait_for(lambda: len(hooks.deliveries) == 3)
+
+    event = api.get(f"/v1/events/{delivery['event']}").json()
+    assert abs(event["created"] - clock_now) < 120
+    assert abs(delivery["created"] - event["created"]) <= 1
+    assert [attempt["outcome"] for attempt in delivery["attempts"]] == ["failed", "succeeded"]
+    assert all(0 <= attempt["attempted_at"] - delivery["created"] < 120 for attempt in delivery["attempts"])
+    assert abs(resent["next_attempt_at"] - clock_now) < 120 and abs(resent["created"] - clock_now) < 120
+    assert all(abs(int(hook.headers["webhook-timestamp"]) - time.time()) < 120 for hook in hooks.deliveries)
 
 
 def test_another_installation_sees_no_endpoint_and_no_delivery(api, make_api):

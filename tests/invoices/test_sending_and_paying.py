@@ -53,6 +53,9 @@ def test_a_sent_invoice_arrives_by_email_with_its_lines_and_a_link_that_pays_it(
     [pending] = answered["deliveries"]
     assert pending["status"] == "pending" and pending["channel"] == "email"
     assert pending["recipient"] == "a***@example.com" and pending["checkout_session"] is None
+    # the answer names the operation that sends it (CONVENTIONS.md §9)
+    assert pending["operation"] == _operation_of(db, pending["id"])
+    assert seller.get(f"/v1/operations/{pending['operation']}").json()["type"] == "invoice_delivery"
 
     delivery = wait_for_sent(seller, invoice["id"], pending["id"])
     assert delivery["status"] == "sent", delivery

@@ -98,8 +98,12 @@ def business_form(decision: str = "approve", **fields: str) -> dict[str, str]:
     }
 
 
-def decide(url: str, form: dict[str, str]) -> httpx.Response:
-    """The merchant's browser posts the consent form (its action is the page's own address)."""
+def decide(url: str, form: dict[str, str], browser: httpx.Client | None = None) -> httpx.Response:
+    """The merchant's browser posts the consent form (its action is the page's own address): `browser`
+    (a client that keeps the page session's cookie, after it opened the link), or a fresh one whose
+    post is the link's first open."""
+    if browser is not None:
+        return browser.post(url, data=form, follow_redirects=False)
     return httpx.post(url, data=form, follow_redirects=False, timeout=30)
 
 
@@ -109,8 +113,8 @@ def redirect_params(response: httpx.Response) -> dict[str, str]:
     return {key: values[0] for key, values in parse_qs(urlsplit(location).query).items()}
 
 
-def approve(started: Started, **fields: str) -> str:
-    response = decide(started.url, business_form(**fields))
+def approve(started: Started, browser: httpx.Client | None = None, **fields: str) -> str:
+    response = decide(started.url, business_form(**fields), browser)
     params = redirect_params(response)
     assert response.headers["location"].startswith(REDIRECT_URI + "?")
     assert params["state"] == started.state

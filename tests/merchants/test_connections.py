@@ -249,11 +249,12 @@ def test_a_consent_link_works_once_and_expires_after_thirty_minutes(platform):
 
 def test_the_business_form_asks_again_for_a_missing_name(platform):
     started = start_connection(platform)
-    response = decide(started.url, business_form(business_name=" "))
-    assert response.status_code == 400 and "business name" in response.text
-    bad_email = decide(started.url, business_form(support_email="nope"))
-    assert bad_email.status_code == 400 and "e-mail" in bad_email.text
-    approve(started)  # the link still works after a correction
+    with httpx.Client(timeout=30) as browser:
+        response = decide(started.url, business_form(business_name=" "), browser)
+        assert response.status_code == 400 and "business name" in response.text
+        bad_email = decide(started.url, business_form(support_email="nope"), browser)
+        assert bad_email.status_code == 400 and "e-mail" in bad_email.text
+        approve(started, browser)  # the page session still works after a correction
 
 
 def test_the_token_endpoint_authenticates_the_application_by_its_secret_key(platform, bridge, make_api):
@@ -406,13 +407,14 @@ def test_a_live_connection_is_the_live_environments_with_no_sandbox_switches(mak
     started = start_connection(live)
     assert started.connection["livemode"] is True
     assert f"client_id={live.keys.installation_id}.live" in started.url
-    page = httpx.get(started.url, timeout=30)
-    assert (
-        "Your business" in page.text
-        and "Sandbox" not in page.text
-        and "leave_requirement_due" not in page.text
-    )
-    code = approve(started, leave_requirement_due="yes")  # a forged switch changes nothing in live
+    with httpx.Client(timeout=30) as browser:
+        page = browser.get(started.url)
+        assert (
+            "Your business" in page.text
+            and "Sandbox" not in page.text
+            and "leave_requirement_due" not in page.text
+        )
+        code = approve(started, browser, leave_requirement_due="yes")  # a forged switch changes nothing
     token = exchange(live, code, started.pkce.verifier)
     assert token.json()["livemode"] is True
     merchant = live.get(f"/v1/merchants/{token.json()['merchant']}").json()

@@ -127,16 +127,15 @@ def test_a_requirement_left_due_holds_payments_until_the_activation_page_is_comp
     assert session["object"] == "merchant_onboarding_session" and session["status"] == "open"
     assert session["merchant"] == merchant["id"] and session["return_url"] == RETURN_URL
     assert session["url"].startswith(f"{platform.base_url}/onboarding/merchants/")
-    page = httpx.get(session["url"], timeout=30)
-    assert page.status_code == 200 and "A bank account to receive payouts" in page.text
-    assert "<script" not in page.text and "default-src 'none'" in page.headers["content-security-policy"]
+    with httpx.Client(timeout=30) as browser:  # keeps the page session's cookie, as a browser does
+        page = browser.get(session["url"])
+        assert page.status_code == 200 and "A bank account to receive payouts" in page.text
+        assert "<script" not in page.text and "default-src 'none'" in page.headers["content-security-policy"]
 
-    wrong = httpx.post(session["url"], data={"bank_account": "12ab"}, timeout=30)
-    assert wrong.status_code == 400 and "bank account number" in wrong.text
-    done = httpx.post(
-        session["url"], data={"bank_account": "000123456789"}, follow_redirects=False, timeout=30
-    )
-    assert done.status_code == 303 and done.headers["location"] == RETURN_URL
+        wrong = browser.post(session["url"], data={"bank_account": "12ab"})
+        assert wrong.status_code == 400 and "bank account number" in wrong.text
+        done = browser.post(session["url"], data={"bank_account": "000123456789"}, follow_redirects=False)
+        assert done.status_code == 303 and done.headers["location"] == RETURN_URL
 
     active = platform.get(f"/v1/merchants/{merchant['id']}").json()
     assert set(active["capabilities"].values()) == {"active"}

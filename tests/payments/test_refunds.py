@@ -8,6 +8,7 @@ import httpx
 import pytest
 
 from moneyrail.engine.service import discard_dead_letter
+from moneyrail.processor.sandbox import SandboxProcessor
 from tests.engine.conftest import assert_ledger_verifies, start_scheduler, start_worker, wait_for_operation
 from tests.helpers import assert_error, count_rows
 from tests.payments.support import balance_of, confirm, create_payment, event_types, ledger_balance, paid
@@ -113,30 +114,39 @@ def test_a_transient_processor_fault_is_retried_and_the_refund_happens_once(api,
     assert ledger_balance(db, api.keys.installation_id, "world:card_network") == 0
 
 
-def test_a_permanent_processor_refusal_fails_the_refund_and_moves_no_money(api, db, refund_stack):
+def test_a_refusal_for_good_fails_the_refund_at_once_and_moves_no_money(api, db, bridge, refund_stack):
     payment = paid(api, 900)
-    api.post(
-        "/v1/test-helpers/processor-faults",
-        json={"operation_type": "refund", "mode": "permanent", "count": 1},
+    # the processor's books already refunded 500 of it (a refund made at the processor directly): a
+    # refund of 900 is refused for good (amount_too_large), which no retry can change
+    (authorization,) = db.execute(
+        "SELECT processor_authorization FROM payment_intents WHERE id = %s", (payment["id"],)
+    ).fetchone()
+    bridge.run(
+        SandboxProcessor(bridge.sessionmaker).refund(
+            api.keys.tenant, idempotency_key="by-hand", authorization_id=authorization, amount=500
+        )
     )
     created = refund(api, payment["id"]).json()
-    done = settled(api, created)
+    operation = wait_for_operation(api, created["operation"], {"succeeded", "failed", "dead_letter"})
+    assert (operation["status"], operation["attempts"]) == ("failed", 1)
+    done = api.get(f"/v1/refunds/{created['id']}").json()
     assert done["status"] == "failed"
-    assert done["failure_reason"]
+    assert done["failure_reason"].startswith("amount_too_large: ")
+    assert done["last_operation_error"]["code"] == "amount_too_large"
     assert api.get(f"/v1/payment-intents/{payment['id']}").json()["amount_refunded"] == 0
     assert ledger_balance(db, api.keys.installation_id, "balance:pending") == 900
-    assert event_types(api, created["id"]) == ["refund.created", "refund.updated"]
+    assert event_types(api, created["id"]) == ["refund.created", "refund.failed"]
     # the failed refund no longer holds its amount: a new one can take it
-    again = refund(api, payment["id"]).json()
+    again = refund(api, payment["id"], amount=400).json()
     assert settled(api, again)["status"] == "succeeded"
-    assert balance_of(api, "pending") == 0
+    assert balance_of(api, "pending") == 500
 
 
 def test_unknown_refunds_are_not_found(api):
     assert_error(api.get("/v1/refunds/re_000000000000000000000000"), 404, "resource_missing", "refund")
 
 
-def test_a_discarded_dead_letter_cancels_the_refund_and_frees_its_amount(api, db, bridge, refund_stack):
+def test_a_discarded_dead_letter_fails_the_refund_and_frees_its_amount(api, db, bridge, refund_stack):
     payment = paid(api, 600)
     api.post(
         "/v1/test-helpers/processor-faults",
@@ -156,13 +166,17 @@ def test_a_discarded_dead_letter_cancels_the_refund_and_frees_its_amount(api, db
 
     bridge.in_unit_of_work(discard)
     done = api.get(f"/v1/refunds/{created['id']}").json()
-    assert (done["status"], done["failure_reason"]) == ("canceled", "paid by bank transfer")
-    assert event_types(api, created["id"]) == ["refund.created", "refund.updated"]
+    assert (done["status"], done["failure_reason"]) == (
+        "failed",
+        "operation_discarded: Discarded by an operator: paid by bank transfer",
+    )
+    assert done["last_operation_error"]["code"] == "processor_unavailable"
+    assert event_types(api, created["id"]) == ["refund.created", "refund.failed"]
     assert api.get(f"/v1/payment-intents/{payment['id']}").json()["amount_refunded"] == 0
     assert ledger_balance(db, api.keys.installation_id, "balance:pending") == 600
     api.post(
         "/v1/test-helpers/processor-faults",
         json={"operation_type": "refund", "mode": "transient", "count": 0},
     )
-    again = refund(api, payment["id"]).json()  # the canceled refund no longer holds its amount
+    again = refund(api, payment["id"]).json()  # the failed refund no longer holds its amount
     assert again["amount"] == 600

@@ -100,7 +100,7 @@ def test_a_closed_bank_account_fails_the_payout_and_returns_the_money(platform, 
     assert (done["status"], done["failure_code"]) == ("failed", "account_closed")
     assert account_balance(platform, account) == (4000, 0)
     assert ledger_balance(db, platform.keys.installation_id, "payouts:in_transit") == 0
-    assert event_types(platform, body["id"]) == ["payout.created", "payout.updated"]
+    assert event_types(platform, body["id"]) == ["payout.created", "payout.failed"]
 
 
 def test_two_payouts_at_the_same_moment_never_exceed_the_available_balance(platform, web, db, money_stack):
@@ -159,7 +159,9 @@ def test_a_refused_payout_dead_letters_holding_its_money_and_an_operators_retry_
     body = payout(platform, account, 600).json()
     assert wait_for_operation(platform, body["operation"], FINAL)["status"] == "dead_letter"
     held = platform.get(f"/v1/payouts/{body['id']}").json()
-    assert (held["status"], held["failure_code"]) == ("pending", "processor_error")
+    assert (held["status"], held["failure_code"]) == ("pending", None)  # final means final: not failed
+    assert held["last_operation_error"]["code"] == "processor_error"
+    assert event_types(platform, body["id"]) == ["payout.created"]
     assert account_balance(platform, account) == (0, 0)  # held until an operator decides
     shown = moneyrail(
         servers, "dead-letters", "list", "--installation", platform.keys.installation_id, "--json"
@@ -170,7 +172,7 @@ def test_a_refused_payout_dead_letters_holding_its_money_and_an_operators_retry_
     assert moneyrail(servers, "dead-letters", "retry", body["operation"]).returncode == 0
     assert wait_for_operation(platform, body["operation"], FINAL)["status"] == "succeeded"
     sent = platform.get(f"/v1/payouts/{body['id']}").json()
-    assert (sent["status"], sent["failure_code"]) == ("in_transit", None)
+    assert (sent["status"], sent["failure_code"], sent["last_operation_error"]) == ("in_transit", None, None)
     calls = processor_transfer_calls(db, platform.keys.installation_id, "payout")
     assert calls == [(f"{body['operation']}:payout", False), (f"{body['operation']}:payout:1", True)]
 

@@ -112,7 +112,7 @@ def test_a_closed_bank_account_fails_the_installations_payout_and_returns_the_mo
     assert available(direct) == 4000  # the fee too
     assert ledger_balance(db, direct.keys.installation_id, "payouts:in_transit") == 0
     assert ledger_balance(db, direct.keys.installation_id, "service:payout_fees") == 0
-    assert event_types(direct, body["id"]) == ["payout.created", "payout.updated"]
+    assert event_types(direct, body["id"]) == ["payout.created", "payout.failed"]
 
 
 def test_two_installation_payouts_at_once_never_exceed_the_available_balance(direct, web, db, money_stack):

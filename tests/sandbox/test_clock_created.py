@@ -17,7 +17,6 @@ REAL_TIME_TABLES = {
     "idempotency_records": "kept 24 real hours: the retention compares with the wall clock",
     "journal_transactions": "the ledger's hash chain covers created_at as it was written",
     "ledger_accounts": "ledger bookkeeping, as journal_transactions",
-    "operations": "the engine's bookkeeping: leases, backoff and latency metrics run on real time",
     "sandbox_cards": "the simulated network's own records",
     "sandbox_processor_calls": "the simulated network's own records",
     "sandbox_sms_messages": "the simulated network's own records",
@@ -26,7 +25,9 @@ REAL_TIME_TABLES = {
     "merchant_authorization_codes": "a one-time credential, never shown",
     "payment_distributions": "a payment's distribution plan, shown inside the payment",
     "allocations": "lines of an allocation group, shown inside it",
-    "webhook_deliveries": "its operation's record: attempts, latency and backoff run on real time",
+    # its `created_at` is its operation's, so on the sandbox clock through it (and its attempts' are
+    # moved by their own trigger, migration 0035): no created_at trigger of its own
+    "webhook_deliveries": "its operation's record: created with it, retried on real time",
 }
 
 

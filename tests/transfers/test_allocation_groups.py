@@ -129,9 +129,13 @@ def test_post_transfers_is_a_one_recipient_group_committed_at_once(platform, mon
     assert (transfer["status"], transfer["amount"], transfer["currency"]) == ("pending", 1200, "eur")
     group = platform.get(f"/v1/allocation-groups/{transfer['allocation_group']}").json()
     assert (group["source"], group["status"] in {"committing", "committed"}) == ("transfer", True)
-    assert platform.get(f"/v1/operations/{group['operation']}").json()["type"] == "transfer"
-    wait_for_operation(platform, group["operation"], FINAL)
+    # the answer names the operation that makes it, as a refund's does (CONVENTIONS.md §9)
+    assert transfer["operation"] == group["operation"] and transfer["operation"].startswith("op_")
+    operation = platform.get(f"/v1/operations/{transfer['operation']}").json()
+    assert (operation["type"], operation["resource"]) == ("transfer", group["id"])
+    wait_for_operation(platform, transfer["operation"], FINAL)
     read = platform.get(f"/v1/transfers/{transfer['id']}").json()
+    assert (read["operation"], read["last_operation_error"]) == (transfer["operation"], None)
     assert (read["status"], read["amount_reversed"], read["reversals"], read["metadata"]) == (
         "paid",
         0,

@@ -160,7 +160,7 @@ def test_a_transient_fault_in_a_batch_is_retried_by_one_commit_and_the_others_co
         assert account_balance(platform, recipient) == (0, GROUPS * amount)
 
 
-def test_a_refused_transfer_in_a_batch_fails_only_its_group_and_the_others_commit_once(
+def test_a_refused_transfer_in_a_batch_dead_letters_only_its_group_and_the_others_commit_once(
     platform, bridge, db, fleet_later
 ):
     recipients = _recipients(platform)
@@ -191,8 +191,15 @@ def test_a_refused_transfer_in_a_batch_fails_only_its_group_and_the_others_commi
         group = platform.get(f"/v1/allocation-groups/{groups[number]['id']}").json()
         if number == refused_at:
             assert done["status"] == "dead_letter", done
-            assert group["status"] == "failed" and "processor_error" in group["failure_reason"]
-            assert [t["status"] for t in group["transfers"]] == ["pending", "failed", "pending", "pending"]
+            # final means final: the group and its transfers wait for an operator, the refusal shown
+            assert (group["status"], group["last_operation_error"]["code"]) == (
+                "committing",
+                "processor_error",
+            )
+            assert [t["status"] for t in group["transfers"]] == ["pending"] * len(SHARES)
+            assert [(t["last_operation_error"] or {}).get("code") for t in group["transfers"]] == [
+                "processor_error"
+            ] * len(SHARES)
         else:
             assert (done["status"], done["attempts"]) == ("succeeded", 1), done
             assert group["status"] == "committed"

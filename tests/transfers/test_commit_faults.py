@@ -1,6 +1,7 @@
 """Processor faults during a commit, through real worker processes: a transient fault is retried with one
-processor effect per allocation; a refusal dead-letters the commit for `moneyrail dead-letters`, and
-retrying it finishes only the unfinished transfers. `moneyrail ledger verify` passes after each."""
+processor effect per allocation; a refusal dead-letters the commit for `moneyrail dead-letters` (the group
+and its transfers still pending, showing the refusal), and retrying it finishes only the unfinished
+transfers. `moneyrail ledger verify` passes after each."""
 
 from __future__ import annotations
 
@@ -87,13 +88,14 @@ def test_a_refused_transfer_dead_letters_the_commit_and_a_retry_finishes_only_wh
     worker_later()
     dead = wait_for_operation(platform, operation["id"], {"dead_letter", "succeeded", "failed"})
     assert dead["status"] == "dead_letter", dead
-    failed = platform.get(f"/v1/allocation-groups/{group['id']}").json()
-    assert failed["status"] == "failed" and "processor_error" in failed["failure_reason"]
-    by_destination = {transfer["destination"]: transfer for transfer in failed["transfers"]}
-    assert (by_destination[driver]["status"], by_destination[driver]["failure_code"]) == (
-        "failed",
-        "processor_error",
-    )
+    # final means final: dead-lettered is not failed; the group and its transfers wait for an operator
+    waiting = platform.get(f"/v1/allocation-groups/{group['id']}").json()
+    assert (waiting["status"], waiting["failure_reason"]) == ("committing", None)
+    assert waiting["last_operation_error"]["code"] == "processor_error"
+    by_destination = {transfer["destination"]: transfer for transfer in waiting["transfers"]}
+    refused = by_destination[driver]
+    assert (refused["status"], refused["failure_code"]) == ("pending", None)
+    assert refused["last_operation_error"]["code"] == "processor_error"
     assert by_destination[courier]["status"] == "pending"  # done at the processor, not in the books yet
     assert account_balance(platform, courier) == (0, 0)
 
@@ -109,10 +111,10 @@ def test_a_refused_transfer_dead_letters_the_commit_and_a_retry_finishes_only_wh
 
     done = platform.get(f"/v1/allocation-groups/{group['id']}").json()
     assert done["status"] == "committed" and done["failure_reason"] is None
-    assert {t["destination"]: (t["status"], t["failure_code"]) for t in done["transfers"]} == {
-        courier: ("paid", None),
-        driver: ("paid", None),
-    }
+    assert {
+        t["destination"]: (t["status"], t["failure_code"], t["last_operation_error"])
+        for t in done["transfers"]
+    } == {courier: ("paid", None, None), driver: ("paid", None, None)}
     # one processor effect per allocation: the first answered from its first call, the refused one
     # asked again under its next key
     assert sorted(processor_transfer_calls(db, platform.keys.installation_id)) == sorted(
@@ -122,7 +124,7 @@ def test_a_refused_transfer_dead_letters_the_commit_and_a_retry_finishes_only_wh
     assert account_balance(platform, driver) == (0, 800)
     assert ledger_balance(db, platform.keys.installation_id, "balance:pending") == 3000 - 2000
     driver_transfer = by_destination[driver]["id"]
-    assert event_types(platform, driver_transfer) == ["transfer.created", "transfer.failed", "transfer.paid"]
+    assert event_types(platform, driver_transfer) == ["transfer.created", "transfer.paid"]  # never failed
     # the operation's own events let a receiver retry and diagnose from events alone
     assert event_types(platform, operation["id"]) == ["operation.dead_lettered", "operation.succeeded"]
     assert payment["id"] == done["payment_intent"]

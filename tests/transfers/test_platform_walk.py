@@ -1,7 +1,9 @@
-"""The README's platform walk as one flow, over HTTP with real workers and the operator CLI: a platform
-installation and its key, a merchant connected over OAuth from the printed consent URL, a courier onboarded
-on its hosted page, a distributed payment, a reversal of part of the courier's transfer, three sandbox
-days, the courier's payout handed to the bank and paid, and `moneyrail ledger verify` at the end."""
+"""The marketplace guide's walk (docs/guides/marketplace.md) as one flow, over HTTP with real workers and
+the operator CLI: a platform installation and its key, a merchant connected over OAuth from the printed
+consent URL, a courier onboarded on its hosted page, a distributed payment, a reversal of part of the
+courier's transfer, three sandbox days, the courier's payout handed to the bank and paid, and
+`moneyrail ledger verify` at the end. tests/test_guides.py runs the guide's own blocks; this test checks
+the amounts at each step."""
 
 from __future__ import annotations
 

@@ -8,7 +8,7 @@ without extra work:
   400 everywhere (the input guard; parameters, `Service-Version`, `Idempotency-Key`), 401 and 429 behind the
   key gate, 403 behind a secret key's scope, 404 with a path id (and on sandbox-only helpers),
   409 and 422 on POST and DELETE (the idempotency store), 413 with a body (the input guard's cap),
-  503 behind the key gate (the database unreachable, with `Retry-After`),
+  503 behind the key gate (the database unreachable), always with `Retry-After`,
   and whatever the route declares itself: `responses=CHARGES_CARD` (402, 503) or `CALLS_PROCESSOR`;
 - the `Service-Version` and `Idempotency-Key` request headers (the key required where §4 says);
 - the `Request-Id` and `Service-Version` response headers;
@@ -64,7 +64,7 @@ STATUS_MEANINGS: dict[int, str] = {
     "(`idempotency_error`, `idempotency_key_reused`). Only idempotency answers 422.",
     429: "Too many requests for this key (`rate_limit_error`, `rate_limited`); retry after `Retry-After`.",
     503: "A dependency did not answer (`api_error`): the card network (`processor_unavailable`: nothing "
-    "was decided) or the database (`service_unavailable`, with `Retry-After`); retry with the same "
+    "was decided) or the database (`service_unavailable`); retry after `Retry-After` with the same "
     "`Idempotency-Key`.",
 }
 
@@ -100,9 +100,9 @@ RETRY_AFTER = {
     "schema": {"type": "integer", "minimum": 0},
 }
 RETRY_AFTER_UNAVAILABLE = {
-    "description": "Seconds to wait before retrying, when the database could not be reached "
-    "(`service_unavailable`); absent when the card network did not answer.",
-    "required": False,
+    "description": "Seconds to wait before retrying: the database (`service_unavailable`) or the card "
+    "network (`processor_unavailable`) did not answer.",
+    "required": True,
     "schema": {"type": "integer", "minimum": 0},
 }
 GENERIC_FIELDS = {

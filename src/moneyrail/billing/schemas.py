@@ -4,7 +4,14 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
-from moneyrail.kit.schemas import Currency, Metadata, RequestBody, ResourceOut
+from moneyrail.kit.schemas import (
+    LAST_OPERATION_ERROR,
+    Currency,
+    Metadata,
+    OperationErrorOut,
+    RequestBody,
+    ResourceOut,
+)
 from moneyrail.payments.schemas import DistributionIn
 
 ObjectId = Annotated[str, StringConstraints(min_length=1, max_length=255)]
@@ -257,7 +264,10 @@ class SubscriptionInvoiceOut(ResourceOut):
     billing_kind: Literal["cycle", "upgrade"] = Field(
         description="`cycle` for a cycle's collection, `upgrade` for a plan change's difference"
     )
-    status: InvoiceStatus = Field(description="`open`, `paid`, `failed` (declined) or `void`")
+    status: InvoiceStatus = Field(
+        description="`open` (its renewal charges it, retries, or waits in `dead_letter` for an operator), "
+        "`paid`, `failed` (declined, or its renewal discarded by an operator) or `void`"
+    )
     amount: int = Field(description="The amount collected, in minor units")
     currency: str = Field(description="A lowercase ISO 4217 currency code")
     period_start: int = Field(description="Start of the period paid for, Unix seconds (UTC)")
@@ -272,7 +282,15 @@ class SubscriptionInvoiceOut(ResourceOut):
         description="`not_applicable`, `pending`, `distributing`, `settled` or `failed`: a collected "
         "payment is not a finished distribution"
     )
-    failure_code: str | None = Field(description="The decline code of a failed collection; else null")
+    failure_code: str | None = Field(
+        description="The decline code of a failed collection (`operation_discarded` when an operator "
+        "discarded its renewal); else null"
+    )
+    operation: str | None = Field(
+        description="The `op_` renewal operation that charges it (GET /v1/operations/{id}); null for a "
+        "collection the payer pays at a checkout"
+    )
+    last_operation_error: OperationErrorOut | None = Field(description=LAST_OPERATION_ERROR)
     paid_at: int | None = Field(description="When it was paid, Unix seconds; else null")
 
 

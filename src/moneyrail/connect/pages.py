@@ -1,8 +1,10 @@
 """The hosted onboarding page (`/onboarding/{token}`), where a courier or driver gives what payouts need.
 
-The link is the credential (single use, 5 minutes): never logged (the request log carries the route
-template only), never sent on as a referrer. The page loads nothing from elsewhere and runs no script,
-under the same Content-Security-Policy as the checkout page.
+The link is the credential (5 minutes, single use): never logged (the request log carries the route
+template only), never sent on as a referrer. Its first open spends it; the page goes on in that
+browser's page session (a cookie scoped to the page's path, web/page_sessions.py), so a reload and the
+form's post work there, and any other open answers 410. The page loads nothing from elsewhere and runs
+no script, under the same Content-Security-Policy as the checkout page.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from fastapi.responses import Response
 from moneyrail.api.context import request_session
 from moneyrail.api.routing import MoneyrailRoute
 from moneyrail.web import render_page
+from moneyrail.web.page_sessions import keep_session, presented_session
 
 from . import service
 
@@ -27,6 +30,11 @@ NOTICES: dict[str, tuple[int, str, str]] = {
         "This onboarding link has been used",
         "Each link works once. Ask the platform for a new link if you need to change something.",
     ),
+    "opened": (
+        410,
+        "This onboarding link has already been opened",
+        "Each link opens once, in one browser. Ask the platform for a new link.",
+    ),
     "expired": (
         410,
         "This onboarding link has expired",
@@ -36,6 +44,12 @@ NOTICES: dict[str, tuple[int, str, str]] = {
 
 
 def _answer(request: Request, token: str, page: service.OnboardingPage) -> Response:
+    answer = _page(request, token, page)
+    keep_session(answer, request, token=token, secret=page.new_session, path=f"/onboarding/{token}")
+    return answer
+
+
+def _page(request: Request, token: str, page: service.OnboardingPage) -> Response:
     if page.state in NOTICES:
         status_code, heading, message = NOTICES[page.state]
         return render_page(
@@ -59,7 +73,8 @@ def _answer(request: Request, token: str, page: service.OnboardingPage) -> Respo
 
 @router.get("/onboarding/{token}")
 async def onboarding_page(request: Request, token: str) -> Response:
-    return _answer(request, token, await service.show_onboarding(request_session(request), token))
+    page = await service.show_onboarding(request_session(request), token, presented_session(request, token))
+    return _answer(request, token, page)
 
 
 @router.post("/onboarding/{token}")
@@ -72,4 +87,7 @@ async def submit(
     accept_tos: Annotated[str | None, Form()] = None,
 ) -> Response:
     form = service.OnboardingForm(first_name, last_name, dob, accept_tos is not None)
-    return _answer(request, token, await service.submit_onboarding(request_session(request), token, form))
+    page = await service.submit_onboarding(
+        request_session(request), token, presented_session(request, token), form
+    )
+    return _answer(request, token, page)

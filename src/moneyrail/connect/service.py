@@ -5,14 +5,15 @@ An account can receive transfers from creation on; payouts wait until the hosted
 collected what is currently due (requirements.py). Its balance is derived from the ledger: the
 accounts `connect:<acct id>:pending` and `connect:<acct id>:available`, per currency.
 
-An onboarding link is a credential: single use, 5 minutes on the environment's clock, stored only as
-a SHA-256, answered once.
+An onboarding link is a credential: 5 minutes on the environment's clock, stored only as a SHA-256,
+answered once, and single use: its first open spends it, and the page goes on in that browser's page
+session only (kit/single_use.py), until the form is submitted.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import date, timedelta
 
 import structlog
@@ -22,6 +23,7 @@ from moneyrail.errors import ResourceMissing, UrlNotRegistered
 from moneyrail.events.service import record_event
 from moneyrail.installations import service as installations
 from moneyrail.installations.service import hash_secret
+from moneyrail.kit import single_use
 from moneyrail.kit.clock import utcnow
 from moneyrail.kit.ids import new_id, random_base62
 from moneyrail.kit.pagination import Position
@@ -161,30 +163,39 @@ class OnboardingForm:
 class OnboardingPage:
     """What the hosted page shows: the form (with an error after a bad submission), or why not."""
 
-    state: str  # form | done | missing | used | expired
+    state: str  # form | done | missing | used | opened | expired
     platform: str = ""
     account: ConnectedAccount | None = None
     error: str | None = None
     return_url: str | None = None
+    new_session: str | None = None  # the first open's page session, for the browser to keep
 
 
-async def _usable_link(session: AsyncSession, token: str) -> tuple[OnboardingLink | None, OnboardingPage]:
+async def _usable_link(
+    session: AsyncSession, token: str, page_session: str | None
+) -> tuple[OnboardingLink | None, OnboardingPage]:
+    """The link and its form, if this request may use it: the first open (which spends the link), or
+    the browser that made it, presenting its page session. Any other request changes nothing."""
     link = await repository.get_link_by_token_hash(session, hash_secret(token))
     if link is None:
         return None, OnboardingPage("missing")
     if link.used_at is not None:
         return None, OnboardingPage("used")
     tenant = Tenant(link.installation_id, link.livemode)
-    if await tenant_now(session, tenant) >= link.expires_at:
-        return None, OnboardingPage("expired")
+    entry = single_use.enter(link, await tenant_now(session, tenant), page_session)
+    if entry.refused is not None:
+        return None, OnboardingPage(entry.refused)
     account = await repository.get_account(session, tenant, link.connected_account_id, for_update=True)
     assert account is not None  # a link always names its own tenant's account
     platform = (await installations.require_installation(session, link.installation_id)).name
-    return link, OnboardingPage("form", platform, account, return_url=link.return_url)
+    page = OnboardingPage(
+        "form", platform, account, return_url=link.return_url, new_session=entry.new_session
+    )
+    return link, page
 
 
-async def show_onboarding(session: AsyncSession, token: str) -> OnboardingPage:
-    return (await _usable_link(session, token))[1]
+async def show_onboarding(session: AsyncSession, token: str, page_session: str | None) -> OnboardingPage:
+    return (await _usable_link(session, token, page_session))[1]
 
 
 def _check(form: OnboardingForm, today: date) -> str | None:
@@ -203,16 +214,19 @@ def _check(form: OnboardingForm, today: date) -> str | None:
     return None
 
 
-async def submit_onboarding(session: AsyncSession, token: str, form: OnboardingForm) -> OnboardingPage:
-    """The form's answer. A mistake shows the form again (the link still works); success uses it up."""
-    link, page = await _usable_link(session, token)
+async def submit_onboarding(
+    session: AsyncSession, token: str, page_session: str | None, form: OnboardingForm
+) -> OnboardingPage:
+    """The form's answer. A mistake shows the form again (the page session goes on); success uses the
+    link up."""
+    link, page = await _usable_link(session, token, page_session)
     if link is None or page.account is None:
         return page
     tenant = Tenant(link.installation_id, link.livemode)
     now = await tenant_now(session, tenant)
     problem = _check(form, now.date())
     if problem is not None:
-        return OnboardingPage("form", page.platform, page.account, problem, link.return_url)
+        return replace(page, error=problem)
     account = page.account
     account.individual = {
         "first_name": form.first_name.strip(),
@@ -226,4 +240,4 @@ async def submit_onboarding(session: AsyncSession, token: str, form: OnboardingF
     await session.flush()
     await announce(session, tenant, account, "connected_account.updated")
     logger.info("connected_account_onboarded", connected_account=account.id)
-    return OnboardingPage("done", page.platform, account, return_url=link.return_url)
+    return replace(page, state="done")

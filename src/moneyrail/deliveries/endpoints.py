@@ -28,6 +28,7 @@ def render_delivery(delivery: ReceiptDelivery) -> DeliveryOut:
         recipient=mask(delivery.channel, delivery.recipient),
         status=delivery.status,
         last_error=delivery.last_error,
+        operation=delivery.operation_id,
         sent_at=to_unix(delivery.sent_at) if delivery.sent_at is not None else None,
     )
 

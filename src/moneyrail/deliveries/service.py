@@ -6,9 +6,12 @@ The payments domain calls `schedule_receipts` in the transaction where a payment
 
 Delivery statuses (the operation's outcome decides them):
     pending -> sent      the handler sent it (in the attempt's own transaction)
-    pending -> failed    the operation ended failed or dead_letter (an outcome listener, in the
-                         outcome's transaction: the handler's own one was rolled back)
-    failed  -> sent      an operator retried the dead letter and it went through
+    pending -> failed    final: the operation ended for good, refused or its dead letter discarded by an
+                         operator (an outcome listener, in the outcome's transaction: the handler's own
+                         one was rolled back)
+
+While the operation retries or waits in `dead_letter` the delivery stays `pending` with `last_error`
+(final means final, CONVENTIONS.md §9); an operator's retry that goes through makes it `sent`.
 
 Sending is at least once, made recognisable: every attempt of one e-mail carries the same Message-ID
 (derived from the delivery id), and every attempt of one SMS the same idempotency key (derived from the
@@ -27,9 +30,13 @@ import structlog
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from moneyrail.config import get_settings
-from moneyrail.engine.outcomes import PermanentFailure
+from moneyrail.engine.outcomes import AttemptError, PermanentFailure
 from moneyrail.engine.policy import RetryPolicy, register_policy
-from moneyrail.engine.service import create_operation, register_outcome_listener
+from moneyrail.engine.service import (
+    create_operation,
+    register_attempt_failure_listener,
+    register_outcome_listener,
+)
 from moneyrail.errors import Conflict, ResourceMissing
 from moneyrail.kit.clock import utcnow
 from moneyrail.kit.ids import new_id
@@ -248,20 +255,39 @@ async def send_receipt(session: AsyncSession, operation: Operation) -> None:
     )
 
 
-async def record_receipt_outcome(session: AsyncSession, operation: Operation) -> None:
-    """An operation that ended failed or dead_letter leaves its delivery `failed`, with the reason."""
-    if operation.type != RECEIPT_TYPE or operation.status not in {"failed", "dead_letter"}:
+async def record_receipt_attempt_failed(
+    session: AsyncSession, operation: Operation, error: AttemptError
+) -> None:
+    """An attempt failed: the delivery stays `pending` while its operation retries or waits in
+    `dead_letter` for an operator (final means final), showing the reason."""
+    if operation.type != RECEIPT_TYPE:
         return
     tenant = Tenant(operation.installation_id, operation.livemode)
     delivery = await repository.get_delivery(session, tenant, operation.payload["delivery"], for_update=True)
-    if delivery is None or delivery.status == "sent":
+    if delivery is None or delivery.status != "pending":
+        return
+    delivery.last_error = operation.last_error or error.message
+    delivery.updated_at = utcnow()
+
+
+async def record_receipt_outcome(session: AsyncSession, operation: Operation) -> None:
+    """An operation that ended for good without sending (refused, or its dead letter discarded by an
+    operator) leaves its delivery `failed`, with the reason."""
+    if operation.type != RECEIPT_TYPE or operation.status not in {"failed", "canceled"}:
+        return
+    tenant = Tenant(operation.installation_id, operation.livemode)
+    delivery = await repository.get_delivery(session, tenant, operation.payload["delivery"], for_update=True)
+    if delivery is None or delivery.status != "pending":
         return
     delivery.status = "failed"
-    delivery.last_error = operation.last_error or "The receipt could not be sent."
+    if operation.status == "canceled":
+        delivery.last_error = f"Discarded by an operator: {operation.discard_reason}"
+    delivery.last_error = delivery.last_error or operation.last_error or "The receipt could not be sent."
     delivery.updated_at = utcnow()
     logger.warning(
         "receipt_failed", delivery=delivery.id, channel=delivery.channel, error=delivery.last_error
     )
 
 
+register_attempt_failure_listener(record_receipt_attempt_failed)
 register_outcome_listener(record_receipt_outcome)

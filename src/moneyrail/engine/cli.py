@@ -4,6 +4,10 @@ Human output shows times in ISO 8601 (UTC) with their age; `--json` gives Unix s
 `retry` and `discard` take operation ids, or a filter (`--type`, `--installation`, `--since`, or
 `--all`) for many at once; `--dry-run` shows what would change and changes nothing. Several operations
 are decided in one transaction: all of them, or none if one is refused.
+
+Two clocks: an operation's `created` is the one its API answer shows (in a sandbox, the sandbox's clock);
+`accepted` is that moment on the wall clock, which the engine's own times (dead-lettered, discarded, the
+attempts) are on. Human output shows `accepted` only where the two differ.
 """
 
 from __future__ import annotations
@@ -62,7 +66,9 @@ def operation_view(operation: Operation) -> dict[str, Any]:
         "attempts": operation.attempts,
         "max_attempts": operation.max_attempts,
         "last_error": operation.last_error,
+        # what the API shows (a sandbox's clock), and the wall-clock moment the engine accepted it
         "created": to_unix(operation.created_at),
+        "accepted": to_unix(operation.accepted_on_wall_clock),
         "dead_lettered": _when(operation.dead_lettered_at),
         "discarded": _when(operation.discarded_at),
         "discarded_by": operation.discarded_by,
@@ -103,6 +109,18 @@ def _discarded(view: dict[str, Any]) -> str:
     return f"{human_time(view['discarded'])} by {view['discarded_by']}: {view['discard_reason']}"
 
 
+def _creation_rows(view: dict[str, Any]) -> list[tuple[str, str | None]]:
+    """A sandbox operation created after its clock was advanced shows both times: `created` on the
+    sandbox clock (as the API answers it) and `accepted` on the wall clock, which the engine's times
+    (dead-lettered, discarded, the attempts) are on; otherwise they are one time."""
+    if abs(view["created"] - view["accepted"]) <= 1:
+        return [("created", human_time(view["created"]))]
+    return [
+        ("created", f"{human_time(view['created'], age=False)} (sandbox clock)"),
+        ("accepted", f"{human_time(view['accepted'])} (wall clock, as the times below)"),
+    ]
+
+
 def _show_lines(view: dict[str, Any]) -> list[str]:
     """One operation for people. Its attempt count is the current run's (an operator's retry restarts
     it, and the attempts' own numbers with it): the history is numbered once, from the first attempt
@@ -116,7 +134,7 @@ def _show_lines(view: dict[str, Any]) -> list[str]:
             ("resource", view["resource"]),
             ("attempt count", f"{view['attempts']} of {view['max_attempts']} in the current run"),
             ("last error", view["last_error"]),
-            ("created", human_time(view["created"])),
+            *_creation_rows(view),
             ("dead-lettered", human_time(view["dead_lettered"]) or "no"),
             ("discarded", _discarded(view)),
         ]

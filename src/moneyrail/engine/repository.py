@@ -1,4 +1,6 @@
-"""Queries over operations and their attempts. Timestamps come from PostgreSQL's clock, one clock for all."""
+"""Queries over operations and their attempts. Timestamps come from PostgreSQL's clock, one clock for all;
+a sandbox row's `created_at` and `updated_at` are then moved to its tenant's clock by the database itself
+(models/operation.py)."""
 
 from __future__ import annotations
 
@@ -112,6 +114,13 @@ async def get(session: AsyncSession, operation_id: str, *, for_update: bool = Fa
     return await session.scalar(statement)
 
 
+async def statuses_of(session: AsyncSession, operation_ids: Sequence[str]) -> dict[str, str]:
+    rows = await session.execute(
+        select(Operation.id, Operation.status).where(Operation.id.in_(list(operation_ids)))
+    )
+    return {operation_id: status for operation_id, status in rows}
+
+
 _COLUMNS = ", ".join(column.name for column in Operation.__table__.columns)  # from the model, not input
 _CLAIM = f"""
     WITH claimed AS (
@@ -158,7 +167,7 @@ _SUCCEED = """
         updated_at = now(), payload = coalesce(done.payload::jsonb, operations.payload)
     FROM done
     WHERE operations.id = done.id AND operations.status = 'running' AND operations.attempts = done.attempt
-    RETURNING operations.id, operations.finished_at
+    RETURNING operations.id, operations.finished_at, operations.updated_at
 """
 
 
@@ -174,15 +183,23 @@ async def record_successes(session: AsyncSession, finished: Sequence[tuple[Opera
         [operation.attempts for operation, _ in finished],
         [new_payload for _, new_payload in finished],
     )
-    finished_at = {row["id"]: row["finished_at"] for row in rows}
-    if len(finished_at) < len(finished):
+    stamped = {row["id"]: row for row in rows}
+    if len(stamped) < len(finished):
         return False
     for operation, _ in finished:
         operation.status = "succeeded"
-        operation.finished_at = operation.updated_at = finished_at[operation.id]
+        operation.finished_at = stamped[operation.id]["finished_at"]
+        operation.updated_at = stamped[operation.id]["updated_at"]  # a sandbox row's: its tenant's clock
         operation.lease_expires_at = None
         operation.last_error = None
     return True
+
+
+async def write_stamped(session: AsyncSession, operation: Operation) -> None:
+    """Write the operation's changes and read back its `updated_at` as the database stamped it: a
+    sandbox row's is moved to its tenant's clock (migration 0035), and answers and events show it."""
+    await session.flush()
+    await session.refresh(operation, ["updated_at"])
 
 
 async def finish_attempt(

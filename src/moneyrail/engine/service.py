@@ -7,6 +7,11 @@ The lifecycle (STYLE.md habit 7: state machines are data):
     running -> dead_letter               attempts exhausted
     dead_letter -> pending               an operator retries with a fresh attempt budget
     dead_letter -> canceled              an operator discards it, with a reason
+
+Final means final (CONVENTIONS.md §9): `succeeded`, `failed` and `canceled` end the operation for good,
+and only these reach the outcome listeners, where the domains settle the objects the operation moves
+(`failed` objects and their `*.failed` events). A retry or a dead letter is not an end: the objects stay
+pending, and the attempt-failure listeners show them the error (`last_operation_error`).
 """
 
 from __future__ import annotations
@@ -24,7 +29,12 @@ from moneyrail.db.raw import autocommit_connection
 from moneyrail.db.uow import UnitOfWork
 from moneyrail.engine import repository
 from moneyrail.engine.metrics import record_attempt
-from moneyrail.engine.outcomes import PermanentFailure
+from moneyrail.engine.outcomes import (
+    LEASE_EXPIRED_CODE,
+    LEASE_EXPIRED_MESSAGE,
+    AttemptError,
+    PermanentFailure,
+)
 from moneyrail.engine.policy import policy_for
 from moneyrail.errors import Conflict, ResourceMissing
 from moneyrail.kit.clock import utcnow
@@ -48,13 +58,19 @@ Handler = Callable[[AsyncSession, Operation], Awaitable[None]]
 # a batch runs it once instead of the handler once per operation. Same contract as a handler for each
 # operation it is given; an operation that must run alone (after a batch split) meets the plain handler.
 BatchHandler = Callable[[AsyncSession, Sequence[Operation]], Awaitable[None]]
-# Called in the same transaction as an operation's final outcome (succeeded, failed, dead_letter, and
-# canceled when an operator discards a dead letter): the events domain writes the matching event, and
-# the domain that owns the work settles its own record (a refund, a receipt).
+# Called in the same transaction as an operation's end for good: succeeded, failed (a permanent
+# refusal) or canceled (an operator discarded its dead letter). The events domain writes the matching
+# event, and the domain that owns the work settles its own record (a refund, a transfer, a receipt).
 OutcomeListener = Callable[[AsyncSession, Operation], Awaitable[None]]
 # The same for the operations of a batch that succeeded together (its statements written once).
 BatchOutcomeListener = Callable[[AsyncSession, Sequence[Operation]], Awaitable[None]]
 _outcome_listeners: dict[OutcomeListener, BatchOutcomeListener | None] = {}
+# Called in the same transaction as every failed attempt, before any outcome: the operation is `pending`
+# again (a retry is due), `dead_letter` (an operator decides) or `failed` (a permanent refusal, whose
+# outcome follows). The domain shows the error on the objects that wait on the operation, which stay in
+# their pending state; the events domain writes `operation.dead_lettered`.
+AttemptFailureListener = Callable[[AsyncSession, Operation, AttemptError], Awaitable[None]]
+_attempt_failure_listeners: list[AttemptFailureListener] = []
 
 
 def register_outcome_listener(
@@ -64,9 +80,19 @@ def register_outcome_listener(
     _outcome_listeners[listener] = together
 
 
+def register_attempt_failure_listener(listener: AttemptFailureListener) -> None:
+    if listener not in _attempt_failure_listeners:
+        _attempt_failure_listeners.append(listener)
+
+
 async def _announce(session: AsyncSession, operation: Operation) -> None:
     for listener in _outcome_listeners:
         await listener(session, operation)
+
+
+async def _announce_failed_attempt(session: AsyncSession, operation: Operation, error: AttemptError) -> None:
+    for listener in _attempt_failure_listeners:
+        await listener(session, operation, error)
 
 
 async def _announce_together(session: AsyncSession, operations: Sequence[Operation]) -> None:
@@ -76,6 +102,26 @@ async def _announce_together(session: AsyncSession, operations: Sequence[Operati
         else:
             for operation in operations:
                 await listener(session, operation)
+
+
+DISCARDED_CODE = "operation_discarded"
+
+
+@dataclass(frozen=True)
+class FinalFailure:
+    code: str
+    message: str
+
+
+def final_failure(operation: Operation, last_error: dict[str, Any] | None) -> FinalFailure:
+    """Why an object failed whose operation ended `failed` or `canceled`: the refusal it showed last
+    (`last_error`, the object's stored AttemptError), or the operator's discard and its reason."""
+    if operation.status == "canceled":
+        return FinalFailure(DISCARDED_CODE, f"Discarded by an operator: {operation.discard_reason}")
+    last = AttemptError.from_json(last_error)
+    if last is None:
+        return FinalFailure("processing_error", (operation.last_error or "The operation failed.")[:500])
+    return FinalFailure(last.code, last.message)
 
 
 def _move(operation: Operation, status: str) -> None:
@@ -157,6 +203,14 @@ async def get_operation(session: AsyncSession, tenant: Tenant, operation_id: str
     if operation is None:
         raise ResourceMissing(f"No such operation: {operation_id!r}", param="operation")
     return operation
+
+
+async def statuses_of(session: AsyncSession, operation_ids: Sequence[str]) -> dict[str, str]:
+    """The status of each of these operations, by id (a domain asks whether its work waits on an
+    operator: `dead_letter`)."""
+    if not operation_ids:
+        return {}
+    return await repository.statuses_of(session, operation_ids)
 
 
 @dataclass(frozen=True)
@@ -302,7 +356,8 @@ async def _still_ours(session: AsyncSession, operation_id: str, attempt: int) ->
 
 
 def _age(operation: Operation) -> float:
-    return (utcnow() - operation.created_at).total_seconds()
+    """From acceptance to now on the wall clock (a sandbox's `created_at` is on its own clock)."""
+    return (utcnow() - operation.accepted_on_wall_clock).total_seconds()
 
 
 def _describe(error: BaseException) -> str:
@@ -348,7 +403,9 @@ async def _record_failure(
                 next_attempt_at=str(operation.next_attempt_at),
             )
         await repository.finish_attempt(uow.session, operation_id, attempt, outcome, description)
-        if outcome != "retry":
+        await repository.write_stamped(uow.session, operation)  # `updated` on the tenant's clock
+        await _announce_failed_attempt(uow.session, operation, AttemptError.of(error, operation.updated_at))
+        if outcome == "failed":
             await _announce(uow.session, operation)
         await uow.commit()
         record_attempt(operation.type, outcome, None if outcome == "retry" else _age(operation))
@@ -370,12 +427,14 @@ async def expire_leases(session: AsyncSession, limit: int = 500) -> int:
             logger.error(
                 "operation_dead_lettered", operation_id=operation.id, type=operation.type, error=error
             )
-            await _announce(session, operation)  # its event, and the domain's own bookkeeping
         else:
             _move(operation, "pending")
             operation.next_attempt_at = utcnow()
             operation.published_at = None
             logger.warning("operation_lease_expired", operation_id=operation.id, type=operation.type)
+        await repository.write_stamped(session, operation)  # `updated` on the tenant's clock
+        lost = AttemptError(LEASE_EXPIRED_CODE, LEASE_EXPIRED_MESSAGE, operation.updated_at)
+        await _announce_failed_attempt(session, operation, lost)  # the objects show it; its event
     await session.flush()
     return len(expired)
 
@@ -432,7 +491,7 @@ async def retry_dead_letter(session: AsyncSession, operation_id: str, *, operato
     operation.published_at = None
     operation.dead_lettered_at = None
     operation.updated_at = utcnow()
-    await session.flush()
+    await repository.write_stamped(session, operation)
     await repository.notify_relay(session, operation.id)
     logger.info("dead_letter_retried", operation_id=operation_id, operator=operator)
     return operation
@@ -450,7 +509,7 @@ async def discard_dead_letter(
     operation.discard_reason = reason.strip()
     operation.finished_at = utcnow()
     operation.updated_at = utcnow()
-    await session.flush()
+    await repository.write_stamped(session, operation)
     await _announce(session, operation)
     logger.info("dead_letter_discarded", operation_id=operation_id, operator=operator, reason=reason)
     return operation

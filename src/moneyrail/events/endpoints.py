@@ -54,6 +54,7 @@ def render_delivery(view: service.DeliveryView) -> WebhookDeliveryOut:
         event=delivery.event_id,
         event_type=delivery.event_type,
         status=view.status,
+        operation=delivery.id,
         next_attempt_at=to_unix(view.next_attempt_at) if view.next_attempt_at else None,
         resend_of=delivery.resend_of,
         attempts=[

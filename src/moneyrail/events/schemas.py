@@ -107,6 +107,7 @@ class WebhookDeliveryOut(BaseModel):
     event: str = Field(description="The `evt_` event delivered")
     event_type: str = Field(description="The event's type")
     status: str = Field(description="pending, running, succeeded, failed, dead_letter or canceled")
+    operation: str = Field(description="The `op_` operation that delivers it: the delivery's own id")
     next_attempt_at: int | None = Field(description="While pending: when the next attempt is due")
     resend_of: str | None = Field(description="The delivery this one resends; null for a first delivery")
     attempts: list[DeliveryAttemptOut] = Field(description="Every attempt, oldest first")

@@ -20,11 +20,15 @@ from standardwebhooks import Webhook
 
 from moneyrail.config import API_VERSIONS, get_settings
 from moneyrail.db.raw import WriteAt, from_row
-from moneyrail.engine.outcomes import PermanentFailure, TransientFailure
+from moneyrail.engine.outcomes import AttemptError, PermanentFailure, TransientFailure
 from moneyrail.engine.policy import RetryPolicy, policy_for, register_policy
 from moneyrail.engine.repository import NewOperations
 from moneyrail.engine.schemas import render_operation
-from moneyrail.engine.service import create_operation, register_outcome_listener
+from moneyrail.engine.service import (
+    create_operation,
+    register_attempt_failure_listener,
+    register_outcome_listener,
+)
 from moneyrail.errors import Conflict, ParameterInvalid, ResourceMissing
 from moneyrail.kit import crypto
 from moneyrail.kit.clock import to_unix, utcnow
@@ -33,6 +37,7 @@ from moneyrail.kit.pagination import Position
 from moneyrail.kit.tenant import Tenant
 from moneyrail.models import Event, Operation, WebhookDelivery, WebhookDeliveryAttempt, WebhookEndpoint
 from moneyrail.models.base import Base
+from moneyrail.sandbox.service import clock_offset
 
 from . import repository
 from .addresses import (
@@ -285,16 +290,20 @@ class DeliveryView:
 
 
 async def _views(session: AsyncSession, deliveries: Sequence[WebhookDelivery]) -> list[DeliveryView]:
+    """One tenant's deliveries as it sees them: `created` and the attempts are stored on its clock;
+    the next attempt, due on the wall clock the engine runs on, is shown on its clock as it is now."""
+    if not deliveries:
+        return []
     ids = [delivery.id for delivery in deliveries]
     states = await repository.delivery_states(session, ids)
     attempts = await repository.attempts_of(session, ids)
+    tenant = Tenant(deliveries[0].installation_id, deliveries[0].livemode)
+    offset = await clock_offset(session, tenant)
     views = []
     for delivery in deliveries:
         status, next_attempt_at = states[delivery.id]
-        pending = status == "pending"
-        views.append(
-            DeliveryView(delivery, status, attempts[delivery.id], next_attempt_at if pending else None)
-        )
+        shown_next = next_attempt_at + offset if status == "pending" else None
+        views.append(DeliveryView(delivery, status, attempts[delivery.id], shown_next))
     return views
 
 
@@ -465,7 +474,8 @@ OUTCOME_EVENTS = {
 
 
 async def record_operation_outcome(session: AsyncSession, operation: Operation) -> None:
-    """operation.succeeded / .failed / .dead_lettered, for retry and diagnosis by the caller.
+    """operation.succeeded / .failed (its end), and .dead_lettered (an attempt that left it waiting for
+    an operator), for retry and diagnosis by the caller.
 
     Not for webhook deliveries themselves: an event about a failed delivery would be delivered too.
     """
@@ -489,4 +499,10 @@ async def record_operation_outcomes(session: AsyncSession, operations: Sequence[
         await record_events(session, tenant, events)
 
 
+async def record_dead_letter(session: AsyncSession, operation: Operation, error: AttemptError) -> None:
+    if operation.status == "dead_letter":
+        await record_operation_outcome(session, operation)
+
+
 register_outcome_listener(record_operation_outcome, together=record_operation_outcomes)
+register_attempt_failure_listener(record_dead_letter)

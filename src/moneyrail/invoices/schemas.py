@@ -102,9 +102,13 @@ class InvoiceDeliveryOut(BaseModel):
     object: Literal["invoice_delivery"] = "invoice_delivery"
     channel: str = Field(description="How it was sent: `email`")
     recipient: str = Field(description="Where it was sent, masked")
-    status: str = Field(description="`pending`, `sent` or `failed`")
+    status: str = Field(
+        description="`pending` (its operation runs, retries or waits in `dead_letter` for an operator), "
+        "`sent`, or `failed` (final: refused, or its operation discarded by an operator)"
+    )
     checkout_session: str | None = Field(description="The `cs_` hosted payment session the message links to")
     last_error: str | None = Field(description="Why the last attempt failed; null otherwise")
+    operation: str | None = Field(description="The `op_` operation that sends it (GET /v1/operations/{id})")
     sent_at: int | None = Field(description="When it was sent, in Unix seconds; null until sent")
     created: int = Field(description="When the delivery was requested, in Unix seconds")
 
@@ -142,6 +146,7 @@ def render_delivery(delivery: InvoiceDelivery) -> InvoiceDeliveryOut:
         status=delivery.status,
         checkout_session=delivery.checkout_session_id,
         last_error=delivery.last_error,
+        operation=delivery.operation_id,
         sent_at=to_unix(delivery.sent_at) if delivery.sent_at else None,
         created=to_unix(delivery.created_at),
     )

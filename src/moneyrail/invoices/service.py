@@ -28,9 +28,13 @@ from moneyrail.config import get_settings
 from moneyrail.customers import service as customers
 from moneyrail.deliveries import senders
 from moneyrail.deliveries.recipients import is_valid_email, mask
-from moneyrail.engine.outcomes import PermanentFailure
+from moneyrail.engine.outcomes import AttemptError, PermanentFailure
 from moneyrail.engine.policy import RetryPolicy, register_policy
-from moneyrail.engine.service import create_operation, register_outcome_listener
+from moneyrail.engine.service import (
+    create_operation,
+    register_attempt_failure_listener,
+    register_outcome_listener,
+)
 from moneyrail.errors import (
     AmountInvalid,
     CheckoutNotEnabled,
@@ -383,19 +387,39 @@ async def deliver_invoice(session: AsyncSession, operation: Operation) -> None:
     )
 
 
-async def record_delivery_outcome(session: AsyncSession, operation: Operation) -> None:
-    if operation.type != DELIVERY_TYPE or operation.status not in {"failed", "dead_letter"}:
+async def record_delivery_attempt_failed(
+    session: AsyncSession, operation: Operation, error: AttemptError
+) -> None:
+    """An attempt failed: the delivery stays `pending` while its operation retries or waits in
+    `dead_letter` for an operator (final means final), showing the reason."""
+    if operation.type != DELIVERY_TYPE:
         return
     tenant = Tenant(operation.installation_id, operation.livemode)
     delivery = await repository.get_delivery(session, tenant, operation.payload["delivery"], for_update=True)
-    if delivery is None or delivery.status == "sent":
+    if delivery is None or delivery.status != "pending":
+        return
+    delivery.last_error = operation.last_error or error.message
+    delivery.updated_at = utcnow()
+
+
+async def record_delivery_outcome(session: AsyncSession, operation: Operation) -> None:
+    """An operation that ended for good without sending (refused, or its dead letter discarded by an
+    operator) leaves its delivery `failed`, with the reason."""
+    if operation.type != DELIVERY_TYPE or operation.status not in {"failed", "canceled"}:
+        return
+    tenant = Tenant(operation.installation_id, operation.livemode)
+    delivery = await repository.get_delivery(session, tenant, operation.payload["delivery"], for_update=True)
+    if delivery is None or delivery.status != "pending":
         return
     delivery.status = "failed"
-    delivery.last_error = operation.last_error or "The invoice could not be sent."
+    if operation.status == "canceled":
+        delivery.last_error = f"Discarded by an operator: {operation.discard_reason}"
+    delivery.last_error = delivery.last_error or operation.last_error or "The invoice could not be sent."
     delivery.updated_at = utcnow()
     logger.warning("invoice_delivery_failed", delivery=delivery.id, error=delivery.last_error)
 
 
+register_attempt_failure_listener(record_delivery_attempt_failed)
 register_outcome_listener(record_delivery_outcome)
 
 

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from datetime import datetime
+from typing import Annotated, Any
 from urllib.parse import urlsplit
 
 from pydantic import (
@@ -16,6 +17,7 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
+from moneyrail.kit.clock import to_unix
 from moneyrail.kit.money import MAX_AMOUNT, is_valid_currency
 
 # Stripe's limits, which callers already design around.
@@ -40,6 +42,34 @@ class ResourceOut(BaseModel):
     object: str = Field(description="The object's type")
     livemode: bool = Field(description="`true` in live mode, `false` in the sandbox")
     created: int = Field(description="When the object was created, in Unix seconds (UTC)")
+
+
+class OperationErrorOut(BaseModel):
+    """The last error the operation moving an object met (CONVENTIONS.md §9: final means final)."""
+
+    code: str = Field(
+        description="What went wrong, such as `processor_unavailable`, `processor_error` or a refusal's code"
+    )
+    message: str = Field(description="A human-readable explanation")
+    at: int = Field(description="When the attempt failed, in Unix seconds")
+
+
+LAST_OPERATION_ERROR = (
+    "The last error its operation met, while the object waits on it (the operation retries, or waits "
+    "in `dead_letter` for an operator) and once it failed; null otherwise. The object stays in its "
+    "pending state until the operation ends for good"
+)
+
+
+def operation_error_out(stored: dict[str, Any] | None) -> OperationErrorOut | None:
+    """A stored engine AttemptError ({code, message, at}) as an answer shows it."""
+    if not stored:
+        return None
+    return OperationErrorOut(
+        code=str(stored["code"]),
+        message=str(stored["message"]),
+        at=to_unix(datetime.fromisoformat(str(stored["at"]))),
+    )
 
 
 def _amount(value: object) -> int:

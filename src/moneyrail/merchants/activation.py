@@ -1,6 +1,7 @@
 """Activation of a connected merchant that still has requirements (spec 4.D onboarding sessions): a
 hosted page, single use, 30 minutes on the environment's clock, that collects what is due (in the
-sandbox: the bank account its payouts go to, which its connected account then pays out to).
+sandbox: the bank account its payouts go to, which its connected account then pays out to). The link's
+first open spends it; the page goes on in that browser's page session (kit/single_use.py).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from moneyrail.connect import merchants as merchant_accounts
 from moneyrail.errors import Conflict, UrlNotRegistered
 from moneyrail.installations import service as installations
 from moneyrail.installations.service import hash_secret
+from moneyrail.kit import single_use
 from moneyrail.kit.clock import utcnow
 from moneyrail.kit.ids import new_id, random_base62
 from moneyrail.kit.tenant import Tenant
@@ -88,26 +90,36 @@ class OnboardingView:
 class OnboardingForm:
     view: OnboardingView
     error: str | None = None
+    new_session: str | None = None  # the link's first open: its page session, for the browser to keep
 
 
 OnboardingStep = OnboardingForm | Redirect | Notice
 
 
-async def _onboarding(
-    session: AsyncSession, token: str
-) -> tuple[MerchantOnboardingSession, Merchant, Tenant] | Notice:
+@dataclass(frozen=True)
+class _Loaded:
+    onboarding: MerchantOnboardingSession
+    merchant: Merchant
+    tenant: Tenant
+    new_session: str | None
+
+
+async def _onboarding(session: AsyncSession, token: str, page_session: str | None) -> _Loaded | Notice:
+    """The session, if this request may use its link: the first open (which spends it), or the
+    browser that made it, presenting its page session. Any other request changes nothing."""
     onboarding = await repository.onboarding_by_token_hash(session, hash_secret(token))
     if onboarding is None:
         return Notice("missing")
     tenant = Tenant(onboarding.installation_id, onboarding.livemode)
     if onboarding.status != "open":
         return Notice("used")
-    if await tenant_now(session, tenant) >= onboarding.expires_at:
-        return Notice("expired")
+    entry = single_use.enter(onboarding, await tenant_now(session, tenant), page_session)
+    if entry.refused is not None:
+        return Notice(entry.refused)
     merchant = await locked_merchant(session, tenant, onboarding.merchant_id)
     if merchant.connection_status != "active":
         return Notice("refused", "This business is no longer connected to the application.")
-    return onboarding, merchant, tenant
+    return _Loaded(onboarding, merchant, tenant, entry.new_session)
 
 
 def _onboarding_view(onboarding: MerchantOnboardingSession, merchant: Merchant) -> OnboardingView:
@@ -119,26 +131,31 @@ def _onboarding_view(onboarding: MerchantOnboardingSession, merchant: Merchant) 
     )
 
 
-async def show_onboarding(session: AsyncSession, token: str) -> OnboardingStep:
-    loaded = await _onboarding(session, token)
+async def show_onboarding(session: AsyncSession, token: str, page_session: str | None) -> OnboardingStep:
+    loaded = await _onboarding(session, token, page_session)
     if isinstance(loaded, Notice):
         return loaded
-    onboarding, merchant, _ = loaded
-    if not merchant.requirements_due:
-        return Redirect(onboarding.return_url)
-    return OnboardingForm(_onboarding_view(onboarding, merchant))
+    if not loaded.merchant.requirements_due:
+        return Redirect(loaded.onboarding.return_url)
+    return OnboardingForm(
+        _onboarding_view(loaded.onboarding, loaded.merchant), new_session=loaded.new_session
+    )
 
 
-async def complete_onboarding(session: AsyncSession, token: str, bank_account: str | None) -> OnboardingStep:
+async def complete_onboarding(
+    session: AsyncSession, token: str, page_session: str | None, bank_account: str | None
+) -> OnboardingStep:
     """The business gives what was due; the link then stops working (single use)."""
-    loaded = await _onboarding(session, token)
+    loaded = await _onboarding(session, token, page_session)
     if isinstance(loaded, Notice):
         return loaded
-    onboarding, merchant, tenant = loaded
+    onboarding, merchant, tenant = loaded.onboarding, loaded.merchant, loaded.tenant
     number = re.sub(r"[\s-]", "", bank_account or "")
     if SANDBOX_REQUIREMENT in merchant.requirements_due and not re.fullmatch(r"[0-9]{6,34}", number):
         return OnboardingForm(
-            _onboarding_view(onboarding, merchant), error="Enter the bank account number (6 to 34 digits)."
+            _onboarding_view(onboarding, merchant),
+            "Enter the bank account number (6 to 34 digits).",
+            loaded.new_session,
         )
     if SANDBOX_REQUIREMENT in merchant.requirements_due:
         await merchant_accounts.record_merchant_bank_account(session, tenant, merchant.id, number)

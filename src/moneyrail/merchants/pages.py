@@ -3,7 +3,8 @@ and the activation page (`/onboarding/merchants/...`).
 
 The pages run no script and load nothing from elsewhere (the checkout page's CSP); their links are
 credentials, so they are never logged (the request log has the route template only), never sent on as a
-referrer, and work once.
+referrer, and work once: a link's first open spends it, and its page goes on in that browser's page
+session (a cookie scoped to the page's path, web/page_sessions.py); any other open answers 410.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from fastapi.responses import JSONResponse, RedirectResponse, Response
 from moneyrail.api.context import request_session
 from moneyrail.api.routing import MoneyrailRoute
 from moneyrail.web import origin_of, public_base_url, render_page
+from moneyrail.web.page_sessions import keep_session, presented_session
 
 from . import activation, service
 
@@ -31,6 +33,11 @@ NOTICES: dict[str, tuple[int, str, str]] = {
     ),
     "expired": (410, "This link has expired", "Return to the application and start again."),
     "used": (410, "This link has already been used", "Return to the application to continue."),
+    "opened": (
+        410,
+        "This link has already been opened",
+        "Each link opens once, in one browser. Return to the application to get a new one.",
+    ),
     "altered": (
         400,
         "This link was changed",
@@ -67,7 +74,26 @@ def _notice(request: Request, notice: service.Notice) -> Response:
     )
 
 
+def _connection_token(request: Request) -> str | None:
+    """The consent link's credential: its `connection` parameter (all consent pages share one path)."""
+    values = _query(request).get("connection") or []
+    return values[0] if len(values) == 1 else None
+
+
+def _consent_session(request: Request) -> str | None:
+    token = _connection_token(request)
+    return presented_session(request, token) if token else None
+
+
 def _consent_answer(request: Request, step: service.ConsentStep) -> Response:
+    answer = _consent_page(request, step)
+    token = _connection_token(request)
+    if isinstance(step, service.ConsentForm) and token:
+        keep_session(answer, request, token=token, secret=step.new_session, path="/oauth/authorize")
+    return answer
+
+
+def _consent_page(request: Request, step: service.ConsentStep) -> Response:
     if isinstance(step, service.Redirect):
         return RedirectResponse(step.url, status_code=303)
     if isinstance(step, service.Notice):
@@ -92,7 +118,9 @@ def _consent_answer(request: Request, step: service.ConsentStep) -> Response:
 
 @router.get("/oauth/authorize")
 async def consent_page(request: Request) -> Response:
-    step = await service.show_consent(request_session(request), _oauth_uri(request), _query(request))
+    step = await service.show_consent(
+        request_session(request), _oauth_uri(request), _query(request), _consent_session(request)
+    )
     return _consent_answer(request, step)
 
 
@@ -112,7 +140,9 @@ async def decide(
         support_email=support_email,
         leave_requirement_due=leave_requirement_due is not None,
     )
-    step = await service.decide_consent(request_session(request), _oauth_uri(request), _query(request), form)
+    step = await service.decide_consent(
+        request_session(request), _oauth_uri(request), _query(request), _consent_session(request), form
+    )
     return _consent_answer(request, step)
 
 
@@ -133,6 +163,14 @@ async def token(request: Request) -> Response:
 
 
 def _onboarding_answer(request: Request, token: str, step: activation.OnboardingStep) -> Response:
+    answer = _onboarding_page(request, token, step)
+    if isinstance(step, activation.OnboardingForm):
+        path = f"/onboarding/merchants/{token}"
+        keep_session(answer, request, token=token, secret=step.new_session, path=path)
+    return answer
+
+
+def _onboarding_page(request: Request, token: str, step: activation.OnboardingStep) -> Response:
     if isinstance(step, service.Redirect):
         return RedirectResponse(step.url, status_code=303)
     if isinstance(step, service.Notice):
@@ -157,7 +195,9 @@ def _onboarding_answer(request: Request, token: str, step: activation.Onboarding
 @router.get("/onboarding/merchants/{token}")
 async def onboarding_page(request: Request, token: str) -> Response:
     return _onboarding_answer(
-        request, token, await activation.show_onboarding(request_session(request), token)
+        request,
+        token,
+        await activation.show_onboarding(request_session(request), token, presented_session(request, token)),
     )
 
 
@@ -165,5 +205,7 @@ async def onboarding_page(request: Request, token: str) -> Response:
 async def complete_onboarding(
     request: Request, token: str, bank_account: Annotated[str | None, Form()] = None
 ) -> Response:
-    step = await activation.complete_onboarding(request_session(request), token, bank_account)
+    step = await activation.complete_onboarding(
+        request_session(request), token, presented_session(request, token), bank_account
+    )
     return _onboarding_answer(request, token, step)

@@ -1,6 +1,6 @@
 """Merchants connected over OAuth 2.1 with PKCE (spec 4.D, 5.4; CONVENTIONS.md §13).
 
-    POST /v1/merchant-connections   a `pending` merchant and a consent link (30 minutes, used once)
+    POST /v1/merchant-connections   a `pending` merchant and a consent link (30 minutes, opened once)
     /oauth/authorize                the merchant approves (a code, 10 minutes, used once) or denies
     POST /oauth/token               the code and its PKCE verifier -> the merchant is `active`
 
@@ -41,6 +41,7 @@ from moneyrail.events.service import record_event
 from moneyrail.installations import repository as keys
 from moneyrail.installations import service as installations
 from moneyrail.installations.service import hash_secret
+from moneyrail.kit import single_use
 from moneyrail.kit.clock import utcnow
 from moneyrail.kit.ids import new_id, random_base62
 from moneyrail.kit.pagination import Position
@@ -240,6 +241,7 @@ class ConsentView:
 class ConsentForm:
     view: ConsentView
     error: str | None = None
+    new_session: str | None = None  # the link's first open: its page session, for the browser to keep
 
 
 @dataclass(frozen=True)
@@ -249,7 +251,7 @@ class Redirect:
 
 @dataclass(frozen=True)
 class Notice:
-    reason: Literal["missing", "expired", "used", "altered", "refused"]
+    reason: Literal["missing", "expired", "used", "opened", "altered", "refused"]
     detail: str | None = None
 
 
@@ -264,6 +266,7 @@ class _Consent:
     request: Request
     grant: object
     view: ConsentView
+    new_session: str | None
 
 
 def _single(query: Mapping[str, Sequence[str]], name: str) -> str | None:
@@ -272,8 +275,15 @@ def _single(query: Mapping[str, Sequence[str]], name: str) -> str | None:
 
 
 async def _consent(
-    session: AsyncSession, method: str, uri: str, query: Mapping[str, Sequence[str]]
+    session: AsyncSession,
+    method: str,
+    uri: str,
+    query: Mapping[str, Sequence[str]],
+    page_session: str | None,
 ) -> _Consent | Redirect | Notice:
+    """The consent a link asks for, if this request may see it: the link's first open (which spends
+    it: kit/single_use.py), or the browser that made it, presenting its page session. A link that is
+    altered or refused by authlib is not spent, and a refused request changes nothing."""
     token = _single(query, "connection")
     connection = await repository.connection_by_token_hash(session, hash_secret(token)) if token else None
     if connection is None:
@@ -310,6 +320,9 @@ async def _consent(
             return Redirect(answer.location)
         # never to an unregistered redirect URI (it may have been unregistered since)
         return Notice("refused", error.description or error.error)
+    entry = single_use.enter(connection, await tenant_now(session, tenant), page_session)
+    if entry.refused is not None:
+        return Notice(entry.refused)
     installation = await installations.require_installation(session, tenant.installation_id)
     view = ConsentView(
         application=installation.name,
@@ -317,12 +330,16 @@ async def _consent(
         livemode=tenant.livemode,
         redirect_uri=connection.redirect_uri,
     )
-    return _Consent(connection, tenant, server, request, grant, view)
+    return _Consent(connection, tenant, server, request, grant, view, entry.new_session)
 
 
-async def show_consent(session: AsyncSession, uri: str, query: Mapping[str, Sequence[str]]) -> ConsentStep:
-    loaded = await _consent(session, "GET", uri, query)
-    return ConsentForm(loaded.view) if isinstance(loaded, _Consent) else loaded
+async def show_consent(
+    session: AsyncSession, uri: str, query: Mapping[str, Sequence[str]], page_session: str | None
+) -> ConsentStep:
+    loaded = await _consent(session, "GET", uri, query, page_session)
+    return (
+        ConsentForm(loaded.view, new_session=loaded.new_session) if isinstance(loaded, _Consent) else loaded
+    )
 
 
 @dataclass(frozen=True)
@@ -348,11 +365,15 @@ def _profile_error(form: BusinessForm) -> str | None:
 
 
 async def decide_consent(
-    session: AsyncSession, uri: str, query: Mapping[str, Sequence[str]], form: BusinessForm
+    session: AsyncSession,
+    uri: str,
+    query: Mapping[str, Sequence[str]],
+    page_session: str | None,
+    form: BusinessForm,
 ) -> ConsentStep:
     """The merchant approves or denies; authlib answers the redirect (a code and the state, or
     `error=access_denied` and the state) to the registered redirect URI."""
-    loaded = await _consent(session, "POST", uri, query)
+    loaded = await _consent(session, "POST", uri, query, page_session)
     if not isinstance(loaded, _Consent):
         return loaded
     connection, tenant, server = loaded.connection, loaded.tenant, loaded.server
@@ -368,10 +389,10 @@ async def decide_consent(
         logger.info("merchant_consent_denied", merchant=merchant.id)
         return Redirect(answer.location or connection.redirect_uri)
     if form.decision != "approve":
-        return ConsentForm(loaded.view, error="Choose whether to connect.")
+        return ConsentForm(loaded.view, "Choose whether to connect.", loaded.new_session)
     problem = _profile_error(form)
     if problem is not None:
-        return ConsentForm(loaded.view, error=problem)
+        return ConsentForm(loaded.view, problem, loaded.new_session)
 
     answer = server.create_authorization_response(loaded.request, merchant.id, loaded.grant)
     if not server.issued:  # authlib refused after all: its error redirect stands

@@ -38,6 +38,14 @@ class TenantOwned:
     created_at: Mapped[datetime] = mapped_column(server_default=func.now())
 
 
+class SingleUseLink:
+    """A hosted link that its first open spends (CONVENTIONS.md §13, kit/single_use.py): the moment of
+    that open, on the tenant's clock, and the SHA-256 of the secret of the page session it started."""
+
+    opened_at: Mapped[datetime | None]
+    page_session_hash: Mapped[str | None]
+
+
 # Sandbox objects are created on their tenant's clock (issue 18.4): for these tables the database stamps
 # `created_at` of a sandbox row itself, now plus the installation's clock offset (a trigger, migration
 # 0013), whatever the statement gave. A new table of sandbox objects joins this set and that trigger.
@@ -57,6 +65,7 @@ SANDBOX_CLOCK_TABLES = frozenset(
         "merchant_onboarding_sessions",
         "merchants",
         "onboarding_links",
+        "operations",
         "orders",
         "payment_intents",
         "payment_methods",

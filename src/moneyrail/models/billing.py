@@ -143,6 +143,8 @@ class SubscriptionInvoice(TenantOwned, Base):
     allocation_group_id: Mapped[str | None] = mapped_column(ForeignKey("allocation_groups.id"))
     operation_id: Mapped[str | None] = mapped_column(ForeignKey("operations.id"))
     failure_code: Mapped[str | None]
+    # {code, message, at}: the last error its renewal operation met (engine AttemptError)
+    last_operation_error: Mapped[dict[str, Any] | None] = mapped_column(JSONB(none_as_null=True))
     paid_at: Mapped[datetime | None]
     failed_at: Mapped[datetime | None]
     updated_at: Mapped[datetime] = mapped_column(server_default=text("now()"))

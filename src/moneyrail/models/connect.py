@@ -11,7 +11,7 @@ from typing import Any
 from sqlalchemy import CheckConstraint, ForeignKey, Index, text
 from sqlalchemy.orm import Mapped, mapped_column
 
-from moneyrail.models.base import Base, TenantOwned
+from moneyrail.models.base import Base, SingleUseLink, TenantOwned
 
 CONNECTED_ACCOUNT_KINDS = ("courier", "driver", "merchant", "other")
 
@@ -42,7 +42,7 @@ class ConnectedAccount(TenantOwned, Base):
     updated_at: Mapped[datetime] = mapped_column(server_default=text("now()"))
 
 
-class OnboardingLink(TenantOwned, Base):
+class OnboardingLink(SingleUseLink, TenantOwned, Base):
     __tablename__ = "onboarding_links"
     __table_args__ = (Index("ix_onboarding_links_account", "connected_account_id"),)
 

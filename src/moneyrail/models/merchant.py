@@ -13,7 +13,7 @@ from sqlalchemy import CheckConstraint, ForeignKey, Index, text
 from sqlalchemy.dialects.postgresql import ARRAY, TEXT
 from sqlalchemy.orm import Mapped, mapped_column
 
-from moneyrail.models.base import Base, TenantOwned
+from moneyrail.models.base import Base, SingleUseLink, TenantOwned
 
 CONNECTION_STATUSES = ("pending", "active", "denied", "revoked")
 
@@ -47,7 +47,7 @@ class Merchant(TenantOwned, Base):
     updated_at: Mapped[datetime] = mapped_column(server_default=text("now()"))
 
 
-class MerchantConnection(TenantOwned, Base):
+class MerchantConnection(SingleUseLink, TenantOwned, Base):
     """One request for a merchant's consent: the link of the hosted consent page, used once."""
 
     __tablename__ = "merchant_connections"
@@ -87,7 +87,7 @@ class MerchantAuthorizationCode(TenantOwned, Base):
     used_at: Mapped[datetime | None]
 
 
-class MerchantOnboardingSession(TenantOwned, Base):
+class MerchantOnboardingSession(SingleUseLink, TenantOwned, Base):
     """A hosted activation page for a merchant that still has requirements; its link works once."""
 
     __tablename__ = "merchant_onboarding_sessions"

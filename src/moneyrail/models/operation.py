@@ -54,7 +54,18 @@ class Operation(TenantOwned, Base):
     discarded_at: Mapped[datetime | None]
     discarded_by: Mapped[str | None]
     discard_reason: Mapped[str | None]
+    # `created_at` and `updated_at` are what the operation's answer shows: a sandbox row's are on its
+    # tenant's clock, stamped by the database (triggers of migrations 0013 and 0035) whatever the
+    # statement gave, as its object's `created` is. The engine's own times (next_attempt_at, leases,
+    # publishing, finished_at, dead_lettered_at, the attempts) stay on the wall clock, which the relay
+    # and the workers run on; `accepted_at` is the wall-clock moment of the creation (NULL for rows
+    # written before 0035, whose `created_at` is that moment).
     updated_at: Mapped[datetime] = mapped_column(server_default=func.now())
+    accepted_at: Mapped[datetime | None] = mapped_column(server_default=func.now())
+
+    @property
+    def accepted_on_wall_clock(self) -> datetime:
+        return self.accepted_at or self.created_at
 
 
 class OperationAttempt(Base):

@@ -108,9 +108,12 @@ class Refund(TenantOwned, Base):
     status: Mapped[str] = mapped_column(server_default="pending")
     reason: Mapped[str | None]
     failure_reason: Mapped[str | None]
+    last_operation_error: Mapped[dict[str, Any] | None] = mapped_column(JSONB(none_as_null=True))
     metadata_: Mapped[dict[str, Any]] = mapped_column("metadata", server_default=text("'{}'::jsonb"))
     operation_id: Mapped[str | None] = mapped_column(ForeignKey("operations.id"))
     processor_refund: Mapped[str | None]
+    # a processor refusal ends one generation of keys; an operator's retry asks again under the next
+    key_generation: Mapped[int] = mapped_column(server_default=text("0"))
     updated_at: Mapped[datetime] = mapped_column(server_default=text("now()"))
 
 

@@ -7,6 +7,7 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import CheckConstraint, ForeignKey, Index, text
+from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.orm import Mapped, mapped_column
 
 from moneyrail.models.base import Base, TenantOwned
@@ -45,6 +46,7 @@ class Payout(TenantOwned, Base):
     arrival_date: Mapped[datetime | None]  # on the tenant's clock, once the bank has it
     failure_code: Mapped[str | None]
     failure_message: Mapped[str | None]
+    last_operation_error: Mapped[dict[str, Any] | None] = mapped_column(JSONB(none_as_null=True))
     operation_id: Mapped[str | None] = mapped_column(ForeignKey("operations.id"))
     processor_payout: Mapped[str | None]
     # a processor refusal ends one generation of keys; an operator's retry asks again under the next

@@ -52,6 +52,8 @@ class AllocationGroup(TenantOwned, Base):
     source: Mapped[str] = mapped_column(server_default="api")
     operation_id: Mapped[str | None] = mapped_column(ForeignKey("operations.id"))
     failure_reason: Mapped[str | None]
+    # {code, message, at}: the last error its commit met (engine AttemptError), while it waits on it
+    last_operation_error: Mapped[dict[str, Any] | None] = mapped_column(JSONB(none_as_null=True))
     metadata_: Mapped[dict[str, Any]] = mapped_column("metadata", server_default=text("'{}'::jsonb"))
     committed_at: Mapped[datetime | None]
     updated_at: Mapped[datetime] = mapped_column(server_default=text("now()"))
@@ -107,6 +109,9 @@ class Transfer(TenantOwned, Base):
     processor_transfer: Mapped[str | None]
     failure_code: Mapped[str | None]
     failure_message: Mapped[str | None]
+    # the commit (or transfer) operation that makes it: its group's
+    operation_id: Mapped[str | None] = mapped_column(ForeignKey("operations.id"))
+    last_operation_error: Mapped[dict[str, Any] | None] = mapped_column(JSONB(none_as_null=True))
     metadata_: Mapped[dict[str, Any]] = mapped_column("metadata", server_default=text("'{}'::jsonb"))
     paid_at: Mapped[datetime | None]
     updated_at: Mapped[datetime] = mapped_column(server_default=text("now()"))

@@ -1,7 +1,13 @@
 """Refunds: accepted at once, carried out by a worker through the processor (an operation on `money`).
 
     pending -> succeeded   the processor refunded; `amount_refunded` and the ledger follow
-    pending -> failed      the processor refused for good (the operation failed)
+    pending -> failed      final: the processor refused for good (the operation failed), or an operator
+                           discarded its dead-lettered operation; `refund.failed`, and its amount is
+                           free to refund again
+
+Final means final (CONVENTIONS.md §9): while the operation retries or waits in `dead_letter` the refund
+stays `pending` (its amount held), showing the error in `last_operation_error`. A processor error (an
+injected sandbox fault among them) is not a refusal for good: it is retried, and dead-letters.
 
 The payment's row is locked while a refund is accepted, so two refunds arriving at the same moment
 are checked one after the other against what was captured: together they never exceed it.
@@ -16,9 +22,14 @@ from typing import NamedTuple
 import structlog
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from moneyrail.engine.outcomes import PermanentFailure
+from moneyrail.engine.outcomes import AttemptError, PermanentFailure, TransientFailure
 from moneyrail.engine.policy import RetryPolicy, register_policy
-from moneyrail.engine.service import create_operation, register_outcome_listener
+from moneyrail.engine.service import (
+    create_operation,
+    final_failure,
+    register_attempt_failure_listener,
+    register_outcome_listener,
+)
 from moneyrail.errors import AmountInvalid, Conflict, ReferencedResourceMissing, ResourceMissing
 from moneyrail.events.service import record_event
 from moneyrail.kit.clock import utcnow
@@ -89,11 +100,23 @@ async def promised_back(session: AsyncSession, payment_id: str) -> int:
 
 
 TRANSITIONS: dict[str, frozenset[str]] = {
-    "pending": frozenset({"succeeded", "failed", "canceled"}),
+    "pending": frozenset({"succeeded", "failed"}),
     "succeeded": frozenset(),
     "failed": frozenset(),
-    "canceled": frozenset(),
+    "canceled": frozenset(),  # a discard before final means final (migration 0033) canceled a refund
 }
+# A processor's own fault, not its answer about the refund: another try (under the refund's next key,
+# after a dead letter) may well succeed.
+RETRYABLE_REFUSALS = frozenset({"processor_error"})
+
+
+class RefundRefused(TransientFailure):
+    """A retryable refusal: every attempt replays it under the same key until the operation dead-letters
+    for an operator to decide; a retry then asks under the refund's next key."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(f"refund refused: {code}: {message}")
+        self.code = code
 
 
 def _move(refund: Refund, status: str) -> None:
@@ -174,14 +197,17 @@ async def process_refund(session: AsyncSession, operation: Operation, processor:
     assert payment is not None and payment.processor_authorization is not None
     for prepare in _refund_preparers:
         await prepare(session, processor, operation, payment, refund)
+    step = "refund" if refund.key_generation == 0 else f"refund:{refund.key_generation}"
     try:
         result = await processor.refund(
             tenant,
-            idempotency_key=operation_key(operation.id, "refund"),
+            idempotency_key=operation_key(operation.id, step),
             authorization_id=payment.processor_authorization,
             amount=refund.amount,
         )
     except ProcessorRefused as refused:
+        if refused.code in RETRYABLE_REFUSALS:
+            raise RefundRefused(refused.code, refused.message) from refused
         raise PermanentFailure(refused.code, refused.message) from refused
     _move(refund, "succeeded")
     refund.processor_refund = result.processor_id
@@ -193,25 +219,38 @@ async def process_refund(session: AsyncSession, operation: Operation, processor:
     logger.info("refund_succeeded", refund=refund.id, payment_intent=payment.id, amount=refund.amount)
 
 
-OUTCOME_STATUSES = {"failed": "failed", "canceled": "canceled"}
-
-
-async def _on_refund_outcome(session: AsyncSession, operation: Operation) -> None:
-    """A refused refund ends `failed`; one whose dead letter an operator discarded ends `canceled`, so
-    its amount is free to refund again. In the outcome's own transaction: the handler's rolled back.
-    A dead-lettered refund stays `pending` (its amount held) until the operator decides."""
-    status = OUTCOME_STATUSES.get(operation.status)
-    if operation.type != REFUND_TYPE or status is None:
+async def _on_refund_attempt_failed(session: AsyncSession, operation: Operation, error: AttemptError) -> None:
+    """An attempt failed: the refund stays `pending` (its amount held), showing the error. A dead letter
+    after a refusal moves it to its next key, so that an operator's retry asks the processor anew."""
+    if operation.type != REFUND_TYPE:
         return
     refund = await repository.get_refund_by_operation(session, operation.id)
     if refund is None or refund.status != "pending":
         return
-    _move(refund, status)
-    refund.failure_reason = operation.discard_reason if status == "canceled" else operation.last_error
+    refund.last_operation_error = error.as_json()
+    if operation.status == "dead_letter" and error.code in RETRYABLE_REFUSALS:
+        refund.key_generation += 1
+    refund.updated_at = utcnow()
     await session.flush()
-    await _announce(session, Tenant(refund.installation_id, refund.livemode), refund, "refund.updated")
 
 
+async def _on_refund_outcome(session: AsyncSession, operation: Operation) -> None:
+    """A refund whose operation ended for good without refunding (a refusal for good, or an operator's
+    discard of its dead letter) is `failed`, with `refund.failed` once: its amount is free to refund
+    again. In the outcome's own transaction: the handler's rolled back, so no money moved."""
+    if operation.type != REFUND_TYPE or operation.status not in {"failed", "canceled"}:
+        return
+    refund = await repository.get_refund_by_operation(session, operation.id)
+    if refund is None or refund.status != "pending":
+        return
+    _move(refund, "failed")
+    ended = final_failure(operation, refund.last_operation_error)
+    refund.failure_reason = f"{ended.code}: {ended.message}"
+    await session.flush()
+    await _announce(session, Tenant(refund.installation_id, refund.livemode), refund, "refund.failed")
+
+
+register_attempt_failure_listener(_on_refund_attempt_failed)
 register_outcome_listener(_on_refund_outcome)
 
 

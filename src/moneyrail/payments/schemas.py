@@ -6,7 +6,17 @@ from pydantic import BaseModel, ConfigDict, EmailStr, Field, StringConstraints
 
 from moneyrail.kit import crypto
 from moneyrail.kit.clock import to_unix
-from moneyrail.kit.schemas import Amount, Currency, Metadata, ParseableUrl, RequestBody, ResourceOut
+from moneyrail.kit.schemas import (
+    LAST_OPERATION_ERROR,
+    Amount,
+    Currency,
+    Metadata,
+    OperationErrorOut,
+    ParseableUrl,
+    RequestBody,
+    ResourceOut,
+    operation_error_out,
+)
 from moneyrail.models import PaymentIntent, Refund
 from moneyrail.payment_methods.schemas import CardIn
 
@@ -262,10 +272,17 @@ class RefundOut(ResourceOut):
     payment_intent: str = Field(description="The `pi_` id refunded")
     amount: int = Field(description="Refunded, in minor units")
     currency: str
-    status: str = Field(description="`pending`, `succeeded` or `failed`")
+    status: str = Field(
+        description="`pending` (its operation runs, retries or waits in `dead_letter` for an operator; "
+        "the amount is held), `succeeded` or `failed` (final: refused for good, or its operation "
+        "discarded by an operator; the amount is free to refund again)"
+    )
     reason: str | None = Field(description="Why the money goes back")
-    failure_reason: str | None = Field(description="Why the processor refused, when `failed`")
+    failure_reason: str | None = Field(
+        description="Why it failed, when `failed`: `<code>: <message>` (`operation_discarded` for a discard)"
+    )
     operation: str | None = Field(description="The `op_` id carrying the refund out")
+    last_operation_error: OperationErrorOut | None = Field(description=LAST_OPERATION_ERROR)
     metadata: dict[str, str]
 
 
@@ -281,6 +298,11 @@ def render_refund(refund: Refund) -> RefundOut:
         reason=refund.reason,
         failure_reason=refund.failure_reason,
         operation=refund.operation_id,
+        last_operation_error=(
+            operation_error_out(refund.last_operation_error)
+            if refund.status in ("pending", "failed")
+            else None
+        ),
         metadata=refund.metadata_,
     )
 

@@ -5,7 +5,16 @@ from typing import Literal
 from pydantic import ConfigDict, Field
 
 from moneyrail.kit.clock import to_unix
-from moneyrail.kit.schemas import Amount, Currency, Metadata, RequestBody, ResourceOut
+from moneyrail.kit.schemas import (
+    LAST_OPERATION_ERROR,
+    Amount,
+    Currency,
+    Metadata,
+    OperationErrorOut,
+    RequestBody,
+    ResourceOut,
+    operation_error_out,
+)
 from moneyrail.models import Payout
 
 Method = Literal["standard", "instant"]
@@ -43,13 +52,19 @@ class PayoutOut(ResourceOut):
     fee_amount: int = Field(description="Taken from the balance on top of `amount` (instant payouts)")
     currency: str
     method: Method = Field(description="`standard` or `instant`")
-    status: Status = Field(description="`pending`, `in_transit`, `paid`, `failed` or `canceled`")
+    status: Status = Field(
+        description="`pending` (its operation runs, retries or waits in `dead_letter` for an operator), "
+        "`in_transit`, `paid`, `failed` (final: refused for good, or its operation discarded by an "
+        "operator; the money is back in the balance) or `canceled`"
+    )
     arrival_date: int | None = Field(description="Unix seconds on the environment's clock, once in transit")
     failure_code: str | None = Field(
-        description="Why the payout failed (such as `account_closed`); null otherwise"
+        description="Why the payout failed (such as `account_closed`, or `operation_discarded`); null "
+        "otherwise"
     )
     failure_message: str | None = Field(description="A human-readable failure reason; null otherwise")
     operation: str | None = Field(description="The `op_` payout operation that hands it to the bank")
+    last_operation_error: OperationErrorOut | None = Field(description=LAST_OPERATION_ERROR)
     original_payout: str | None = Field(
         description="On a reversal: the paid payout whose money it brings back to the balance; else null"
     )
@@ -72,6 +87,11 @@ def render_payout(payout: Payout) -> PayoutOut:
         failure_code=payout.failure_code,
         failure_message=payout.failure_message,
         operation=payout.operation_id,
+        last_operation_error=(
+            operation_error_out(payout.last_operation_error)
+            if payout.status in ("pending", "failed")
+            else None
+        ),
         original_payout=payout.original_payout_id,
         reversed_by=payout.reversed_by_id,
         metadata=payout.metadata_,

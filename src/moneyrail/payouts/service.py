@@ -5,14 +5,15 @@
     pending -> in_transit   the processor took it (the `payout` operation); it arrives at arrival_date
     in_transit -> paid      the arrival date passed on the environment's clock (a scheduler sweep, or a
                             sandbox clock advance)
-    pending -> failed       the processor refused it (sandbox bank account 000111111116: account_closed):
-                            the money goes back to the available balance
-    pending -> canceled     canceled while pending, or an operator discarded its dead-lettered operation:
-                            the money goes back
+    pending -> failed       final: the processor refused it for good (sandbox bank account 000111111116:
+                            account_closed), or an operator discarded its dead-lettered operation; the
+                            money goes back to the available balance, with `payout.failed`
+    pending -> canceled     canceled while pending: the money goes back
 
 A transient processor fault is retried under the same key (one processor effect). Any other refusal
-dead-letters the operation with the payout still `pending` and its money held; an operator's retry asks
-the processor again under the payout's next key, a discard cancels it and returns the money.
+dead-letters the operation with the payout still `pending` (final means final, CONVENTIONS.md §9), its
+money held and the error in `last_operation_error`; an operator's retry asks the processor again under
+the payout's next key, a discard fails it and returns the money.
 
 A paid payout can be reversed once (reversals.py): the reversal is a payout of its own, in the other
 direction, through the same states and the same operation handler.
@@ -42,10 +43,15 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from moneyrail.config import get_settings
 from moneyrail.connect import service as connect
 from moneyrail.connect.requirements import Requirements
-from moneyrail.engine.outcomes import PermanentFailure, TransientFailure
+from moneyrail.engine.outcomes import AttemptError, PermanentFailure, TransientFailure
 from moneyrail.engine.policy import RetryPolicy, register_policy
 from moneyrail.engine.schedule import register_periodic
-from moneyrail.engine.service import create_operation, register_outcome_listener
+from moneyrail.engine.service import (
+    create_operation,
+    final_failure,
+    register_attempt_failure_listener,
+    register_outcome_listener,
+)
 from moneyrail.errors import AmountInvalid, Conflict, ResourceMissing
 from moneyrail.events.service import record_event
 from moneyrail.installations import service as installations
@@ -105,6 +111,7 @@ class PayoutRefused(TransientFailure):
 
     def __init__(self, code: str, message: str) -> None:
         super().__init__(f"payout refused: {code}: {message}")
+        self.code = code
 
 
 def instant_fee(amount: int) -> int:
@@ -374,37 +381,41 @@ async def _give_back(session: AsyncSession, tenant: Tenant, payout: Payout) -> N
 REFUSAL = re.compile(r"payout refused: ([a-z_]+): (.*)$", re.S)
 
 
-async def _on_payout_outcome(session: AsyncSession, operation: Operation) -> None:
-    """A refused payout ends `failed`, a discarded dead letter `canceled`: either way its money returns
-    to the available balance, in the outcome's own transaction. A dead-lettered one stays `pending`
-    (its money held) until an operator decides."""
+async def _on_payout_attempt_failed(session: AsyncSession, operation: Operation, error: AttemptError) -> None:
+    """An attempt failed: the payout stays `pending`, its money held, showing the error. A dead letter
+    after a refusal moves it to its next key, so that an operator's retry asks the processor anew."""
     if operation.type != PAYOUT_TYPE:
         return
     payout = await repository.get_by_operation(session, operation.id)
     if payout is None or payout.status != "pending":
         return
+    payout.last_operation_error = error.as_json()
+    if operation.status == "dead_letter" and REFUSAL.search(operation.last_error or "") is not None:
+        payout.key_generation += 1
+    payout.updated_at = utcnow()
+    await session.flush()
+
+
+async def _on_payout_outcome(session: AsyncSession, operation: Operation) -> None:
+    """A payout whose operation ended for good without reaching the bank (a final refusal, or an
+    operator's discard of its dead letter) is `failed`, with `payout.failed` once, and its money returns
+    to the available balance, in the outcome's own transaction."""
+    if operation.type != PAYOUT_TYPE or operation.status not in {"failed", "canceled"}:
+        return
+    payout = await repository.get_by_operation(session, operation.id)
+    if payout is None or payout.status != "pending":
+        return
     tenant = Tenant(payout.installation_id, payout.livemode)
-    if operation.status == "dead_letter":
-        refused = REFUSAL.search(operation.last_error or "")
-        if refused is not None:  # the next try asks under a new key; the money stays held meanwhile
-            payout.failure_code, payout.failure_message = refused.group(1), refused.group(2)[:500]
-            payout.key_generation += 1
-            payout.updated_at = utcnow()
-            await session.flush()
-            await announce(session, tenant, payout, "updated")
-        return
-    status = {"failed": "failed", "canceled": "canceled"}.get(operation.status)
-    if status is None:
-        return
-    _move(payout, status)
-    error = operation.last_error or ""
-    payout.failure_code, _, message = error.partition(": ") if status == "failed" else ("canceled", "", "")
-    payout.failure_message = message or operation.discard_reason
+    _move(payout, "failed")
+    ended = final_failure(operation, payout.last_operation_error)
+    payout.failure_code, payout.failure_message = ended.code, ended.message[:500]
+    payout.updated_at = utcnow()
     await _give_back(session, tenant, payout)
     await session.flush()
-    await announce(session, tenant, payout, "updated")
+    await announce(session, tenant, payout, "failed")
 
 
+register_attempt_failure_listener(_on_payout_attempt_failed)
 register_outcome_listener(_on_payout_outcome)
 
 

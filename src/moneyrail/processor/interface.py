@@ -31,6 +31,8 @@ PROCESSOR_OPERATION_TYPES = (
 class ProcessorUnavailable(TransientFailure):
     """The processor could not be reached or answered with a fault: try again later."""
 
+    code = "processor_unavailable"
+
 
 class ProcessorRefused(PermanentFailure):
     """The processor refused the call for good (a closed account, a decline)."""

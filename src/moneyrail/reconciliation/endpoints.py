@@ -10,7 +10,7 @@ from moneyrail.api.pagination import ListEnvelope, PageRequest, list_envelope, p
 from moneyrail.api.routing import MoneyrailRoute, scoped
 from moneyrail.engine.schemas import render_operation
 from moneyrail.errors import ResourceMissing
-from moneyrail.processor.provider import processor
+from moneyrail.processor.provider import sandbox_simulator
 from moneyrail.processor.sandbox import SandboxProcessor
 
 from . import service
@@ -71,10 +71,10 @@ async def get_reconciliation_run(
 
 
 def _sandbox_processor() -> SandboxProcessor:
-    network = processor()
-    if not isinstance(network, SandboxProcessor):
+    simulator = sandbox_simulator()
+    if simulator is None:
         raise ResourceMissing("Unrecognized request URL: test helpers exist only in the sandbox.")
-    return network
+    return simulator
 
 
 @router.post("/test-helpers/processor-transfers/{transfer}/lose", status_code=204)

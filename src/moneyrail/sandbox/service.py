@@ -48,9 +48,14 @@ def require_sandbox(tenant: Tenant) -> None:
 
 async def tenant_now(session: AsyncSession, tenant: Tenant) -> datetime:
     """The time as this tenant lives it: real time in live, real time plus the offset in the sandbox."""
+    return utcnow() + await clock_offset(session, tenant)
+
+
+async def clock_offset(session: AsyncSession, tenant: Tenant) -> timedelta:
+    """How far this tenant's clock is ahead of the wall clock: zero in live."""
     if tenant.livemode:
-        return utcnow()
-    return utcnow() + timedelta(seconds=await repository.clock_offset(session, tenant.installation_id))
+        return timedelta(0)
+    return timedelta(seconds=await repository.clock_offset(session, tenant.installation_id))
 
 
 @dataclass(frozen=True)

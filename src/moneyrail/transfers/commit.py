@@ -4,8 +4,11 @@ one batch call, then booked together (service.py's docstring has the state machi
 Exactly once: the batch call has one key per attempt's set of unfinished transfers
 (`op_…:transfers`), and each transfer in it keeps its own key (`op_…:alloc_…`), so a retried or
 re-driven attempt replays the batch's answer, and a batch asked after an operator's retry answers the
-transfers made before from their first call. A transfer the processor refused fails the attempt; the
-dead-letter outcome marks it failed and moves it to its next key, so the retry asks for it alone anew.
+transfers made before from their first call. A transfer the processor refused fails the attempt; when
+the operation dead-letters, the refused transfer moves to its next key (still `pending`, the refusal
+shown in its `last_operation_error`), so an operator's retry asks for it alone anew. Only the operation's
+end for good (a permanent refusal, or an operator's discard) makes the group and its unpaid transfers
+`failed`, with `transfer.failed` (final means final, CONVENTIONS.md §9).
 
 A batch (sandbox: transfers.COMMIT_BATCH commits to a message, engine batch_handler) runs as one:
 `process_commits` asks the processor once per tenant for every transfer of the batch, each under its own
@@ -32,8 +35,12 @@ import structlog
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from moneyrail.connect import service as connect
-from moneyrail.engine.outcomes import TransientFailure
-from moneyrail.engine.service import register_outcome_listener
+from moneyrail.engine.outcomes import AttemptError, TransientFailure
+from moneyrail.engine.service import (
+    final_failure,
+    register_attempt_failure_listener,
+    register_outcome_listener,
+)
 from moneyrail.events.service import record_events
 from moneyrail.kit.clock import utcnow
 from moneyrail.kit.tenant import Tenant
@@ -69,6 +76,7 @@ class TransferRefused(TransientFailure):
             "\n".join(f"{transfer_id} refused: {code}: {message}" for transfer_id, code, message in refusals)
         )
         self.refusals = refusals
+        self.code = refusals[0][1]
 
 
 REFUSED_TRANSFER = re.compile(r"\b(tr_[0-9A-Za-z]{24}) refused: ([a-z_]+): (.*)$", re.M)
@@ -161,8 +169,6 @@ def _paid(commit: _Commit) -> repository.CommittedGroup:
     locked = commit.locked
     now = utcnow() + timedelta(seconds=0 if commit.tenant.livemode else locked.clock_offset)
     for transfer in commit.unfinished:
-        if transfer.status == "failed":  # retried: pending again, then paid
-            move_transfer(transfer, "pending")
         move_transfer(transfer, "paid")
         transfer.failure_code = None
         transfer.failure_message = None
@@ -190,11 +196,8 @@ async def process_commits(
     by_tenant: dict[Tenant, list[_Commit]] = {}
     for operation in operations:
         found = locked.get(operation.payload["allocation_group"])
-        if found is None or found.group.status in ("committed", "canceled"):
+        if found is None or found.group.status != "committing":
             continue  # done already, or stopped by a refund before it went out
-        if found.group.status == "failed":  # an operator retried the dead letter
-            move_group(found.group, "committing")
-            found.group.failure_reason = None
         tenant = Tenant(operation.installation_id, operation.livemode)
         unfinished = [t for t, _ in found.transfers if t.status not in {"paid", "reversed"}]
         by_tenant.setdefault(tenant, []).append(_Commit(operation, tenant, found, unfinished))
@@ -256,13 +259,48 @@ async def process_commit(session: AsyncSession, operation: Operation, processor:
     await process_commits(session, [operation], processor)
 
 
+def _refusals(operation: Operation) -> dict[str, tuple[str, str]]:
+    """The transfers the processor refused in the operation's last attempt: (code, message) by id."""
+    return {
+        refused.group(1): (refused.group(2), refused.group(3)[:500])
+        for refused in REFUSED_TRANSFER.finditer(operation.last_error or "")
+    }
+
+
+async def _on_commit_attempt_failed(session: AsyncSession, operation: Operation, error: AttemptError) -> None:
+    """An attempt failed and the commit is not over (or failed for good, whose outcome follows): the
+    group stays `committing` and its unpaid transfers `pending`, each showing the error, a refused one its
+    own refusal. A dead letter moves each refused transfer to its next key, so that an operator's retry
+    asks for it anew instead of replaying the refusal."""
+    if operation.type not in {COMMIT_TYPE, TRANSFER_TYPE}:
+        return
+    tenant = Tenant(operation.installation_id, operation.livemode)
+    group = await repository.get_group(
+        session, tenant, operation.payload["allocation_group"], for_update=True
+    )
+    if group is None or group.status != "committing":
+        return
+    group.last_operation_error = error.as_json()
+    group.updated_at = utcnow()
+    refusals = _refusals(operation)
+    for transfer in await repository.transfers_of_group(session, group.id, for_update=True):
+        if transfer.status != "pending":
+            continue
+        refused = refusals.get(transfer.id)
+        shown = error if refused is None else AttemptError(refused[0], refused[1], error.at)
+        transfer.last_operation_error = shown.as_json()
+        if refused is not None and operation.status == "dead_letter":
+            transfer.key_generation += 1
+        transfer.updated_at = utcnow()
+    await session.flush()
+
+
 async def _on_commit_outcome(session: AsyncSession, operation: Operation) -> None:
-    """A commit that dead-lettered (or failed) leaves its group `failed`, with the reason; each transfer
-    the processor refused is `failed` too and moves to its next key, so a retry asks for it anew."""
-    if operation.type not in {COMMIT_TYPE, TRANSFER_TYPE} or operation.status not in {
-        "dead_letter",
-        "failed",
-    }:
+    """A commit that ended for good without paying everything (a permanent refusal, or an operator's
+    discard of its dead letter) leaves its group `failed` and each transfer still unpaid `failed`, with
+    `transfer.failed` once. Nothing of a failed transfer was booked, so no money comes back; what the
+    group reserved for it is released (the payment may distribute or refund it again)."""
+    if operation.type not in {COMMIT_TYPE, TRANSFER_TYPE} or operation.status not in {"failed", "canceled"}:
         return
     tenant = Tenant(operation.installation_id, operation.livemode)
     group = await repository.get_group(
@@ -271,18 +309,22 @@ async def _on_commit_outcome(session: AsyncSession, operation: Operation) -> Non
     if group is None or group.status != "committing":
         return
     move_group(group, "failed")
-    group.failure_reason = operation.last_error
-    for refused in REFUSED_TRANSFER.finditer(operation.last_error or ""):
-        transfer = await repository.get_transfer(session, tenant, refused.group(1), for_update=True)
-        if transfer is not None and transfer.status == "pending":
-            move_transfer(transfer, "failed")
-            transfer.failure_code = refused.group(2)
-            transfer.failure_message = refused.group(3)[:500]
-            transfer.key_generation += 1
-            await session.flush()
-            await announce_transfer(session, tenant, transfer, "transfer.failed")
+    ended = final_failure(operation, group.last_operation_error)
+    group.failure_reason = f"{ended.code}: {ended.message}"
+    group.updated_at = utcnow()
+    for transfer in await repository.transfers_of_group(session, group.id, for_update=True):
+        if transfer.status != "pending":
+            continue
+        move_transfer(transfer, "failed")
+        ended = final_failure(operation, transfer.last_operation_error)
+        transfer.failure_code, transfer.failure_message = ended.code, ended.message[:500]
+        transfer.updated_at = utcnow()
+        group.amount_allocated -= transfer.amount  # the reservation shrinks to what was sent
+        await session.flush()
+        await announce_transfer(session, tenant, transfer, "transfer.failed")
     await session.flush()
     await announce_group(session, tenant, group, "allocation_group.updated")
 
 
+register_attempt_failure_listener(_on_commit_attempt_failed)
 register_outcome_listener(_on_commit_outcome)

@@ -101,7 +101,9 @@ async def create_transfer(
     """Create a transfer.
 
     A one-recipient allocation group, reserved and committed at once; the transfer is `pending`
-    until its `transfer` operation (the group's `operation`) pays it.
+    until its `transfer` operation (its `operation`, the group's) pays it. While that operation retries
+    or waits in `dead_letter` the transfer stays `pending` with `last_operation_error`; it becomes
+    `failed` only when the operation ends for good.
     """
     created = await service.create_transfer(request_session(request), principal.tenant, body)
     return render_transfer(created.transfer, [])

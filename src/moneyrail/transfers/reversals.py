@@ -12,11 +12,14 @@ transfer (or a reversal and a refund) are checked one after the other.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import structlog
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from moneyrail.connect import service as connect
 from moneyrail.engine.outcomes import PermanentFailure, TransientFailure
+from moneyrail.engine.service import statuses_of
 from moneyrail.errors import AmountInvalid, Conflict, ProcessorUnavailableError
 from moneyrail.events.service import record_event
 from moneyrail.kit.clock import utcnow
@@ -24,7 +27,7 @@ from moneyrail.kit.ids import new_id
 from moneyrail.kit.money import split_largest_remainder
 from moneyrail.kit.tenant import Tenant
 from moneyrail.ledger import service as ledger
-from moneyrail.models import Operation, PaymentIntent, Refund, Transfer, TransferReversal
+from moneyrail.models import AllocationGroup, Operation, PaymentIntent, Refund, Transfer, TransferReversal
 from moneyrail.payments import fees
 from moneyrail.payments import refunds as payment_refunds
 from moneyrail.payments import service as payments
@@ -156,14 +159,27 @@ async def create_reversal(
         raise Conflict(f"The processor refused the reversal: {refused.code}: {refused.message}") from refused
 
 
+async def _commits(
+    session: AsyncSession, groups: Sequence[AllocationGroup]
+) -> tuple[list[AllocationGroup], list[AllocationGroup]]:
+    """The committing groups of a payment: (those whose commit is under way, those whose commit waits
+    in `dead_letter` for an operator). Either stays `committing` until its commit ends for good."""
+    committing = [group for group in groups if group.status == "committing"]
+    statuses = await statuses_of(session, [g.operation_id for g in committing if g.operation_id])
+    stuck = [group for group in committing if statuses.get(group.operation_id or "") == "dead_letter"]
+    return [group for group in committing if group not in stuck], stuck
+
+
 # --- disputes of distributed payments --------------------------------------------------------------------
 async def reversible_transfers(
     session: AsyncSession, payment: PaymentIntent
 ) -> list[tuple[Transfer, str | None]]:
     """The paid transfers out of a payment with their allocation's role, locked, in the order they were
-    made; TransientFailure while a commit is still sending them (take back what went, once it went)."""
+    made; TransientFailure while a commit is still sending them (take back what went, once it went). A
+    commit waiting in `dead_letter` sends nothing until an operator decides: what went is taken back."""
     groups = await repository.groups_of_payment(session, payment.id)
-    if any(group.status == "committing" for group in groups):
+    under_way, _ = await _commits(session, groups)
+    if under_way:
         raise TransientFailure("the payment's distribution is still being committed")
     roles: dict[str, str | None] = {}
     for group in groups:
@@ -202,13 +218,15 @@ async def reverse_in_operation(
 
 
 # --- refunds of distributed payments ---------------------------------------------------------------------
-UNSENT_GROUP_STATUSES = ("open", "committing", "failed")
+# a `failed` group is final: its unpaid transfers failed, and what it reserved for them was released
+UNSENT_GROUP_STATUSES = ("open", "committing")
 
 
 async def stop_unsent_distribution(session: AsyncSession, tenant: Tenant, payment: PaymentIntent) -> bool:
     """A refund of a subscription payment was accepted (spec 4.C): what of the payment's distribution
     has not gone out yet never will. Its groups not committed are `canceled` with their unsent transfers
-    (a commit operation still queued, or a dead letter an operator retries, then finds nothing to send),
+    (a commit operation still queued, or a dead letter an operator retries, then finds nothing to send;
+    one the operator discards leaves them canceled),
     and their reservation shrinks to what was sent, so the rest is the platform's to refund or to
     distribute anew. What was sent already is taken back by the refund's own operation
     (reverse_for_refund). The caller holds the payment's lock: a commit takes it before the group's, so
@@ -220,7 +238,7 @@ async def stop_unsent_distribution(session: AsyncSession, tenant: Tenant, paymen
         group = await repository.get_group(session, tenant, found.id, for_update=True)
         assert group is not None
         for transfer in await repository.transfers_of_group(session, group.id, for_update=True):
-            if transfer.status in ("pending", "failed"):
+            if transfer.status == "pending":
                 move_transfer(transfer, "canceled")
                 group.amount_allocated -= transfer.amount
                 await session.flush()
@@ -251,10 +269,11 @@ async def reverse_for_refund(
     """
     tenant = Tenant(payment.installation_id, payment.livemode)
     groups = await repository.groups_of_payment(session, payment.id)
-    if any(group.status == "committing" for group in groups):
+    under_way, stuck = await _commits(session, groups)
+    if under_way:
         # its transfers are going out right now: wait for them, then take back what went
         raise TransientFailure("the payment's distribution is still being committed")
-    if any(group.status == "failed" for group in groups):
+    if stuck:
         # a dead-lettered commit could still pay out money this refund would give back
         raise PermanentFailure(
             "distribution_unfinished",

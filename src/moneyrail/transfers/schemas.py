@@ -5,7 +5,16 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
 from moneyrail.kit.clock import to_unix
-from moneyrail.kit.schemas import Amount, Currency, Metadata, RequestBody, ResourceOut
+from moneyrail.kit.schemas import (
+    LAST_OPERATION_ERROR,
+    Amount,
+    Currency,
+    Metadata,
+    OperationErrorOut,
+    RequestBody,
+    ResourceOut,
+    operation_error_out,
+)
 from moneyrail.models import Allocation, AllocationGroup, Transfer, TransferReversal
 
 ObjectId = Annotated[str, StringConstraints(min_length=1, max_length=255)]
@@ -88,13 +97,21 @@ class TransferOut(ResourceOut):
     allocation_group: str = Field(description="The allocation group it carries out")
     allocation: str = Field(description="The allocation it carries out")
     status: TransferStatus = Field(
-        description="`pending`, `paid`, `failed`, `reversed` or `canceled` (never sent: a refund of its "
-        "subscription payment stopped it)"
+        description="`pending` (its operation runs, retries or waits in `dead_letter` for an operator), "
+        "`paid`, `failed` (final: the operation ended for good, refused or discarded), `reversed` or "
+        "`canceled` (never sent: a refund of its subscription payment stopped it)"
     )
     amount_reversed: int = Field(description="What was reversed so far, in minor units")
     reversals: list[ReversalOut] = Field(description="Its reversals, newest first")
-    failure_code: str | None = Field(description="Why it failed, when `failed`")
+    failure_code: str | None = Field(
+        description="Why it failed, when `failed`: a refusal's code, or `operation_discarded`"
+    )
     failure_message: str | None = Field(description="A human-readable explanation of the failure")
+    operation: str | None = Field(
+        description="The `op_` operation that makes it (its allocation group's commit): "
+        "GET /v1/operations/{id}"
+    )
+    last_operation_error: OperationErrorOut | None = Field(description=LAST_OPERATION_ERROR)
     metadata: dict[str, str]
 
 
@@ -117,14 +134,16 @@ class AllocationGroupOut(ResourceOut):
     amount_allocated: int = Field(description="Allocated so far, in minor units")
     currency: str
     status: GroupStatus = Field(
-        description="`open`, `committing`, `committed`, `failed` or `canceled` (a refund of a "
-        "subscription payment stopped it before it was sent)"
+        description="`open`, `committing` (its commit runs, retries or waits in `dead_letter` for an "
+        "operator), `committed`, `failed` (final: the commit ended for good, refused or discarded) or "
+        "`canceled` (a refund of a subscription payment stopped it before it was sent)"
     )
     source: Literal["api", "distribution", "transfer"] = Field(
         description="What created it: the API, a payment's distribution or a direct transfer"
     )
     operation: str | None = Field(description="The `op_` id committing it, once committed")
     failure_reason: str | None = Field(description="Why the commit failed, when `failed`")
+    last_operation_error: OperationErrorOut | None = Field(description=LAST_OPERATION_ERROR)
     allocations: list[AllocationOut] = Field(description="Its allocations")
     transfers: list[TransferOut] = Field(description="The transfers made by its commit")
     metadata: dict[str, str]
@@ -159,6 +178,12 @@ def render_transfer(transfer: Transfer, reversals: list[TransferReversal]) -> Tr
         reversals=[render_reversal(reversal) for reversal in reversals],
         failure_code=transfer.failure_code,
         failure_message=transfer.failure_message,
+        operation=transfer.operation_id,
+        last_operation_error=(
+            operation_error_out(transfer.last_operation_error)
+            if transfer.status in ("pending", "failed")
+            else None
+        ),
         metadata=transfer.metadata_,
     )
 
@@ -182,6 +207,11 @@ def render_group(
         source=group.source,
         operation=group.operation_id,
         failure_reason=group.failure_reason,
+        last_operation_error=(
+            operation_error_out(group.last_operation_error)
+            if group.status in ("committing", "failed")
+            else None
+        ),
         allocations=[
             AllocationOut(
                 id=allocation.id,

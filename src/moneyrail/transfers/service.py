@@ -6,10 +6,13 @@ State machines (data, STYLE.md habit 7):
     group     open -> committing            commit: its transfers are written `pending`, with one
                                             allocation_commit (or transfer) operation
               committing -> committed       every transfer paid
-              committing -> failed          the operation dead-lettered (or failed)
-              failed -> committing          an operator retried the dead letter: the same operation
-                                            finishes only the unfinished transfers
-    transfer  pending -> paid | failed;  failed -> pending (retried);  paid -> reversed (in full)
+              committing -> failed          the operation ended for good: a permanent refusal, or an
+                                            operator discarded its dead letter (final)
+    transfer  pending -> paid | failed (final);  paid -> reversed (in full)
+
+Final means final (CONVENTIONS.md §9): while the operation retries or waits in `dead_letter` the group
+stays `committing` and its unpaid transfers `pending`, showing the error (`last_operation_error`); an
+operator's retry of the dead letter finishes only the unfinished transfers (commit.py).
 
 Money (the installation's ledger accounts, per currency; + adds to a balance):
 
@@ -27,8 +30,8 @@ still pending. A posted transfer is never changed: a reversal is a new journal e
 Exactly once: each transfer keeps its own processor key, derived from the operation and its allocation
 (`op_…:alloc_…`), and a commit asks for all of them in one batch call (commit.py), so a retried or
 re-driven attempt repeats no transfer. A processor refusal ends that key's life: the dead-letter outcome
-marks the transfer failed and moves it to its next key, so an operator's retry asks again for it alone,
-and the others answer from their first call.
+moves the transfer to its next key, so an operator's retry asks again for it alone, and the others
+answer from their first call.
 """
 
 from __future__ import annotations
@@ -111,13 +114,13 @@ for _type in (COMMIT_TYPE, TRANSFER_TYPE):
 GROUP_TRANSITIONS: dict[str, frozenset[str]] = {
     "open": frozenset({"committing", "canceled"}),
     "committing": frozenset({"committed", "failed", "canceled"}),
-    "failed": frozenset({"committing", "canceled"}),
+    "failed": frozenset(),
     "committed": frozenset(),
     "canceled": frozenset(),
 }
 TRANSFER_TRANSITIONS: dict[str, frozenset[str]] = {
     "pending": frozenset({"paid", "failed", "canceled"}),
-    "failed": frozenset({"pending", "canceled"}),
+    "failed": frozenset(),
     "paid": frozenset({"reversed"}),
     "reversed": frozenset(),
     "canceled": frozenset(),
@@ -382,6 +385,16 @@ async def _commit(
     if not allocations:
         raise Conflict("This allocation group has no allocations to commit.")
     move_group(group, "committing")
+    operation = await create_operation(
+        session,
+        tenant,
+        operation_type=operation_type,
+        actor_name=COMMIT_ACTOR,
+        resource=group.id,
+        payload={"allocation_group": group.id},
+        batch_size=1 if tenant.livemode else COMMIT_BATCH,
+    )
+    group.operation_id = operation.id
     now = utcnow()
     transfers = [
         Transfer(
@@ -395,23 +408,13 @@ async def _commit(
             amount=allocation.amount,
             currency=group.currency,
             status="pending",
+            operation_id=operation.id,
             metadata_=allocation.metadata_,
             updated_at=now,
         )
         for allocation in allocations
     ]
     session.add_all(transfers)
-    await session.flush()
-    operation = await create_operation(
-        session,
-        tenant,
-        operation_type=operation_type,
-        actor_name=COMMIT_ACTOR,
-        resource=group.id,
-        payload={"allocation_group": group.id},
-        batch_size=1 if tenant.livemode else COMMIT_BATCH,
-    )
-    group.operation_id = operation.id
     await session.flush()
     for transfer in transfers:
         await session.refresh(transfer, ["created_at"])

@@ -164,9 +164,10 @@ payments.register_capture_listener(
 
 
 async def _on_distribution_outcome(session: AsyncSession, operation: Operation) -> None:
-    """A paid cycle's distribution: its allocation commit's outcome is the invoice's settlement
-    (`pending` until then; a collected payment is not a finished distribution, spec 4.M rule 6). An
-    operator's retry of a failed commit that then succeeds settles it."""
+    """A paid cycle's distribution: its allocation commit's end is the invoice's settlement (`pending`
+    until then; a collected payment is not a finished distribution, spec 4.M rule 6). A commit that
+    retries or waits in `dead_letter` leaves it `distributing` (final means final): an operator's retry
+    that then succeeds settles it, a discard fails it."""
     await _on_distribution_outcomes(session, [operation])
 
 
@@ -176,8 +177,7 @@ async def _on_distribution_outcomes(session: AsyncSession, operations: Sequence[
     finished = {
         str(operation.payload["allocation_group"]): operation
         for operation in operations
-        if operation.type == transfers.COMMIT_TYPE
-        and operation.status in ("succeeded", "failed", "dead_letter")
+        if operation.type == transfers.COMMIT_TYPE and operation.status in ("succeeded", "failed", "canceled")
     }
     if not finished:
         return

@@ -1,6 +1,13 @@
 """Renewals by the engine and the safety checks that stop them: the leading scheduler's billing
 calendar opens each due cycle's invoice and its `renewal` operation, which charges the saved method
-off-session once; `sync` resumes a subscription stopped for review after the repair."""
+off-session once; `sync` resumes a subscription stopped for review after the repair.
+
+Final means final (CONVENTIONS.md §9): a declined charge fails the invoice at once (the renewal itself
+succeeded: the network answered). A fault that keeps the charge from being asked at all is retried;
+while the renewal retries or waits in `dead_letter` the invoice stays `open`, showing the error in
+`last_operation_error`, and an operator's retry charges it as before. Only the renewal's end for good
+(an operator's discard, or a permanent refusal) fails the invoice (`subscription.invoice.failed`, the
+subscription `past_due`), as a decline does."""
 
 from __future__ import annotations
 
@@ -12,8 +19,15 @@ import structlog
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from moneyrail.billing import calendar, catalog, repository
+from moneyrail.engine.outcomes import AttemptError
 from moneyrail.engine.schedule import CommitChunk, commit_at_the_end, register_periodic_in_chunks
-from moneyrail.engine.service import create_operation, create_operations
+from moneyrail.engine.service import (
+    create_operation,
+    create_operations,
+    final_failure,
+    register_attempt_failure_listener,
+    register_outcome_listener,
+)
 from moneyrail.errors import (
     MoneyrailError,
 )
@@ -40,9 +54,11 @@ from .subscriptions import (
     SYNC_TYPE,
     UNPAID_LIFETIME,
     _announce,
+    _announce_invoice,
     _before_renewal,
     _end,
     _move,
+    _move_invoice,
     _open_invoice,
     cycle_invoice,
     get_subscription,
@@ -373,6 +389,62 @@ async def process_renewal(session: AsyncSession, operation: Operation, processor
     if payment.status == "requires_payment_method":
         decline = (payment.last_payment_error or {}).get("decline_code") or "generic_decline"
         await _fail(session, tenant, subscription, invoice, str(decline))
+
+
+async def _renewal_invoice(
+    session: AsyncSession, operation: Operation
+) -> tuple[Tenant, Subscription, SubscriptionInvoice] | None:
+    """The open invoice this renewal still charges, locked as `process_renewal` locks it; None for any
+    other operation, or an invoice collected, failed or charged by a later renewal (after a sync)."""
+    if operation.type != RENEWAL_TYPE:
+        return None
+    tenant = Tenant(operation.installation_id, operation.livemode)
+    found = await repository.get_invoice(session, tenant, str(operation.payload["subscription_invoice"]))
+    if found is None or found.status != "open" or found.operation_id != operation.id:
+        return None
+    subscription = await get_subscription(session, tenant, found.subscription_id, lock=True)
+    invoice = await repository.get_invoice(session, tenant, found.id, for_update=True)
+    if invoice is None or invoice.status != "open":
+        return None
+    return tenant, subscription, invoice
+
+
+async def _on_renewal_attempt_failed(
+    session: AsyncSession, operation: Operation, error: AttemptError
+) -> None:
+    """The charge could not be asked: the invoice stays `open`, showing the error."""
+    waiting = await _renewal_invoice(session, operation)
+    if waiting is None:
+        return
+    _, _, invoice = waiting
+    invoice.last_operation_error = error.as_json()
+    invoice.updated_at = utcnow()
+    await session.flush()
+
+
+async def _on_renewal_outcome(session: AsyncSession, operation: Operation) -> None:
+    """A renewal that ended for good without charging (an operator's discard, a permanent refusal) fails
+    its invoice as a decline does: `subscription.invoice.failed` once, the subscription `past_due`; the
+    payer recovers it with the same payment (a recovery checkout)."""
+    if operation.status not in ("failed", "canceled"):
+        return
+    waiting = await _renewal_invoice(session, operation)
+    if waiting is None:
+        return
+    tenant, subscription, invoice = waiting
+    ended = final_failure(operation, invoice.last_operation_error)
+    if subscription.status == "active":
+        await _fail(session, tenant, subscription, invoice, ended.code)
+        return
+    _move_invoice(invoice, "failed")  # a subscription canceled or in review meanwhile stays as it is
+    invoice.failure_code = ended.code
+    invoice.failed_at = await tenant_now(session, tenant)
+    await session.flush()
+    await _announce_invoice(session, tenant, invoice, "subscription.invoice.failed")
+
+
+register_attempt_failure_listener(_on_renewal_attempt_failed)
+register_outcome_listener(_on_renewal_outcome)
 
 
 # A batch of sandbox renewals (the engine's batch handler for a message of them): read, locked and

@@ -49,6 +49,7 @@ from moneyrail.kit.clock import to_unix, utcnow
 from moneyrail.kit.ids import new_id
 from moneyrail.kit.money import split_largest_remainder
 from moneyrail.kit.pagination import Position
+from moneyrail.kit.schemas import operation_error_out
 from moneyrail.kit.tenant import Tenant
 from moneyrail.merchants import service as merchants
 from moneyrail.models import Price, Subscription, SubscriptionInvoice
@@ -166,6 +167,12 @@ def render_invoice(
         allocation_group=invoice.allocation_group_id,
         settlement_status=invoice.settlement_status,
         failure_code=invoice.failure_code,
+        operation=invoice.operation_id,
+        last_operation_error=(
+            operation_error_out(invoice.last_operation_error)
+            if invoice.status in ("open", "failed")
+            else None
+        ),
         paid_at=to_unix(invoice.paid_at) if invoice.paid_at is not None else None,
     )
 
