@@ -16,7 +16,6 @@ import typer
 from redis.exceptions import RedisError
 from sqlalchemy.exc import InterfaceError, OperationalError, SQLAlchemyError
 
-import moneyrail.domains  # noqa: F401 - operator decisions reach every domain's outcome listener
 from moneyrail.clihelpers import (
     DevInstance,
     emit,

@@ -160,7 +160,9 @@ def emit(as_json: bool, data: Any, human: str) -> None:
 
 
 def in_unit_of_work(work: Callable[[UnitOfWork], Awaitable[T]]) -> T:
-    """Run `work` in one committed unit of work; a refusal exits 1 with its message, no traceback."""
+    """Run `work` in one committed unit of work; a refusal exits 1 with its message, no traceback.
+    Every domain is loaded first: an operator's decision reaches each domain's outcome listener."""
+    import moneyrail.domains  # noqa: F401 - here, not at import: `--help`, `web` and `worker` skip it
 
     async def run() -> T:
         engine = create_engine(get_settings())

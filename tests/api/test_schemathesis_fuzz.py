@@ -31,7 +31,7 @@ CHECKS = (
 SEED = 14
 CASES_PER_OPERATION = int(os.environ.get("MONEYRAIL_FUZZ_CASES_PER_OPERATION", "5"))
 # A hung run is cut off; how long the fuzz takes is written to its report directory
-RUN_TIMEOUT_SECONDS = int(os.environ.get("MONEYRAIL_FUZZ_TIMEOUT_SECONDS", "240"))
+RUN_TIMEOUT_SECONDS = int(os.environ.get("MONEYRAIL_FUZZ_TIMEOUT_SECONDS", "600"))
 
 
 def schemathesis(
