@@ -43,39 +43,6 @@ def _customer_in_db(bridge: Any, tenant: Any) -> str:
     return customer_id
 
 
-def test_a_row_read_and_written_on_the_driver_leaves_the_orm_nothing_to_flush_or_commit(bridge, db, tenant):
-    customer_id = _customer_in_db(bridge, tenant)
-
-    async def work() -> tuple[str, bool, bool, Any]:
-        async with UnitOfWork(bridge.sessionmaker) as uow:
-            session = uow.session
-            connection = await driver_connection(session)
-            customer = loaded_row(session, Customer, await connection.fetchrow(_READ, customer_id))
-            assert customer in session and not session.dirty
-            customer.name = "after"
-            customer.email = "kept@example.com"  # set to the value it had: not a change
-            customer.metadata_ = {"now": [1, "two"]}
-            write = pending_update(customer, first_parameter=1)
-            assert write is not None
-            await connection.execute(write.sql, *write.parameters)
-            nothing_left = not session.dirty and pending_update(customer, first_parameter=1) is None
-            orm_work = uow_module._orm_has_work(session)
-            await uow.commit()
-            return write.sql, nothing_left, orm_work, write.parameters
-
-    sql, nothing_left, orm_work, parameters = bridge.run(work())
-    assert '"name" = $1' in sql and '"metadata" = $2::jsonb' in sql and '"email"' not in sql
-    assert parameters == ("after", '{"now":[1,"two"]}', customer_id)
-    assert nothing_left and not orm_work  # the commit goes to the driver alone
-    assert db.execute(
-        "SELECT name, email, metadata FROM customers WHERE id = %s", (customer_id,)
-    ).fetchone() == (
-        "after",
-        "kept@example.com",
-        {"now": [1, "two"]},
-    )
-
-
 def test_a_change_after_the_driver_wrote_the_row_is_still_flushed_at_commit(bridge, db, tenant):
     customer_id = _customer_in_db(bridge, tenant)
 
@@ -98,21 +65,6 @@ def test_a_change_after_the_driver_wrote_the_row_is_still_flushed_at_commit(brid
         "by the driver",
         "by-the-orm@example.com",
     )
-
-
-def test_a_row_set_to_its_own_values_has_no_update(bridge, tenant):
-    customer_id = _customer_in_db(bridge, tenant)
-
-    async def work() -> Any:
-        async with UnitOfWork(bridge.sessionmaker) as uow:
-            session = uow.session
-            connection = await driver_connection(session)
-            customer = loaded_row(session, Customer, await connection.fetchrow(_READ, customer_id))
-            customer.name = "before"
-            customer.metadata_ = {"was": 1}
-            return pending_update(customer, first_parameter=1)
-
-    assert bridge.run(work()) is None
 
 
 def _small_engine(servers: Any) -> AsyncEngine:
