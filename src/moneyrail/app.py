@@ -13,7 +13,6 @@ from moneyrail.api import health, home, metrics
 from moneyrail.api.errors import install_error_handlers
 from moneyrail.api.middleware import RequestContextMiddleware
 from moneyrail.api.openapi import install_openapi
-from moneyrail.api.route_index import install_route_index
 from moneyrail.billing.endpoints import router as billing_router
 from moneyrail.checkout.endpoints import router as checkout_router
 from moneyrail.checkout.pages import router as checkout_pages_router
@@ -126,6 +125,5 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(merchant_pages_router)
     app.include_router(onboarding_pages_router)
     install_openapi(app)
-    install_route_index(app)  # after every route: matching tries only the routes that fit the path
     app.add_middleware(RequestContextMiddleware)  # the one middleware, the input guard within it
     return app

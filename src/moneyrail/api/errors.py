@@ -9,12 +9,14 @@ import asyncpg
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from fastapi.routing import iter_route_contexts
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.exc import TimeoutError as PoolTimeout
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.routing import Match
+from starlette.types import Scope
 
 from moneyrail.api.context import request_id
-from moneyrail.api.route_index import allowed_methods
 from moneyrail.errors import (
     AmountInvalid,
     CurrencyInvalid,
@@ -155,7 +157,7 @@ def install_error_handlers(app: FastAPI) -> None:
         response.headers.update(exc.headers or {})  # Starlette's own, such as a 405's Allow
         if exc.status_code == 405:
             # every method the path answers, not only the first matching route's (RFC 9110)
-            methods = allowed_methods(request.app.router, request.scope)
+            methods = allowed_methods(request.app, request.scope)
             if methods:  # else a mount's 405 (static files): Starlette's answer stands
                 response.headers["Allow"] = ", ".join(methods)
         return response
@@ -163,3 +165,18 @@ def install_error_handlers(app: FastAPI) -> None:
     app.add_exception_handler(MoneyrailError, on_moneyrail_error)
     app.add_exception_handler(RequestValidationError, on_validation_error)
     app.add_exception_handler(StarletteHTTPException, on_http_error)
+
+
+def allowed_methods(app: FastAPI, scope: Scope) -> list[str]:
+    """Every method a route of the app answers at this request's path, sorted: a 405's `Allow`.
+
+    FastAPI's own `Allow` names the methods of the first route whose path matched, and a path served
+    by several routes (GET, POST and DELETE on `/v1/test-helpers/processor-faults`) has more; RFC 9110
+    asks for all the target resource supports. Walks every route: a 405 is rare.
+    """
+    methods: set[str] = set()
+    for route in iter_route_contexts(app.routes):
+        match, _ = route.matches(scope)  # the route's own matching: its prefix, the root path
+        if match is not Match.NONE:
+            methods |= route.methods or set()
+    return sorted(methods)

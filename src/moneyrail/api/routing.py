@@ -8,7 +8,6 @@ around the endpoint and commits it together with the stored idempotent response.
 from __future__ import annotations
 
 from collections.abc import Callable, Coroutine
-from contextlib import AsyncExitStack
 from datetime import timedelta
 from functools import lru_cache
 from typing import Any
@@ -18,10 +17,9 @@ from fastapi import Request, Response, Security
 from fastapi.exceptions import RequestValidationError
 from fastapi.openapi.models import HTTPBearer as HTTPBearerModel
 from fastapi.responses import JSONResponse
-from fastapi.routing import APIRoute, _effective_route_context_var, _EffectiveRouteContext
+from fastapi.routing import APIRoute
 from fastapi.security import SecurityScopes
 from fastapi.security.base import SecurityBase
-from starlette.types import ASGIApp, Receive, Scope, Send
 
 from moneyrail.api import idempotency, rate_limits
 from moneyrail.api.auth import authenticate
@@ -166,43 +164,4 @@ class MoneyrailRoute(APIRoute):
                 await uow.commit()
                 return response
 
-        # FastAPI builds a handler per inclusion of the route (the included route's context is set
-        # while it does): kept, so that the route index can call it without FastAPI's wrapper
-        context = _effective_route_context_var.get()
-        if context is not None and context.original_route is self:
-            self.__dict__.setdefault("_handlers", {})[id(context)] = (context, handle)
         return handle
-
-    def asgi_app_for(self, context: _EffectiveRouteContext) -> ASGIApp | None:
-        """The ASGI app of this route as included by `context`, for api/route_index.py's dispatch; None:
-        use FastAPI's own (`context.app`), as for a route with its own body limit."""
-        handlers: dict[int, tuple[_EffectiveRouteContext, Handler]] = self.__dict__.get("_handlers", {})
-        kept = handlers.get(id(context))
-        if kept is None or kept[0] is not context or context.max_body_size is not None:
-            return None
-        return _route_app(kept[1])
-
-
-Handler = Callable[[Request], Coroutine[Any, Any, Response]]
-
-
-def _route_app(handler: Handler) -> ASGIApp:
-    """FastAPI's `request_response` without Starlette's exception wrapper around every route.
-
-    That wrapper answers an exception with the app's exception handlers; the app's ExceptionMiddleware,
-    a few layers up, answers it with the very same handlers (`app.exception_handlers`: api/errors.py),
-    and nothing between them catches or sends. So the route's answer is the same, with one closure,
-    one `send` wrapper and one `await` layer fewer per request. The two exit stacks stay: FastAPI's
-    dependency solving requires them.
-    """
-
-    async def app(scope: Scope, receive: Receive, send: Send) -> None:
-        request = Request(scope, receive, send)
-        async with AsyncExitStack() as request_stack:
-            scope["fastapi_inner_astack"] = request_stack
-            async with AsyncExitStack() as function_stack:
-                scope["fastapi_function_astack"] = function_stack
-                response = await handler(request)
-            await response(scope, receive, send)
-
-    return app
