@@ -330,7 +330,15 @@ def _scheduled(db: Any, event_id: str) -> list[dict[str, Any]]:
         for column in ("id", "created_at"):
             delivery.pop(column)
         delivery.pop("event_id")
-        for column in ("id", "created_at", "updated_at", "next_attempt_at", "resource", "payload"):
+        for column in (
+            "id",
+            "created_at",
+            "updated_at",
+            "accepted_at",
+            "next_attempt_at",
+            "resource",
+            "payload",
+        ):
             operation.pop(column)
         scheduled.append({"delivery": delivery, "operation": operation})
     return scheduled

@@ -33,10 +33,11 @@ from moneyrail.processor.interface import (
     AuthorizationChoice,
     BatchedTransfer,
     Capture,
-    CardDetails,
+    CardInput,
     CardRisk,
     ChargeAnswer,
     CostReport,
+    EvidenceFile,
     NetworkDispute,
     OffSessionCharge,
     PayoutResult,
@@ -143,11 +144,11 @@ class SandboxNetwork:
         raise ProcessorUnavailable(f"sandbox network: {FAILURES[fate]}")
 
     # cards and charges -------------------------------------------------------------------------------
-    async def tokenize_card(self, tenant: Tenant, card: CardDetails) -> TokenizedCard:
+    async def tokenize_card(self, tenant: Tenant, card: CardInput) -> TokenizedCard:
         return await self._over_network(lambda: self.simulator.tokenize_card(tenant, card))
 
     async def tokenize_and_authorize(
-        self, tenant: Tenant, card: CardDetails, choose: AuthorizationChoice
+        self, tenant: Tenant, card: CardInput, choose: AuthorizationChoice
     ) -> TokenizedAndAuthorized:
         return await self._over_network(lambda: self.simulator.tokenize_and_authorize(tenant, card, choose))
 
@@ -245,7 +246,14 @@ class SandboxNetwork:
 
     # transfers and payouts ---------------------------------------------------------------------------
     async def create_transfer(
-        self, tenant: Tenant, *, idempotency_key: str, amount: int, currency: str, destination: str
+        self,
+        tenant: Tenant,
+        *,
+        idempotency_key: str,
+        amount: int,
+        currency: str,
+        destination: str,
+        source_authorization_id: str | None = None,
     ) -> TransferResult:
         return await self._over_network(
             lambda: self.simulator.create_transfer(
@@ -254,6 +262,7 @@ class SandboxNetwork:
                 amount=amount,
                 currency=currency,
                 destination=destination,
+                source_authorization_id=source_authorization_id,
             )
         )
 
@@ -276,7 +285,14 @@ class SandboxNetwork:
         )
 
     async def create_payout(
-        self, tenant: Tenant, *, idempotency_key: str, amount: int, currency: str, bank_account: str
+        self,
+        tenant: Tenant,
+        *,
+        idempotency_key: str,
+        amount: int,
+        currency: str,
+        bank_account: str,
+        connected_account: str | None = None,
     ) -> PayoutResult:
         return await self._over_network(
             lambda: self.simulator.create_payout(
@@ -285,15 +301,28 @@ class SandboxNetwork:
                 amount=amount,
                 currency=currency,
                 bank_account=bank_account,
+                connected_account=connected_account,
             )
         )
 
     async def reverse_payout(
-        self, tenant: Tenant, *, idempotency_key: str, payout_id: str, amount: int, currency: str
+        self,
+        tenant: Tenant,
+        *,
+        idempotency_key: str,
+        payout_id: str,
+        amount: int,
+        currency: str,
+        connected_account: str | None = None,
     ) -> PayoutResult:
         return await self._over_network(
             lambda: self.simulator.reverse_payout(
-                tenant, idempotency_key=idempotency_key, payout_id=payout_id, amount=amount, currency=currency
+                tenant,
+                idempotency_key=idempotency_key,
+                payout_id=payout_id,
+                amount=amount,
+                currency=currency,
+                connected_account=connected_account,
             )
         )
 
@@ -314,7 +343,14 @@ class SandboxNetwork:
         return await self._over_network(lambda: self.simulator.due_disputes(tenant, as_of=as_of))
 
     async def submit_dispute_evidence(
-        self, tenant: Tenant, *, idempotency_key: str, dispute_id: str, evidence_text: str, as_of: datetime
+        self,
+        tenant: Tenant,
+        *,
+        idempotency_key: str,
+        dispute_id: str,
+        evidence_text: str,
+        as_of: datetime,
+        evidence_files: Sequence[EvidenceFile] = (),
     ) -> None:
         await self._over_network(
             lambda: self.simulator.submit_dispute_evidence(
@@ -323,6 +359,7 @@ class SandboxNetwork:
                 dispute_id=dispute_id,
                 evidence_text=evidence_text,
                 as_of=as_of,
+                evidence_files=evidence_files,
             )
         )
 
