@@ -3,7 +3,7 @@
 
     python3 run.py dev                 # the whole service on embedded PostgreSQL and Redis
     python3 run.py test                # the whole test suite, in parallel (extra arguments go to pytest)
-    python3 run.py fuzz                # the long schemathesis fuzz of /openapi.json (the suite runs a short one)
+    python3 run.py fuzz                # the long schemathesis fuzz (the suite runs a short one)
     python3 run.py moneyrail keys ...  # the operator CLI (beside a running `dev`: no variables needed)
     python3 run.py setup               # the environment for development: dev and test extras
 
@@ -111,7 +111,10 @@ def main() -> None:
     elif command == "fuzz":
         os.environ["MONEYRAIL_FUZZ_CASES_PER_OPERATION"] = FUZZ_CASES_PER_OPERATION
         os.environ["MONEYRAIL_FUZZ_TIMEOUT_SECONDS"] = "900"
-        fuzz = [str(BIN / "python"), "-m", "pytest", "tests/api/test_schemathesis_fuzz.py"]
+        runs = sorted(
+            str(path.relative_to(ROOT)) for path in ROOT.glob("tests/api/test_schemathesis_fuzz*.py")
+        )
+        fuzz = [str(BIN / "python"), "-m", "pytest", "-n", str(len(runs)), "--dist", "loadfile", *runs]
         os.execv(BIN / "python", [*fuzz, *rest])
     elif command == "moneyrail":
         os.execv(BIN / "moneyrail", [str(BIN / "moneyrail"), *rest])

@@ -113,3 +113,29 @@ def make_api(web: WebServer, bridge: AsyncBridge) -> Iterator[Any]:
     yield make
     for client in clients:
         client.close()
+
+
+# The parallel suite hands whole files to its workers in collection order (`--dist loadfile`): files
+# that take minutes go first, so none of them starts last and runs alone at the end.
+SLOW_FIRST = (
+    "tests/api/test_schemathesis_fuzz",
+    "tests/test_code_quality.py",
+    "tests/test_dev_command.py",
+    "tests/billing/test_contract_fuzz.py",
+    "tests/test_operator_cli.py",
+    "tests/test_guides.py",
+    "tests/installations/test_cli.py",
+    "tests/engine/",
+    "tests/disputes/",
+    "tests/transfers/",
+    "tests/billing/",
+)
+
+
+def _start_rank(item: pytest.Item) -> int:
+    path = item.nodeid.split("::")[0]
+    return next((rank for rank, prefix in enumerate(SLOW_FIRST) if path.startswith(prefix)), len(SLOW_FIRST))
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    items.sort(key=_start_rank)  # stable: each file's own order is kept

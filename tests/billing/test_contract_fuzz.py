@@ -1,6 +1,6 @@
 """Billing's contract fuzzed on real objects (issue 14 item 3, applied to billing).
 
-The suite-wide fuzz (tests/api/test_schemathesis_fuzz.py) runs with a tenant whose subscriptions are
+The suite-wide fuzz (tests/api/test_schemathesis_fuzz*.py) runs with a tenant whose subscriptions are
 not enabled, and with no product, price or subscription to put in a path: billing operations there
 answer 403 or 404 before any rule runs. Here the environment has billing on, and real catalog objects
 and subscriptions stand in every path and body (the checkout session's subscription mode included),
@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from tests.api.test_schemathesis_fuzz import schemathesis
+from tests.api.fuzz import schemathesis
 from tests.billing.schemathesis_hooks import BODY_IDS_ENV
 from tests.billing.support import customer, price, subscribe
 
