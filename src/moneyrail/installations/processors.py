@@ -153,6 +153,10 @@ async def set_processor(
             "(use stripe with a live key).",
             param="processor",
         )
+    if publishable_key is not None:
+        _check_publishable_key(tenant, publishable_key)
+    if webhook_secret is not None:
+        _check_webhook_secret(webhook_secret)
     chosen = processor or settings.processor
     if chosen != STRIPE and (api_key or publishable_key or webhook_secret):
         raise ParameterInvalid(
@@ -171,10 +175,6 @@ async def set_processor(
             "sandbox sk_test_/rk_test_).",
             param="processor_key",
         )
-    if publishable_key is not None:
-        _check_publishable_key(tenant, publishable_key)
-    if webhook_secret is not None:
-        _check_webhook_secret(webhook_secret)
     if chosen == SANDBOX:
         settings.processor = SANDBOX
         settings.processor_key = settings.processor_key_hint = None

@@ -90,7 +90,7 @@ async def receive_stripe_event(
         found=event.object,
     )
     if not kept:
-        logger.info("processor_event_replayed", event=event.id, type=event.type)
+        logger.info("processor_event_replayed", processor_event=event.id, type=event.type)
         return True
     operation = await create_operation(
         session,
@@ -104,7 +104,7 @@ async def receive_stripe_event(
     assert stored is not None
     stored.operation_id = operation.id
     await session.flush()
-    logger.info("processor_event_received", event=event.id, type=event.type, operation=operation.id)
+    logger.info("processor_event_received", processor_event=event.id, type=event.type, operation=operation.id)
     return False
 
 
@@ -117,7 +117,9 @@ async def process_event(session: AsyncSession, operation: Operation, processor: 
     apply = APPLIED.get(event.type)
     event.outcome = (await apply(session, tenant, event, processor))[:500] if apply else "kept: no effect"
     await session.flush()
-    logger.info("processor_event_applied", event=event.event_id, type=event.type, outcome=event.outcome)
+    logger.info(
+        "processor_event_applied", processor_event=event.event_id, type=event.type, outcome=event.outcome
+    )
 
 
 async def _dispute_opened(session: AsyncSession, tenant: Tenant, event: ProcessorEvent, _: Processor) -> str:
