@@ -168,3 +168,35 @@ def test_stripe_down_on_a_capture_is_503_with_retry_after_and_the_retry_captures
     assert stripe_get(on_stripe.stripe, f"/v1/payment_intents/{intent_id}")["status"] == "succeeded"
     charge = charge_of(on_stripe.stripe, intent_id)
     assert (charge["captured"], charge["amount"], charge["amount_refunded"]) == (True, 3000, 0)
+
+
+def test_a_card_saved_on_stripe_shows_no_identifier_of_stripes(on_stripe, db):
+    sandbox = on_stripe.api(livemode=False)
+    customer = sandbox.post("/v1/customers", json={"email": "ada@example.com"}).json()
+    setup = sandbox.post(f"/v1/customers/{customer['id']}/setup-intents", json={})
+    assert setup.status_code == 200, setup.text
+    confirmed = httpx.post(
+        f"{sandbox.base_url}/v1/setup-intents/{setup.json()['id']}/confirm",
+        json={"client_secret": setup.json()["client_secret"], "card_token": card_token(on_stripe.stripe)},
+        headers={"Authorization": f"Bearer {sandbox.keys.publishable_key}"},
+    )
+    assert confirmed.status_code == 200, confirmed.text
+    listed = sandbox.get(f"/v1/customers/{customer['id']}/payment-methods")
+    (method,) = listed.json()["data"]
+    assert (method["card"]["brand"], method["card"]["last4"]) == ("visa", "4242")
+    (reference,) = db.execute(
+        "SELECT processor_token FROM payment_methods WHERE id = %s", (method["id"],)
+    ).fetchone()
+    stripe_customer, _, stripe_card = reference.partition("/")
+    at_stripe = stripe_get(on_stripe.stripe, f"/v1/customers/{stripe_customer}/sources/{stripe_card}")
+    shown = confirmed.text + listed.text
+    for value in (stripe_customer, stripe_card, at_stripe["fingerprint"]):
+        assert value not in shown, value
+    # the same number saved again is recognised as the same card (the fingerprint, digested, still matches)
+    again = sandbox.post(f"/v1/customers/{customer['id']}/setup-intents", json={}).json()
+    httpx.post(
+        f"{sandbox.base_url}/v1/setup-intents/{again['id']}/confirm",
+        json={"client_secret": again["client_secret"], "card_token": card_token(on_stripe.stripe)},
+        headers={"Authorization": f"Bearer {sandbox.keys.publishable_key}"},
+    ).raise_for_status()
+    assert len(sandbox.get(f"/v1/customers/{customer['id']}/payment-methods").json()["data"]) == 1
