@@ -26,6 +26,7 @@ from tests.harness import (
     verify_ledger_as_an_operator_does,
     wait_until_ready,
 )
+from tests.processor.stripe.servers import StripeServers, stripe_servers
 
 
 @pytest.fixture(scope="session")
@@ -66,6 +67,13 @@ def web(servers: Servers) -> Iterator[WebServer]:
         yield WebServer(base_url, process)
     finally:
         process.stop()
+
+
+@pytest.fixture(scope="session")
+def stripe_stack() -> Iterator[StripeServers]:
+    """localstripe with the Stripe double in front (tests/processor/stripe/servers.py), once per session."""
+    with stripe_servers() as started:
+        yield started
 
 
 @pytest.fixture(scope="session")

@@ -300,3 +300,32 @@ def add_key(bridge: AsyncBridge, tenant: Tenant, scopes: tuple[str, ...]) -> str
 
     secret: str = bridge.in_unit_of_work(work)
     return secret
+
+
+def use_stripe(
+    bridge: AsyncBridge,
+    tenant: Tenant,
+    *,
+    api_key: str | None = None,
+    publishable_key: str | None = None,
+    webhook_secret: str | None = None,
+) -> str:
+    """Put the tenant's environment on Stripe, as `moneyrail settings set --processor stripe` does once
+    the key passed its check (this makes no call to Stripe). Returns the key."""
+    from moneyrail.installations import processors
+
+    mode = "live" if tenant.livemode else "test"
+    key = api_key or f"sk_{mode}_moneyrail_{secrets.token_hex(8)}"
+
+    async def work(session: Any) -> None:
+        await processors.set_processor(
+            session,
+            tenant,
+            processor="stripe",
+            api_key=key,
+            publishable_key=publishable_key,
+            webhook_secret=webhook_secret,
+        )
+
+    bridge.in_unit_of_work(work)
+    return key

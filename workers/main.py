@@ -25,6 +25,7 @@ from workers import (  # noqa: E402, F401 - register the actors
     invoices,
     payments,
     payouts,
+    processor_events,
     reconciliation,
     transfers,
     webhooks,

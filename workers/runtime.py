@@ -45,5 +45,6 @@ async def run(
 
 
 def processor() -> Processor:
-    """The processor behind every actor (its own connection pool: see processor/provider.py)."""
-    return provider.processor()
+    """The processor behind every actor: each call made on the processor of its tenant's environment
+    (the simulator on its own connection pool, or Stripe; see processor/provider.py)."""
+    return provider.routed()

@@ -38,6 +38,8 @@ from moneyrail.payment_methods.endpoints import router as payment_methods_router
 from moneyrail.payments.endpoints import router as payments_router
 from moneyrail.payments.pages import router as payment_pages_router
 from moneyrail.payouts.endpoints import router as payouts_router
+from moneyrail.processor import provider
+from moneyrail.processor_events.endpoints import router as processor_events_router
 from moneyrail.reconciliation.endpoints import router as reconciliation_router
 from moneyrail.risk.endpoints import router as risk_router
 from moneyrail.runtime import tuned_garbage_collector
@@ -97,6 +99,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         finally:
             if app.state.redis is not None:
                 await app.state.redis.aclose()
+            await provider.aclose()  # the Stripe clients' connections
             await engine.dispose()
 
     app = FastAPI(
@@ -124,6 +127,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(checkout_pages_router)
     app.include_router(merchant_pages_router)
     app.include_router(onboarding_pages_router)
+    app.include_router(processor_events_router)  # Stripe's webhooks
     install_openapi(app)
     app.add_middleware(RequestContextMiddleware)  # the one middleware, the input guard within it
     return app

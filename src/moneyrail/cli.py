@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import shutil
 import sys
@@ -30,6 +31,8 @@ from moneyrail.clihelpers import (
 from moneyrail.config import Settings, get_settings
 from moneyrail.db.engine import DatabaseNotConfigured
 from moneyrail.engine.cli import dead_letters_app
+from moneyrail.errors import MoneyrailError
+from moneyrail.installations import processors
 from moneyrail.installations import service as installations
 from moneyrail.kit.clock import to_unix
 from moneyrail.kit.secrets_cli import secrets_app
@@ -102,6 +105,18 @@ def settings_view(settings: EnvironmentSettings) -> dict[str, Any]:
         "rate_limit_per_second": settings.rate_limit_per_second,  # null: MONEYRAIL_RATE_LIMIT_PER_SECOND
         # the environment's own payouts go there; shown as its last four digits only
         "payout_bank_account_last4": (settings.payout_bank_account or "")[-4:] or None,
+        # who moves the money: sandbox (the simulator), stripe, or none (a live environment not set yet)
+        "processor": settings.processor or "none",
+        "processor_key": settings.processor_key_hint,  # `sk_live_…1234`: the key itself is never shown
+        "processor_publishable_key": settings.processor_publishable_key,
+        "processor_webhook_secret": settings.processor_webhook_secret_hint,
+        # where the Stripe webhook endpoint of this environment posts (register it in Stripe's dashboard)
+        "processor_webhook_url": (
+            f"{get_settings().base_url}/processor/stripe/webhooks/{settings.installation_id}/"
+            f"{'live' if settings.livemode else 'sandbox'}"
+            if settings.processor == processors.STRIPE
+            else None
+        ),
     }
 
 
@@ -130,8 +145,38 @@ def settings_for_people(view: dict[str, Any]) -> str:
                 else f"{rate_limit} requests per second per key",
             ),
             ("payout bank account", f"…{last4}" if last4 else None),
+            ("processor", view["processor"]),
+            ("processor key", view["processor_key"]),
+            ("processor publishable key", view["processor_publishable_key"]),
+            ("processor webhook secret", view["processor_webhook_secret"]),
+            ("processor webhook URL", view["processor_webhook_url"]),
         ]
     )
+
+
+STDIN = "-"
+
+
+def _read_secret(path: str, option: str) -> str:
+    """A secret from a file, or from stdin for `-`: never from the command line, where the shell's
+    history and the process list would keep it."""
+    try:
+        secret = sys.stdin.read() if path == STDIN else Path(path).read_text()
+    except OSError as error:
+        raise typer.BadParameter(f"cannot read {path}: {error.strerror}", param_hint=option) from error
+    secret = secret.strip()
+    if not secret:
+        raise typer.BadParameter(f"{'stdin' if path == '-' else path} holds no key", param_hint=option)
+    return secret
+
+
+def _checked_before_storing(tenant: Tenant, processor: str | None, api_key: str) -> None:
+    """One call to Stripe, outside any transaction, before the key is kept; a refusal exits 1."""
+    try:
+        asyncio.run(processors.check_processor_key(tenant, processor or processors.STRIPE, api_key))
+    except MoneyrailError as refused:
+        typer.echo(f"error: {refused.message}", err=True)
+        raise typer.Exit(1) from refused
 
 
 # --- processes -------------------------------------------------------------------------------
@@ -342,11 +387,58 @@ def settings_set(
         str | None,
         typer.Option(help="Where a direct installation's own payouts go (6 to 34 digits or letters)."),
     ] = None,
+    processor: Annotated[
+        str | None,
+        typer.Option(
+            "--processor",
+            help="Who moves the money: sandbox (the simulator; sandbox environments only) or stripe.",
+        ),
+    ] = None,
+    processor_key_file: Annotated[
+        str | None,
+        typer.Option(
+            "--processor-key-file",
+            help="A file holding the Stripe secret or restricted key (sk_/rk_, live or test as the "
+            "environment), or - for stdin; checked with one call to Stripe before it is stored, encrypted.",
+        ),
+    ] = None,
+    processor_publishable_key: Annotated[
+        str | None,
+        typer.Option("--processor-publishable-key", help="The Stripe publishable key (pk_…) for Stripe.js."),
+    ] = None,
+    processor_webhook_secret_file: Annotated[
+        str | None,
+        typer.Option(
+            "--processor-webhook-secret-file",
+            help="A file holding the signing secret (whsec_…) of the Stripe webhook endpoint that posts "
+            "to this environment's processor_webhook_url, or - for stdin; stored encrypted.",
+        ),
+    ] = None,
     as_json: JsonOption = False,
 ) -> None:
     tenant = Tenant(installation, _livemode(environment))
-    updated = in_unit_of_work(
-        lambda uow: installations.update_environment_settings(
+    if [processor_key_file, processor_webhook_secret_file].count(STDIN) == 2:
+        raise typer.BadParameter("only one secret can come from stdin", param_hint="--processor-key-file")
+    api_key = _read_secret(processor_key_file, "--processor-key-file") if processor_key_file else None
+    webhook_secret = (
+        _read_secret(processor_webhook_secret_file, "--processor-webhook-secret-file")
+        if processor_webhook_secret_file
+        else None
+    )
+    if api_key is not None:
+        _checked_before_storing(tenant, processor, api_key)
+
+    async def work(uow: Any) -> EnvironmentSettings:
+        if processor or api_key or processor_publishable_key or webhook_secret:
+            await processors.set_processor(
+                uow.session,
+                tenant,
+                processor=processor,
+                api_key=api_key,
+                publishable_key=processor_publishable_key,
+                webhook_secret=webhook_secret,
+            )
+        return await installations.update_environment_settings(
             uow.session,
             tenant,
             checkout_enabled=checkout,
@@ -358,7 +450,8 @@ def settings_set(
             rate_limit_per_second=rate_limit,
             payout_bank_account=payout_bank_account,
         )
-    )
+
+    updated = in_unit_of_work(work)
     view = settings_view(updated)
     _emit(as_json, view, settings_for_people(view))
 

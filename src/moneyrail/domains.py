@@ -23,6 +23,7 @@ import moneyrail.payments.orphans
 import moneyrail.payments.refunds
 import moneyrail.payments.reports
 import moneyrail.payouts.service
+import moneyrail.processor_events.service
 import moneyrail.reconciliation.service
 import moneyrail.risk.service
 import moneyrail.transfers.commit

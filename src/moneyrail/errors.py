@@ -43,6 +43,12 @@ class ParameterUnknown(InvalidRequest):
     code = "parameter_unknown"
 
 
+class SignatureInvalid(InvalidRequest):
+    """A processor's webhook whose signature does not verify with the endpoint's signing secret."""
+
+    code = "signature_invalid"
+
+
 class ParametersExclusive(InvalidRequest):
     code = "parameters_exclusive"
 
@@ -137,8 +143,8 @@ class DatabaseUnavailable(MoneyrailError):
 
 
 class ProcessorUnavailableError(MoneyrailError):
-    """The card network did not answer: nothing was decided, so the same request may be retried.
-    `Retry-After` says when (a network's hiccup is usually over within seconds)."""
+    """The card network did not answer: nothing was decided, so the same request may be retried (with
+    the same Idempotency-Key) after `Retry-After` seconds."""
 
     status = 503
     type = "api_error"
@@ -191,6 +197,25 @@ class RecurringNotEnabled(MoneyrailError):
     status = 403
     type = "permission_error"
     code = "recurring_not_enabled"
+
+
+class ProcessorNotConfigured(MoneyrailError):
+    """A live environment with no real processor set (CONVENTIONS.md §12): live mode never simulates, so
+    a request that needs a processor is refused before it records anything; the operator sets one
+    (`moneyrail settings set --env live --processor stripe --processor-key-file ...`)."""
+
+    status = 403
+    type = "permission_error"
+    code = "processor_not_configured"
+
+    def __init__(self, message: str | None = None) -> None:
+        super().__init__(
+            message
+            or "No payment processor is configured for this installation's live environment, so nothing "
+            "that moves money can be done there yet; nothing was recorded. The operator sets one with "
+            "`moneyrail settings set -i <installation> --env live --processor stripe "
+            "--processor-key-file <file>`."
+        )
 
 
 # 404 / 405 ------------------------------------------------------------------------------------

@@ -134,7 +134,9 @@ def test_an_authorize_outage_answers_503_and_writes_nothing_of_the_request(api, 
     installation = api.keys.installation_id
     payment = create_payment(api, capture_method="manual")
     arm(api, "authorize", "transient")
-    assert_error(confirm(api, payment, SUCCEEDS), 503, "processor_unavailable")
+    refused = confirm(api, payment, SUCCEEDS)
+    assert_error(refused, 503, "processor_unavailable")
+    assert int(refused.headers["Retry-After"]) > 0  # as a real processor's outage answers
     after = api.get(f"/v1/payment-intents/{payment['id']}").json()
     assert after["status"] == "requires_payment_method" and after["payment_method"] is None
     assert cards_saved(db, installation) == 0  # rolled back with the request

@@ -18,6 +18,7 @@ from moneyrail.api.idempotency import advisory_lock_id
 from moneyrail.engine.repository import NOTIFY_CHANNEL
 from moneyrail.kit.tenant import Tenant
 from moneyrail.payments.service import DELIVERIES_IN_ONE_STATEMENT
+from tests.harness import use_stripe
 from tests.helpers import assert_error, count_rows
 from tests.payments.support import set_commission
 
@@ -178,8 +179,10 @@ def test_the_one_statement_and_the_transactional_create_answer_and_announce_the_
     assert count_rows(db, "payment_intents", api.keys.installation_id) == 2
 
 
-def test_a_live_create_in_one_statement_replays_and_reads_the_same(make_api, db):
-    live = _warmed(make_api(livemode=True))
+def test_a_live_create_in_one_statement_replays_and_reads_the_same(make_api, bridge, db):
+    live = make_api(livemode=True)
+    use_stripe(bridge, live.keys.tenant)  # live mode needs a processor; creating calls none
+    _warmed(live)
     headers = {"Idempotency-Key": "live-one"}
     first = live.post("/v1/payment-intents", json=BODY, headers=headers)
     assert first.status_code == 200, first.text

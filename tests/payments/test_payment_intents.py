@@ -399,11 +399,14 @@ def test_payments_are_listed_newest_first(api):
     assert first["id"] in [item["id"] for item in rest["data"]]
 
 
-def test_live_mode_charges_no_card_while_no_network_is_connected(make_api, db):
+def test_live_mode_with_no_processor_refuses_a_payment_and_records_nothing(make_api, db):
     live = make_api(livemode=True)
-    payment = create_payment(live, 1000)
-    assert payment["livemode"] is True and payment["publishable_key"].startswith("pk_live_")
-    error = assert_error(confirm(live, payment, SUCCEEDS), 402, "card_declined")
-    assert error["decline_code"] == "live_mode_not_connected"
-    assert live.get(f"/v1/payment-intents/{payment['id']}").json()["status"] == "requires_payment_method"
+    refused = live.post(
+        "/v1/payment-intents", json={"amount": 1000, "currency": "eur"}, headers={"Idempotency-Key": "live-1"}
+    )
+    error = assert_error(refused, 403, "processor_not_configured")
+    assert error["type"] == "permission_error" and "moneyrail settings set" in error["message"]
+    assert count_rows(db, "payment_intents", live.keys.installation_id) == 0
+    assert count_rows(db, "idempotency_records", live.keys.installation_id) == 0
+    assert count_rows(db, "events", live.keys.installation_id) == 0
     assert ledger_balance(db, live.keys.installation_id, "balance:pending") == 0

@@ -28,6 +28,8 @@ from moneyrail.errors import (
     ParameterUnknown,
     ResourceMissing,
 )
+from moneyrail.processor import provider
+from moneyrail.processor.interface import ProcessorUnavailable
 
 # pydantic error types raised by kit/schemas.py validators -> the documented error they stand for
 DOMAIN_CODES: dict[str, type[InvalidRequest]] = {
@@ -162,7 +164,14 @@ def install_error_handlers(app: FastAPI) -> None:
                 response.headers["Allow"] = ", ".join(methods)
         return response
 
+    async def on_processor_unavailable(request: Request, exc: Exception) -> JSONResponse:
+        # a route that called the processor without answering its outage itself: nothing was decided
+        # (503 with Retry-After), or the environment has no processor at all (403)
+        assert isinstance(exc, ProcessorUnavailable)
+        return error_response(provider.api_error(exc), request_id(request))
+
     app.add_exception_handler(MoneyrailError, on_moneyrail_error)
+    app.add_exception_handler(ProcessorUnavailable, on_processor_unavailable)
     app.add_exception_handler(RequestValidationError, on_validation_error)
     app.add_exception_handler(StarletteHTTPException, on_http_error)
 

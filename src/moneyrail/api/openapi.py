@@ -9,7 +9,8 @@ without extra work:
   key gate, 403 behind a secret key's scope, 404 with a path id (and on sandbox-only helpers),
   409 and 422 on POST and DELETE (the idempotency store), 413 with a body (the input guard's cap),
   503 behind the key gate (the database unreachable), always with `Retry-After`,
-  and whatever the route declares itself: `responses=CHARGES_CARD` (402, 503) or `CALLS_PROCESSOR`;
+  and whatever the route declares itself: `responses=CHARGES_CARD` (402, 403, 503), `CALLS_PROCESSOR`
+  (403, 503) or `NEEDS_PROCESSOR` (403 `processor_not_configured` in live mode);
 - the `Service-Version` and `Idempotency-Key` request headers (the key required where §4 says);
 - the `Request-Id` and `Service-Version` response headers;
 - the route's scope, in its description and as `x-scope`;
@@ -67,15 +68,21 @@ STATUS_MEANINGS: dict[int, str] = {
     "was decided) or the database (`service_unavailable`); retry after `Retry-After` with the same "
     "`Idempotency-Key`.",
 }
+PROCESSOR_NOT_CONFIGURED = (
+    " In live mode, also when no processor is configured for the environment (`permission_error`, "
+    "`processor_not_configured`): live mode never simulates, and nothing was recorded."
+)
 
 # Markers a route declares with `responses=`, for what the shared machinery cannot see.
-CHARGES_CARD: Responses = {
-    402: {"description": STATUS_MEANINGS[402]},
-    503: {"description": STATUS_MEANINGS[503]},
-}
-"""The route asks the card network to act on a card: it may refuse (402) or not answer (503)."""
-CALLS_PROCESSOR: Responses = {503: {"description": STATUS_MEANINGS[503]}}
-"""The route calls the processor synchronously, and the processor may not answer (503)."""
+NEEDS_PROCESSOR: Responses = {403: {"description": STATUS_MEANINGS[403] + PROCESSOR_NOT_CONFIGURED}}
+"""The route starts work that only a processor can carry out (a payment, a refund, a transfer, a
+payout): a live environment with none refuses it (403 `processor_not_configured`)."""
+CALLS_PROCESSOR: Responses = {**NEEDS_PROCESSOR, 503: {"description": STATUS_MEANINGS[503]}}
+"""The route calls the processor synchronously: the processor may not answer (503), and a live
+environment with none refuses it (403)."""
+CHARGES_CARD: Responses = {**CALLS_PROCESSOR, 402: {"description": STATUS_MEANINGS[402]}}
+"""The route asks the card network to act on a card: it may refuse (402) or not answer (503), and a
+live environment with no processor refuses it (403)."""
 
 SANDBOX_ONLY_PREFIX = "/v1/test-helpers"  # a live key gets 404 there (CONVENTIONS.md §11)
 GATE_SCHEMES = ("ApiKey", "PublishableKey")
@@ -100,8 +107,8 @@ RETRY_AFTER = {
     "schema": {"type": "integer", "minimum": 0},
 }
 RETRY_AFTER_UNAVAILABLE = {
-    "description": "Seconds to wait before retrying: the database (`service_unavailable`) or the card "
-    "network (`processor_unavailable`) did not answer.",
+    "description": "Seconds to wait before retrying, the card network (`processor_unavailable`) or the "
+    "database (`service_unavailable`) not having answered.",
     "required": True,
     "schema": {"type": "integer", "minimum": 0},
 }

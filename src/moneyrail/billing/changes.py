@@ -428,7 +428,7 @@ async def _apply_scheduled(session: AsyncSession, tenant: Tenant, subscription: 
     if change is not None and change.status == "awaiting_payment":
         try:
             async with session.begin_nested():
-                await _void_difference(session, tenant, provider.processor(), change)
+                await _void_difference(session, tenant, provider.routed(), change)
         except Conflict:
             return  # a payment in processing: its outcome decides (the capture applies the change)
         _move(change, "canceled", await tenant_now(session, tenant))

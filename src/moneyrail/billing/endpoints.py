@@ -6,13 +6,13 @@ from fastapi import APIRouter, Depends, Request
 from fastapi.responses import JSONResponse
 
 from moneyrail.api.context import Principal, request_session
-from moneyrail.api.openapi import CALLS_PROCESSOR, CHARGES_CARD
+from moneyrail.api.openapi import CALLS_PROCESSOR, CHARGES_CARD, NEEDS_PROCESSOR
 from moneyrail.api.pagination import ListEnvelope, PageRequest, list_envelope, page_request
 from moneyrail.api.routing import MoneyrailRoute, scoped
 from moneyrail.engine.schemas import OperationOut, render_operation
 from moneyrail.errors import InsufficientScope
 from moneyrail.kit.scopes import grants
-from moneyrail.processor.provider import processor
+from moneyrail.processor.provider import routed
 
 from . import catalog, changes, distribution, service
 from .schemas import (
@@ -190,7 +190,7 @@ async def quote_price(
 
 
 # --- subscriptions ----------------------------------------------------------------------------
-@router.post("/subscriptions", response_model=SubscriptionOut)
+@router.post("/subscriptions", response_model=SubscriptionOut, responses=NEEDS_PROCESSOR)
 async def create_subscription(
     request: Request, body: SubscriptionCreate, principal: Annotated[Principal, scoped("billing:write")]
 ) -> SubscriptionOut:
@@ -278,7 +278,7 @@ async def cancel_subscription(
     canceled = await service.cancel_subscription(
         session,
         principal.tenant,
-        processor(),
+        routed(),
         subscription,
         at_period_end=(body or SubscriptionCancel()).at_period_end,
     )
@@ -395,7 +395,7 @@ async def cancel_subscription_change(
     payment is still processing must be clarified first (409).
     """
     session = request_session(request)
-    canceled = await changes.cancel_change(session, principal.tenant, processor(), subscription, change)
+    canceled = await changes.cancel_change(session, principal.tenant, routed(), subscription, change)
     return await changes.change_view(session, principal.tenant, canceled)
 
 

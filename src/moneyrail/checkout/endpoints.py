@@ -7,7 +7,7 @@ from fastapi import APIRouter, Request
 from moneyrail.api.context import Principal, request_session
 from moneyrail.api.openapi import CHARGES_CARD
 from moneyrail.api.routing import MoneyrailRoute, scoped
-from moneyrail.processor.provider import processor
+from moneyrail.processor.provider import routed
 from moneyrail.web import public_base_url
 
 from . import service
@@ -64,6 +64,6 @@ async def expire_checkout_session(
     Revoke the link of an open session; its unfinished one-off payment is cancelled (`abandoned`).
     """
     checkout = await service.expire_checkout_session(
-        request_session(request), principal.tenant, processor(), checkout_session
+        request_session(request), principal.tenant, routed(), checkout_session
     )
     return render_checkout_session(checkout)

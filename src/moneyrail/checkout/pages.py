@@ -15,7 +15,7 @@ from fastapi.responses import RedirectResponse, Response
 from moneyrail.api.context import request_session
 from moneyrail.api.routing import MoneyrailRoute
 from moneyrail.kit.money import format_amount
-from moneyrail.processor.provider import processor
+from moneyrail.processor.provider import routed
 from moneyrail.web import origin_of, public_base_url, render_page
 
 from . import service
@@ -172,7 +172,7 @@ async def pay(
     session = request_session(request)
     step = await service.pay_checkout(
         session,
-        processor(),
+        routed(),
         token,
         form,
         base_url=public_base_url(request),

@@ -315,7 +315,7 @@ async def _settle_due_sessions(
     )
     if not due:
         return 0
-    network = processor or provider.processor()
+    network = processor or provider.routed()
     settled = 0
     for checkout in due:
         owner = Tenant(checkout.installation_id, checkout.livemode)

@@ -4,12 +4,12 @@ from typing import Annotated
 
 from fastapi import APIRouter, Depends, Request
 
-from moneyrail.api.context import Principal, request_session
+from moneyrail.api.context import Principal, request_session, request_uow
 from moneyrail.api.openapi import CALLS_PROCESSOR, CHARGES_CARD
 from moneyrail.api.pagination import ListEnvelope, PageRequest, list_envelope, page_request
 from moneyrail.api.routing import MoneyrailRoute, scoped
 from moneyrail.config import API_VERSIONS
-from moneyrail.processor.provider import processor
+from moneyrail.processor.provider import processor_for
 
 from . import service
 from .schemas import ApiBaseOut, OrderBind, OrderCreate, OrderOut, OrderTransition, render_order
@@ -87,8 +87,9 @@ async def start_preparation(
 
     Captures the authorized payment (the card network may refuse or not answer); the order is `preparing`.
     """
+    network = await processor_for(request_uow(request), principal.tenant)
     prepared = await service.start_preparation(
-        request_session(request), principal.tenant, processor(), order, body.expected_version
+        request_session(request), principal.tenant, network, order, body.expected_version
     )
     return render_order(prepared)
 
@@ -105,7 +106,8 @@ async def cancel_order(
     Cancels the order and, with it, the payment's authorization (released at the processor, nothing
     captured).
     """
+    network = await processor_for(request_uow(request), principal.tenant)
     canceled = await service.cancel_order(
-        request_session(request), principal.tenant, processor(), order, body.expected_version
+        request_session(request), principal.tenant, network, order, body.expected_version
     )
     return render_order(canceled)

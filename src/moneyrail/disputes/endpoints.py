@@ -4,13 +4,13 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Query, Request
 
-from moneyrail.api.context import Principal, request_session
+from moneyrail.api.context import Principal, request_session, request_uow
 from moneyrail.api.idempotency import HEADER as IDEMPOTENCY_HEADER
 from moneyrail.api.openapi import CALLS_PROCESSOR
 from moneyrail.api.pagination import ListEnvelope, PageRequest, list_envelope, page_request
 from moneyrail.api.routing import MoneyrailRoute, scoped
 from moneyrail.errors import InvalidRequest
-from moneyrail.processor.provider import processor
+from moneyrail.processor.provider import processor_for
 
 from . import files, service
 from .schemas import DisputeClose, DisputeOut, EvidenceUpdate, FileOut, TestDisputeCreate, render_file
@@ -132,7 +132,11 @@ async def update_evidence(
     once, before `evidence_details.due_by`; the dispute is then `under_review` and read-only.
     """
     found = await service.update_evidence(
-        request_session(request), principal.tenant, processor(), dispute, body
+        request_session(request),
+        principal.tenant,
+        await processor_for(request_uow(request), principal.tenant),
+        dispute,
+        body,
     )
     return await _out(request, principal, found)
 
@@ -148,7 +152,8 @@ async def close_dispute(
 
     Accept the loss: irreversible. The dispute is `lost`; the money withdrawn stays withdrawn.
     """
-    found = await service.close_dispute(request_session(request), principal.tenant, processor(), dispute)
+    network = await processor_for(request_uow(request), principal.tenant)
+    found = await service.close_dispute(request_session(request), principal.tenant, network, dispute)
     return await _out(request, principal, found)
 
 
@@ -160,5 +165,6 @@ async def open_test_dispute(
 
     Sandbox only: the network opens a dispute on a captured payment now, as a cardholder's bank would.
     """
-    found = await service.open_test_dispute(request_session(request), principal.tenant, processor(), body)
+    network = await processor_for(request_uow(request), principal.tenant)
+    found = await service.open_test_dispute(request_session(request), principal.tenant, network, body)
     return await _out(request, principal, found)

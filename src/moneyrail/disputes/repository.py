@@ -33,6 +33,18 @@ async def dispute_of_payment(session: AsyncSession, payment_id: str) -> Dispute 
     return await session.scalar(select(Dispute).where(Dispute.payment_intent_id == payment_id))
 
 
+async def dispute_by_network_id(
+    session: AsyncSession, tenant: Tenant, network_dispute: str
+) -> Dispute | None:
+    """The dispute the network knows as `network_dispute`, locked."""
+    return await session.scalar(
+        select(Dispute)
+        .where(_dispute_of(tenant), Dispute.network_dispute == network_dispute)
+        .with_for_update()
+        .execution_options(populate_existing=True)
+    )
+
+
 async def get_dispute_by_operation(session: AsyncSession, operation_id: str) -> Dispute | None:
     return await session.scalar(
         select(Dispute).where(Dispute.withdrawal_operation_id == operation_id).with_for_update()

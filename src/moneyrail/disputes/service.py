@@ -32,7 +32,7 @@ import structlog
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from moneyrail.config import get_settings
-from moneyrail.engine.outcomes import PermanentFailure
+from moneyrail.engine.outcomes import PermanentFailure, TransientFailure
 from moneyrail.engine.policy import RetryPolicy, register_policy
 from moneyrail.engine.schedule import register_periodic
 from moneyrail.engine.service import create_operation, get_operation
@@ -248,7 +248,7 @@ async def open_network_disputes(
     session: AsyncSession, tenant: Tenant, now: datetime, processor: Processor | None = None
 ) -> int:
     """Disputes the network opened by itself (the sandbox's dispute card) that moneyrail has not yet."""
-    network = processor or provider.processor()
+    network = processor or provider.routed()
     try:
         opened = await network.due_disputes(tenant, as_of=now)
     except ProcessorUnavailable as fault:
@@ -483,7 +483,7 @@ async def decide_outcomes(
     is reinstated here if its withdrawal has run, else by the withdrawal when it does."""
     decided = 0
     undecided = await repository.undecided_disputes(session, tenant, SWEEP_BATCH)
-    network = processor or (provider.processor() if undecided else None)
+    network = processor or (provider.routed() if undecided else None)
     for dispute in undecided:
         assert network is not None
         try:
@@ -493,18 +493,67 @@ async def decide_outcomes(
             continue
         if outcome is None:
             continue
-        reinstating = outcome == "won" and dispute.amount_withdrawn > 0
-        _move(dispute, "won" if outcome == "won" else "lost")
-        if reinstating:
-            await _reinstate(session, tenant, dispute)
-        dispute.decided_at = now
-        await session.flush()
-        if reinstating:
-            await _announce(session, tenant, dispute, "charge.dispute.funds_reinstated")
-        await _announce(session, tenant, dispute, "charge.dispute.closed")
-        logger.info("dispute_decided", dispute=dispute.id, outcome=outcome)
+        await _decide(session, tenant, dispute, outcome, now)
         decided += 1
     return decided
+
+
+async def _decide(
+    session: AsyncSession, tenant: Tenant, dispute: Dispute, outcome: str, now: datetime
+) -> None:
+    """The network's word on an undecided dispute: `won` or `lost`."""
+    reinstating = outcome == "won" and dispute.amount_withdrawn > 0
+    if outcome == "won" and dispute.status == "needs_response":
+        _move(dispute, "under_review")  # answered at the processor itself (Stripe's dashboard)
+    _move(dispute, "won" if outcome == "won" else "lost")
+    if reinstating:
+        await _reinstate(session, tenant, dispute)
+    dispute.decided_at = now
+    await session.flush()
+    if reinstating:
+        await _announce(session, tenant, dispute, "charge.dispute.funds_reinstated")
+    await _announce(session, tenant, dispute, "charge.dispute.closed")
+    logger.info("dispute_decided", dispute=dispute.id, outcome=outcome)
+
+
+# --- what a real processor reports (its webhooks: processor_events) -----------------------------------
+async def open_reported_dispute(session: AsyncSession, tenant: Tenant, network: NetworkDispute) -> str:
+    """The processor reports a dispute it opened (Stripe's `charge.dispute.created`): opened here as the
+    simulator's are (its row, its withdrawal operation, `charge.dispute.created`), once per network
+    dispute and per payment. What it did, for the report's record. A payment whose capture is not
+    recorded yet is retried (TransientFailure)."""
+    known = await repository.dispute_by_network_id(session, tenant, network.id)
+    if known is not None:
+        return f"{known.id} open already"
+    owners = await repository.payments_by_authorization(session, tenant, [network.authorization_id])
+    payment_id = owners.get(network.authorization_id)
+    if payment_id is None:
+        logger.warning("reported_dispute_without_payment", network_dispute=network.id)
+        return "no payment of this environment was made by this charge"
+    payment = await payments.lock_payment_intent(session, tenant, payment_id)
+    if payment.status != "succeeded":
+        raise TransientFailure(f"payment {payment.id} is {payment.status}: its capture is not recorded yet")
+    if await repository.dispute_of_payment(session, payment.id) is not None:
+        return f"{payment.id} is disputed already"
+    dispute = await _open(session, tenant, payment, network)
+    return f"{dispute.id} opened"
+
+
+async def close_reported_dispute(
+    session: AsyncSession, tenant: Tenant, network_dispute: str, outcome: str | None
+) -> str:
+    """The processor reports a dispute decided (Stripe's `charge.dispute.closed`): won or lost here as
+    the simulator's decision is applied. One that was never opened here is retried (its
+    `charge.dispute.created` may still be on its way)."""
+    dispute = await repository.dispute_by_network_id(session, tenant, network_dispute)
+    if dispute is None:
+        raise TransientFailure("the dispute is not open here yet (its opening report may be on its way)")
+    if outcome is None:
+        return f"{dispute.id}: the processor closed it without an outcome"
+    if dispute.status not in repository.UNDECIDED:
+        return f"{dispute.id} is {dispute.status} already"
+    await _decide(session, tenant, dispute, outcome, await tenant_now(session, tenant))
+    return f"{dispute.id} {outcome}"
 
 
 async def _reinstate(session: AsyncSession, tenant: Tenant, dispute: Dispute) -> None:
@@ -523,6 +572,8 @@ async def _reinstate(session: AsyncSession, tenant: Tenant, dispute: Dispute) ->
 
 
 async def _on_clock(session: AsyncSession, tenant: Tenant, now: datetime) -> int:
+    if not await provider.uses_simulator(session, tenant):
+        return 0  # a real processor reports its disputes and their outcomes by webhook
     opened = 0
     # the clock's advance is in this transaction, so the candidates are found on the advanced clock
     if await sandbox_network.tenants_with_dispute_cards(session, DISPUTE_CARD_DELAY, only=tenant):
@@ -536,7 +587,8 @@ async def _sweep(session: AsyncSession) -> int:
     for tenant in await sandbox_network.tenants_with_dispute_cards(session, DISPUTE_CARD_DELAY):
         done += await open_network_disputes(session, tenant, await tenant_now(session, tenant))
     for tenant in await repository.tenants_with_undecided_disputes(session):
-        done += await decide_outcomes(session, tenant, await tenant_now(session, tenant))
+        if await provider.uses_simulator(session, tenant):  # else the processor's webhook decides
+            done += await decide_outcomes(session, tenant, await tenant_now(session, tenant))
     return done
 
 

@@ -100,7 +100,12 @@ async def create_installation(session: AsyncSession, *, name: str, kind: str = "
     session.add(installation)
     await session.flush()
     for livemode in (False, True):
-        session.add(EnvironmentSettings(installation_id=installation.id, livemode=livemode))
+        # a sandbox runs on the simulator until its operator sets another; live mode never simulates
+        session.add(
+            EnvironmentSettings(
+                installation_id=installation.id, livemode=livemode, processor=None if livemode else "sandbox"
+            )
+        )
         session.add(
             PublishableKey(
                 id=new_id(f"pk_{environment_prefix(livemode)}"),

@@ -5,6 +5,7 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, Query, Request
 
 from moneyrail.api.context import Principal, request_session
+from moneyrail.api.openapi import NEEDS_PROCESSOR
 from moneyrail.api.pagination import ListEnvelope, PageRequest, list_envelope, page_request
 from moneyrail.api.routing import MoneyrailRoute, scoped
 
@@ -76,7 +77,7 @@ async def update_invoice(
     return _render(await service.view_of(session, principal.tenant, updated))
 
 
-@router.post("/invoices/{invoice}/finalize", response_model=InvoiceOut)
+@router.post("/invoices/{invoice}/finalize", response_model=InvoiceOut, responses=NEEDS_PROCESSOR)
 async def finalize_invoice(
     request: Request,
     invoice: str,

@@ -29,6 +29,7 @@ from moneyrail.models.operation import Operation, OperationAttempt
 from moneyrail.models.payment import PaymentIntent, ReceiptDelivery, Refund, SandboxSmsMessage
 from moneyrail.models.payment_method import CustomerSession, PaymentMethod, SetupIntent
 from moneyrail.models.payout import Payout
+from moneyrail.models.processor_event import ProcessorEvent
 from moneyrail.models.processor_orphan import ProcessorOrphan, ProcessorOrphanSweep
 from moneyrail.models.reconciliation import ReconciliationRun
 from moneyrail.models.risk import Review, ValueList, ValueListItem
@@ -84,6 +85,7 @@ __all__ = [
     "PaymentMethod",
     "Payout",
     "Price",
+    "ProcessorEvent",
     "ProcessorOrphan",
     "ProcessorOrphanSweep",
     "Product",

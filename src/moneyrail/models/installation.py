@@ -11,6 +11,7 @@ from sqlalchemy.orm import Mapped, mapped_column
 from moneyrail.models.base import Base, TenantOwned
 
 INSTALLATION_KINDS = ("direct", "platform")
+PROCESSORS = ("sandbox", "stripe")
 
 
 class Installation(Base):
@@ -31,6 +32,9 @@ class EnvironmentSettings(Base):
         CheckConstraint("commission_basis_points BETWEEN 0 AND 10000", name="commission_basis_points"),
         CheckConstraint("commission_fixed_amount >= 0", name="commission_fixed_amount"),
         CheckConstraint("rate_limit_per_second >= 0", name="rate_limit_per_second"),
+        CheckConstraint("processor IN ('sandbox', 'stripe')", name="processor"),
+        CheckConstraint("NOT (livemode AND processor = 'sandbox')", name="processor_never_simulated_live"),
+        CheckConstraint("processor <> 'stripe' OR processor_key IS NOT NULL", name="processor_key"),
     )
 
     installation_id: Mapped[str] = mapped_column(ForeignKey("installations.id"), primary_key=True)
@@ -46,6 +50,16 @@ class EnvironmentSettings(Base):
     rate_limit_per_second: Mapped[int | None]
     # where the environment's own payouts go; null: none registered (the sandbox then uses its test account)
     payout_bank_account: Mapped[str | None]
+    # who moves the money (CONVENTIONS.md §12): `sandbox` (the simulator, never live), `stripe`, or null
+    # (a live environment not set yet: every request that needs a processor is refused)
+    processor: Mapped[str | None]
+    # the Stripe secret or restricted key, sealed (kit/crypto.py), and what may be shown of it
+    processor_key: Mapped[str | None]
+    processor_key_hint: Mapped[str | None]  # `sk_live_…1234`
+    processor_publishable_key: Mapped[str | None]  # `pk_live_…`, for Stripe.js (not secret)
+    # the signing secret of the Stripe webhook endpoint that posts to this environment, sealed
+    processor_webhook_secret: Mapped[str | None]
+    processor_webhook_secret_hint: Mapped[str | None]  # `whsec_…abcd`
     updated_at: Mapped[datetime] = mapped_column(server_default=func.now())
 
 

@@ -4,13 +4,13 @@ from typing import Annotated, Literal, cast
 
 from fastapi import APIRouter, Depends, Request
 
-from moneyrail.api.context import Principal, request_session
+from moneyrail.api.context import Principal, request_session, request_uow
 from moneyrail.api.openapi import CHARGES_CARD
 from moneyrail.api.pagination import PageRequest, list_envelope, page_request
 from moneyrail.api.routing import MoneyrailRoute, client_side, scoped
 from moneyrail.kit.clock import to_unix
 from moneyrail.models import CustomerSession, SetupIntent
-from moneyrail.processor.provider import processor
+from moneyrail.processor.provider import processor_for
 
 from . import service
 from .schemas import (
@@ -23,6 +23,7 @@ from .schemas import (
     SetupIntentConfirm,
     SetupIntentCreate,
     SetupIntentOut,
+    card_input,
     render_payment_method,
 )
 
@@ -164,13 +165,14 @@ async def confirm_setup_intent(
     Called from the browser or app with the publishable key and the setup intent's `client_secret`:
     the network tokenizes the card and it is saved for the customer. The number is never stored.
     """
+    network = await processor_for(request_uow(request), principal.tenant)
     confirmed = await service.confirm_setup_intent(
         request_session(request),
         principal.tenant,
-        processor(),
+        network,
         setup_intent,
         client_secret=body.client_secret,
-        card=body.card.to_details(),
+        card=card_input(body.card, body.card_token),
     )
     return render_setup_intent(confirmed)
 

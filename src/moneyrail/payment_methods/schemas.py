@@ -5,15 +5,24 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
 from moneyrail.api.pagination import ListEnvelope
+from moneyrail.errors import ParametersExclusive
 from moneyrail.kit.clock import to_unix
 from moneyrail.kit.schemas import Metadata, RequestBody, ResourceOut
 from moneyrail.models import PaymentMethod
-from moneyrail.processor.interface import CardDetails
+from moneyrail.processor.interface import CardDetails, CardInput, CardToken
 
 # Loose on purpose: whether a number is a card at all is the network's answer (402 incorrect_number).
 CardNumber = Annotated[str, StringConstraints(min_length=1, max_length=32)]
 Cvc = Annotated[str, StringConstraints(pattern=r"^[0-9]{3,4}$")]
 ClientSecret = Annotated[str, StringConstraints(min_length=1, max_length=255)]
+# What Stripe.js made of the card in the payer's browser: a token (`createToken`) or a payment method
+ProcessorCardToken = Annotated[str, StringConstraints(pattern=r"^(tok|pm)_[A-Za-z0-9_]{1,250}$")]
+PROCESSOR_CARD_HELP = (
+    "The card as the processor's own fields collected it in the payer's browser: the `tok_…` token "
+    "Stripe.js `createToken` made (or a `pm_…` payment method), so that the number never reaches "
+    "moneyrail. Environments on a real processor (every live one, and a sandbox set to Stripe's test "
+    "mode) take only this; the sandbox simulator takes `card` instead. Exclusive with `card`."
+)
 
 
 class CardIn(RequestBody):
@@ -26,6 +35,15 @@ class CardIn(RequestBody):
 
     def to_details(self) -> CardDetails:
         return CardDetails(number=self.number, exp_month=self.exp_month, exp_year=self.exp_year, cvc=self.cvc)
+
+
+def card_input(card: CardIn | None, card_token: str | None) -> CardInput | None:
+    """The card a body gives: typed digits (`card`, the simulator's) or the processor's token."""
+    if card is not None and card_token is not None:
+        raise ParametersExclusive("Send either card or card_token, not both.", param="card_token")
+    if card_token is not None:
+        return CardToken(card_token)
+    return card.to_details() if card is not None else None
 
 
 class NoParameters(RequestBody):
@@ -96,7 +114,10 @@ class SetupIntentConfirm(RequestBody):
     )
 
     client_secret: ClientSecret = Field(description="The setup intent's `client_secret`")
-    card: CardIn = Field(description="The card to save")
+    card: CardIn | None = Field(
+        default=None, description="The card to save, as typed (the sandbox simulator only)"
+    )
+    card_token: ProcessorCardToken | None = Field(default=None, description=PROCESSOR_CARD_HELP)
 
 
 class SetupIntentOut(ResourceOut):

@@ -33,6 +33,9 @@ from moneyrail.errors import (
     CardDeclined,
     ClientSecretInvalid,
     Conflict,
+    ParameterInvalid,
+    ParameterMissing,
+    ProcessorNotConfigured,
     ProcessorUnavailableError,
     ReferencedResourceMissing,
     ResourceMissing,
@@ -47,13 +50,15 @@ from moneyrail.models import CustomerSession, PaymentMethod, SetupIntent
 from moneyrail.processor.interface import (
     Authorization,
     AuthorizationRequest,
-    CardDetails,
+    CardInput,
     CardNotAccepted,
+    NotSupported,
     Processor,
     ProcessorRefused,
     ProcessorUnavailable,
     TokenizedCard,
 )
+from moneyrail.processor.provider import NoProcessor
 from moneyrail.sandbox.service import register_due_work, tenant_now
 
 from . import repository
@@ -98,7 +103,7 @@ async def save_card(
     session: AsyncSession,
     tenant: Tenant,
     processor: Processor,
-    card: CardDetails,
+    card: CardInput,
     *,
     customer_id: str | None,
     account: str | None = None,
@@ -160,7 +165,7 @@ class UnsavedCard:
 async def tokenize_and_authorize(
     tenant: Tenant,
     processor: Processor,
-    card: CardDetails,
+    card: CardInput,
     *,
     account: str | None,
     choose: Callable[[PaymentMethod], Awaitable[AuthorizationRequest | None]],
@@ -192,8 +197,15 @@ def _tokenizing_refusals() -> Iterator[None]:
         yield
     except CardNotAccepted as refused:
         raise CardDeclined(refused.message, decline_code=refused.decline_code, param="card[number]") from None
+    except NoProcessor:
+        raise ProcessorNotConfigured() from None
     except ProcessorUnavailable:
         raise ProcessorUnavailableError("The card network did not answer; try again.") from None
+    except NotSupported as refused:
+        # the wrong kind of card input for this environment's processor: typed digits where only
+        # Stripe.js may collect cards, a Stripe.js token on the simulator
+        param = "card" if refused.code == "card_token_required" else "card_token"
+        raise ParameterInvalid(f"{refused.message} ({refused.code})", param=param) from None
     except ProcessorRefused as refused:
         # the operator's one line (no stack trace: an answer of the network, not a bug); no card data in it
         logger.warning("card_tokenizing_refused", code=refused.code, error=refused.message)
@@ -204,7 +216,7 @@ def _tokenizing_refusals() -> Iterator[None]:
 
 
 async def _tokenized(
-    tenant: Tenant, processor: Processor, card: CardDetails, account: str | None
+    tenant: Tenant, processor: Processor, card: CardInput, account: str | None
 ) -> PaymentMethod:
     """The card tokenized, as a new one-off method of the payment account (not written)."""
     with _tokenizing_refusals():
@@ -436,9 +448,14 @@ async def confirm_setup_intent(
     setup_intent_id: str,
     *,
     client_secret: str,
-    card: CardDetails,
+    card: CardInput | None,
 ) -> SetupIntent:
-    """Client-side: the client_secret authorizes; the card is saved for the intent's customer."""
+    """Client-side: the client_secret authorizes; the card (typed, or the processor's token) is saved
+    for the intent's customer."""
+    if card is None:
+        raise ParameterMissing(
+            "Confirming needs the card: card_token (or card, on the simulator).", param="card"
+        )
     setup_intent = await repository.get_setup_intent(session, tenant, setup_intent_id, for_update=True)
     if setup_intent is None:
         raise ResourceMissing(f"No such setup intent: {setup_intent_id!r}", param="setup_intent")

@@ -7,13 +7,13 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from moneyrail.api.context import Principal, request_session, request_uow
 from moneyrail.api.idempotency import AnswerWithEffect, awaiting_created, pending_claim, with_created
-from moneyrail.api.openapi import CHARGES_CARD
+from moneyrail.api.openapi import CHARGES_CARD, NEEDS_PROCESSOR
 from moneyrail.api.pagination import ListEnvelope, PageRequest, list_envelope, page_request
 from moneyrail.api.routing import MoneyrailRoute, client_side, scoped
 from moneyrail.installations import service as installations
 from moneyrail.kit.tenant import Tenant
 from moneyrail.models import PaymentIntent
-from moneyrail.processor.provider import processor
+from moneyrail.processor.provider import processor_for
 from moneyrail.transfers import distribution as distributions
 from moneyrail.web import public_base_url
 
@@ -69,7 +69,7 @@ def _json(answer: PaymentIntentOut) -> bytes:
     return answer.__pydantic_serializer__.to_json(answer)
 
 
-@router.post("/payment-intents", response_model=PaymentIntentOut)
+@router.post("/payment-intents", response_model=PaymentIntentOut, responses=NEEDS_PROCESSOR)
 async def create_payment_intent(
     request: Request,
     body: PaymentIntentCreate,
@@ -176,11 +176,12 @@ async def confirm_payment_intent(
     network authorizes the card: a decline answers 402 and is recorded on the payment; bank
     authentication answers `requires_action` with the page to visit.
     """
+    network = await processor_for(request_uow(request), principal.tenant)
     answer = AnswerWithEffect(request)
     await service.confirm_payment_intent(
         request_session(request),
         principal.tenant,
-        processor(),
+        network,
         payment_intent,
         body,
         base_url=public_base_url(request),
@@ -206,11 +207,12 @@ async def capture_payment_intent(
     of the hold is released. A payment bound to a commerce order is captured by starting the order's
     preparation: here it is 409 `resource_state_invalid`.
     """
+    network = await processor_for(request_uow(request), principal.tenant)
     answer = AnswerWithEffect(request)
     await service.capture_payment_intent(
         request_session(request),
         principal.tenant,
-        processor(),
+        network,
         payment_intent,
         body.amount_to_capture if body is not None else None,
         claim=pending_claim(request),
@@ -233,11 +235,10 @@ async def cancel_payment_intent(
     Cancels a payment not yet captured; an authorization is released at the network. A payment bound
     to a commerce order is cancelled with the order: here it is 409 `resource_state_invalid`.
     """
+    network = await processor_for(request_uow(request), principal.tenant)
     session = request_session(request)
     reason = body.cancellation_reason if body is not None else None
-    payment = await service.cancel_payment_intent(
-        session, principal.tenant, processor(), payment_intent, reason
-    )
+    payment = await service.cancel_payment_intent(session, principal.tenant, network, payment_intent, reason)
     return await _render(session, principal.tenant, payment)
 
 
@@ -257,14 +258,15 @@ async def increment_authorization(
     Raises the amount held on an authorized card (`requires_capture`) to `amount`. A payment bound to
     a commerce order keeps the order's total: 409 `resource_state_invalid`.
     """
+    network = await processor_for(request_uow(request), principal.tenant)
     session = request_session(request)
     payment = await service.increment_authorization(
-        session, principal.tenant, processor(), payment_intent, body.amount
+        session, principal.tenant, network, payment_intent, body.amount
     )
     return await _render(session, principal.tenant, payment)
 
 
-@router.post("/refunds", response_model=RefundOut)
+@router.post("/refunds", response_model=RefundOut, responses=NEEDS_PROCESSOR)
 async def create_refund(
     request: Request, body: RefundCreate, principal: Annotated[Principal, scoped("payments:write")]
 ) -> RefundOut:

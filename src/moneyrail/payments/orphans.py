@@ -53,7 +53,8 @@ async def sweep_orphans(
     least `grace` ago; the number released. Commits as it goes (the scheduler commits the rest)."""
     if grace is None:
         grace = timedelta(seconds=get_settings().processor_orphan_grace_seconds)
-    network = processor or provider.processor()
+    # the simulator's authorizations, every sandbox tenant's at once (a Stripe account's are not swept yet)
+    network = processor or provider.sandbox_processor()
     horizon = await repository.database_now(session) - grace
     released = 0
     for _ in range(BATCHES_PER_SWEEP):

@@ -15,7 +15,7 @@ from moneyrail.api.context import request_session
 from moneyrail.api.routing import MoneyrailRoute
 from moneyrail.errors import ResourceMissing
 from moneyrail.kit.money import format_amount
-from moneyrail.processor.provider import processor
+from moneyrail.processor.provider import routed
 from moneyrail.web import origin_of, public_base_url, render_page
 
 from . import service
@@ -55,7 +55,7 @@ async def complete_authentication(
     try:
         outcome = await service.complete_authentication(
             request_session(request),
-            processor(),
+            routed(),
             token,
             approved=decision == "approve",
             base_url=public_base_url(request),

@@ -37,6 +37,7 @@ from moneyrail.kit.ids import new_id
 from moneyrail.kit.pagination import Position
 from moneyrail.kit.tenant import Tenant
 from moneyrail.models import Operation, PaymentIntent, Refund
+from moneyrail.processor import provider
 from moneyrail.processor.interface import Processor, ProcessorRefused, operation_key
 
 from . import fees, repository
@@ -131,6 +132,7 @@ async def _announce(session: AsyncSession, tenant: Tenant, refund: Refund, event
 
 
 async def create_refund(session: AsyncSession, tenant: Tenant, command: RefundCreate) -> Refund:
+    await provider.require_processor(session, tenant)
     payment = await repository.get_payment(session, tenant, command.payment_intent, for_update=True)
     if payment is None:
         raise ReferencedResourceMissing(

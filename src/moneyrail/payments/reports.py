@@ -1,5 +1,6 @@
 """Fees become final when the processor reports a payment's real cost (CONVENTIONS.md §7): a sweep of
-the leading scheduler, each tenant on its own clock, and the sandbox's due work when its clock advances.
+the leading scheduler, each tenant on its own clock, and the sandbox's due work when its clock advances;
+on Stripe also as soon as its webhook reports the charge's balance transaction (`report_cost_of`).
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ async def report_costs(
     """Finalize the fees of captured payments whose real cost the processor now reports."""
     finalized = 0
     awaiting = await repository.payments_awaiting_cost(session, tenant, captured_before, REPORT_BATCH)
-    network = processor or (provider.processor() if awaiting else None)
+    network = processor or (provider.routed() if awaiting else None)
     for payment in awaiting:
         assert network is not None and payment.processor_authorization is not None
         owner = Tenant(payment.installation_id, payment.livemode)
@@ -53,6 +54,27 @@ async def report_costs(
         await announce(session, owner, payment, "payment_intent.fees_finalized")
         finalized += 1
     return finalized
+
+
+async def report_cost_of(
+    session: AsyncSession, tenant: Tenant, authorization_id: str, processor: Processor
+) -> str:
+    """The processor reports it has booked a charge (Stripe's `charge.*` events with a balance
+    transaction): the payment's fees become final now if it is captured and they are still pending.
+    ProcessorUnavailable: asked again by the caller's retry. What it did, for the report's record."""
+    payment = await repository.payment_by_authorization(session, tenant, authorization_id)
+    if payment is None:
+        return "no payment of this environment was made by this charge"
+    if payment.fee_status != "pending" or payment.captured_at is None:
+        return f"{payment.id}: fees {payment.fee_status}, nothing to finalize"
+    now = await tenant_now(session, tenant)
+    report = await processor.cost_report(tenant, authorization_id=authorization_id, as_of=now)
+    if report is None:
+        return f"{payment.id}: the processor has not booked its cost yet"
+    await fees.post_final_fees(session, tenant, payment, report, now)
+    await session.flush()
+    await announce(session, tenant, payment, "payment_intent.fees_finalized")
+    return f"{payment.id}: fees final"
 
 
 async def _report_due_costs(session: AsyncSession) -> int:

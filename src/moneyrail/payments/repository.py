@@ -242,6 +242,17 @@ async def get_payment(
     return await session.scalar(statement)
 
 
+async def payment_by_authorization(
+    session: AsyncSession, tenant: Tenant, authorization_id: str
+) -> PaymentIntent | None:
+    """The payment the processor's authorization was made for, locked."""
+    return await session.scalar(
+        select(PaymentIntent)
+        .where(_payment_of(tenant), PaymentIntent.processor_authorization == authorization_id)
+        .with_for_update()
+    )
+
+
 # A payment step's first statement (confirm, capture): the payment locked on the driver, made the
 # session's row without the ORM's query machinery. Its tenant and id are $1 to $3.
 _PAYMENT_COLUMNS = select_list(PaymentIntent, "p", prefix="payment.")

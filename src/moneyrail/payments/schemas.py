@@ -18,7 +18,7 @@ from moneyrail.kit.schemas import (
     operation_error_out,
 )
 from moneyrail.models import PaymentIntent, Refund
-from moneyrail.payment_methods.schemas import CardIn
+from moneyrail.payment_methods.schemas import PROCESSOR_CARD_HELP, CardIn, ProcessorCardToken
 
 Reference = Annotated[str, StringConstraints(min_length=1, max_length=255)]
 Description = Annotated[str, StringConstraints(max_length=1000)]
@@ -103,7 +103,11 @@ class PaymentIntentConfirm(RequestBody):
     payment_method: ObjectId | None = Field(
         default=None, description="A saved card of the payment's customer"
     )
-    card: CardIn | None = Field(default=None, description="A new card; exclusive with payment_method")
+    card: CardIn | None = Field(
+        default=None,
+        description="A new card as typed (the sandbox simulator only); exclusive with payment_method",
+    )
+    card_token: ProcessorCardToken | None = Field(default=None, description=PROCESSOR_CARD_HELP)
     save_payment_method: bool = Field(default=False, description="The customer's consent to keep the card")
     return_url: ReturnUrl | None = Field(default=None, description="Where bank authentication returns to")
 

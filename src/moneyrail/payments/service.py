@@ -45,11 +45,11 @@ from moneyrail.errors import (
     ClientSecretInvalid,
     Conflict,
     FeeAmountImmutable,
+    MoneyrailError,
     ParameterInvalid,
     ParameterMissing,
     ParametersExclusive,
     PaymentDeclined,
-    ProcessorUnavailableError,
     ReferencedResourceMissing,
     ResourceMissing,
 )
@@ -66,10 +66,12 @@ from moneyrail.ledger.service import AccountsOutlook
 from moneyrail.merchants import service as merchants
 from moneyrail.models import PaymentIntent, PaymentMethod
 from moneyrail.payment_methods import service as methods
+from moneyrail.payment_methods.schemas import card_input
+from moneyrail.processor import provider
 from moneyrail.processor.interface import (
     Authorization,
     AuthorizationRequest,
-    CardDetails,
+    CardInput,
     OffSessionCharge,
     Processor,
     ProcessorRefused,
@@ -340,6 +342,7 @@ class CreatedPayment:
 async def create_payment_intent(
     session: AsyncSession, tenant: Tenant, command: PaymentIntentCreate
 ) -> CreatedPayment:
+    await provider.require_processor(session, tenant)  # a live payment that no processor could take: 403
     policy = await commission_policy(session, tenant)
     reserve = policy.reserve(command.amount)
     merchant_id, plan = await resolve_funds_flow(
@@ -461,6 +464,7 @@ async def create_payment_intent_answered(
     the key first as the gate would: a refusal there (an amount below its commission, an unknown
     customer) is stored under the key as before.
     """
+    await provider.require_processor(uow, tenant)  # before anything, the key's claim included
     created = await _create_in_one_statement(uow, tenant, command, claim, answer)
     if created is not None:
         return created
@@ -744,7 +748,7 @@ def _check_client_secret(payment: PaymentIntent, client_secret: str) -> None:
 class Confirmation:
     """What the payer chose: a new card, or a saved one of the payment's customer."""
 
-    card: CardDetails | None = None
+    card: CardInput | None = None
     payment_method: str | None = None
     save_payment_method: bool = False
     return_url: str | None = None
@@ -788,7 +792,7 @@ async def confirm_payment_intent(
     payment = await _locked_claiming(session, tenant, payment_id, claim)
     _check_client_secret(payment, command.client_secret)
     confirmation = Confirmation(
-        card=command.card.to_details() if command.card is not None else None,
+        card=card_input(command.card, command.card_token),
         payment_method=command.payment_method,
         save_payment_method=command.save_payment_method,
         return_url=command.return_url,
@@ -1119,11 +1123,9 @@ def _network_answers(step: str) -> Iterator[None]:
         raise CardDeclined(f"The {step} was refused: {refused.message}", decline_code=refused.code) from None
 
 
-def _unavailable(fault: ProcessorUnavailable) -> ProcessorUnavailableError:
-    return ProcessorUnavailableError(
-        f"The card network did not answer ({fault}). Nothing was charged; "
-        "retry with the same Idempotency-Key."
-    )
+def _unavailable(fault: ProcessorUnavailable) -> MoneyrailError:
+    """503 processor_unavailable (with Retry-After); 403 for an environment with no processor."""
+    return provider.api_error(fault)
 
 
 def _declined_error(payment: PaymentIntent) -> PaymentDeclined:

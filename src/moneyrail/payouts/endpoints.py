@@ -5,6 +5,7 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, Request
 
 from moneyrail.api.context import Principal, request_session
+from moneyrail.api.openapi import NEEDS_PROCESSOR
 from moneyrail.api.pagination import ListEnvelope, PageRequest, list_envelope, page_request
 from moneyrail.api.routing import MoneyrailRoute, scoped
 
@@ -14,7 +15,9 @@ from .schemas import PayoutCreate, PayoutOut, PayoutReverse, render_payout
 router = APIRouter(route_class=MoneyrailRoute, tags=["payouts"])
 
 
-@router.post("/connected-accounts/{connected_account}/payouts", response_model=PayoutOut)
+@router.post(
+    "/connected-accounts/{connected_account}/payouts", response_model=PayoutOut, responses=NEEDS_PROCESSOR
+)
 async def create_payout(
     request: Request,
     connected_account: str,
@@ -47,7 +50,7 @@ async def list_payouts(
     return list_envelope(rows, page, render_payout)
 
 
-@router.post("/payouts", response_model=PayoutOut)
+@router.post("/payouts", response_model=PayoutOut, responses=NEEDS_PROCESSOR)
 async def create_installation_payout(
     request: Request, body: PayoutCreate, principal: Annotated[Principal, scoped("payouts:write")]
 ) -> PayoutOut:
@@ -100,7 +103,7 @@ async def cancel_payout(
     return render_payout(await service.cancel_payout(request_session(request), principal.tenant, payout))
 
 
-@router.post("/payouts/{payout}/reverse", response_model=PayoutOut)
+@router.post("/payouts/{payout}/reverse", response_model=PayoutOut, responses=NEEDS_PROCESSOR)
 async def reverse_payout(
     request: Request,
     payout: str,

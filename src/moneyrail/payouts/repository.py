@@ -79,6 +79,20 @@ async def get(
     return await session.scalar(statement.execution_options(populate_existing=True))
 
 
+async def get_by_processor_id(session: AsyncSession, tenant: Tenant, processor_payout: str) -> Payout | None:
+    """The payout the processor knows as `processor_payout`, locked."""
+    return await session.scalar(
+        select(Payout)
+        .where(
+            Payout.installation_id == tenant.installation_id,
+            Payout.livemode == tenant.livemode,
+            Payout.processor_payout == processor_payout,
+        )
+        .with_for_update()
+        .execution_options(populate_existing=True)
+    )
+
+
 async def list_all(
     session: AsyncSession, tenant: Tenant, *, limit: int, after: Position | None
 ) -> Sequence[Payout]:

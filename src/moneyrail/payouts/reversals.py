@@ -22,6 +22,7 @@ from moneyrail.kit.clock import utcnow
 from moneyrail.kit.ids import new_id
 from moneyrail.kit.tenant import Tenant
 from moneyrail.models import Payout
+from moneyrail.processor import provider
 
 from . import repository
 from .schemas import PayoutReverse
@@ -33,6 +34,7 @@ logger = structlog.get_logger("moneyrail.payouts")
 async def reverse_payout(
     session: AsyncSession, tenant: Tenant, payout_id: str, command: PayoutReverse
 ) -> Payout:
+    await provider.require_processor(session, tenant)
     original = await repository.get(session, tenant, payout_id, for_update=True)
     if original is None:
         raise ResourceMissing(f"No such payout: {payout_id!r}", param="payout")

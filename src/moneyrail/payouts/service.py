@@ -63,6 +63,7 @@ from moneyrail.kit.tenant import Tenant
 from moneyrail.ledger import service as ledger
 from moneyrail.models import Operation, Payout
 from moneyrail.payments.fees import BALANCE_AVAILABLE
+from moneyrail.processor import provider
 from moneyrail.processor.interface import Processor, ProcessorRefused, operation_key
 from moneyrail.processor.sandbox import TEST_BANK_ACCOUNT
 from moneyrail.sandbox.service import register_due_work, tenant_now
@@ -154,6 +155,7 @@ async def create_payout(
     session: AsyncSession, tenant: Tenant, account_id: str, command: PayoutCreate
 ) -> Payout:
     """A connected account's payout, from its available balance to its bank account."""
+    await provider.require_processor(session, tenant)
     account = await connect.get_connected_account(session, tenant, account_id)
     if not Requirements.of(account).payouts_enabled:
         raise Conflict(
@@ -167,6 +169,7 @@ async def create_installation_payout(session: AsyncSession, tenant: Tenant, comm
     """A direct installation's payout, from its own available balance to the environment's bank account.
     A platform's balance funds the distributions it still owes, so it pays out through its connected
     accounts instead."""
+    await provider.require_processor(session, tenant)
     installation = await installations.require_installation(session, tenant.installation_id)
     if installation.kind != "direct":
         raise Conflict(
@@ -302,6 +305,15 @@ async def process_payout(session: AsyncSession, operation: Operation, processor:
         return
     tenant = Tenant(payout.installation_id, payout.livemode)
     step = "payout" if payout.key_generation == 0 else f"payout:{payout.key_generation}"
+    simulated = await provider.uses_simulator(session, tenant)
+    if not simulated and payout.connected_account_id is not None:
+        # Stripe would pay it from the platform's own balance: a connected account's payout must be made
+        # as its Stripe account, which moneyrail's connected accounts are not linked to yet
+        raise PermanentFailure(
+            "connected_account_not_linked",
+            "Connected accounts are not linked to Stripe accounts yet: their payouts run on the "
+            "simulator only.",
+        )
     try:
         if payout.original_payout_id is not None:
             original = await get_payout(session, tenant, payout.original_payout_id)
@@ -318,7 +330,8 @@ async def process_payout(session: AsyncSession, operation: Operation, processor:
                 idempotency_key=operation_key(operation.id, step),
                 amount=payout.amount,
                 currency=payout.currency,
-                bank_account=await _destination(session, tenant, payout),
+                # on Stripe: the account's own default bank account, as Stripe knows it
+                bank_account=await _destination(session, tenant, payout) if simulated else "",
             )
     except ProcessorRefused as refused:
         if refused.code in FINAL_REFUSALS:
@@ -420,24 +433,78 @@ register_outcome_listener(_on_payout_outcome)
 
 
 async def settle_arrivals(session: AsyncSession, tenant: Tenant, now: datetime) -> int:
-    """Payouts (and reversals) whose arrival date has come on this tenant's clock are paid."""
+    """Payouts (and reversals) whose arrival date has come on this tenant's clock are paid: the
+    simulator's timeline. On a real processor, its webhook says when a payout is paid (`payout_paid`)."""
+    if not await provider.uses_simulator(session, tenant):
+        return 0
     done = 0
     for payout in await repository.arrived(session, tenant, now, ARRIVAL_BATCH):
-        # a payout's money reaches the bank; a reversal's reaches the balance it had left
-        destination = BANK_PAYOUTS if payout.original_payout_id is None else balance_account(payout)
-        await ledger.post(
-            session,
-            tenant,
-            kind="payout_paid" if payout.original_payout_id is None else "payout_reversal_paid",
-            reference=payout.id,
-            idempotency_key=f"{payout.id}:paid",
-            postings=_legs(payout.currency, (IN_TRANSIT, -payout.amount), (destination, payout.amount)),
-        )
-        _move(payout, "paid")
-        await session.flush()
-        await announce(session, tenant, payout, "paid")
+        await _paid(session, tenant, payout)
         done += 1
     return done
+
+
+async def _paid(session: AsyncSession, tenant: Tenant, payout: Payout) -> None:
+    # a payout's money reaches the bank; a reversal's reaches the balance it had left
+    destination = BANK_PAYOUTS if payout.original_payout_id is None else balance_account(payout)
+    await ledger.post(
+        session,
+        tenant,
+        kind="payout_paid" if payout.original_payout_id is None else "payout_reversal_paid",
+        reference=payout.id,
+        idempotency_key=f"{payout.id}:paid",
+        postings=_legs(payout.currency, (IN_TRANSIT, -payout.amount), (destination, payout.amount)),
+    )
+    _move(payout, "paid")
+    await session.flush()
+    await announce(session, tenant, payout, "paid")
+
+
+async def _reported(session: AsyncSession, tenant: Tenant, processor_payout: str) -> Payout | None:
+    """The payout the processor reports on, once its own answer (the payout's processor id) is
+    recorded; until then the report is retried (TransientFailure)."""
+    payout = await repository.get_by_processor_id(session, tenant, processor_payout)
+    if payout is None:
+        return None
+    if payout.status == "pending":  # cannot happen once the id is recorded: the same step moves it
+        raise TransientFailure(f"payout {payout.id} is still pending: its processor answer is not recorded")
+    return payout
+
+
+async def payout_paid(session: AsyncSession, tenant: Tenant, processor_payout: str) -> str:
+    """The processor reports a payout arrived at the bank (Stripe's `payout.paid`): `in_transit` ->
+    `paid`, as the arrival sweep moves the simulator's. What it did, for the report's record."""
+    payout = await _reported(session, tenant, processor_payout)
+    if payout is None:
+        return "no payout of this environment has this processor id"
+    if payout.status != "in_transit":
+        return f"{payout.id} is {payout.status} already"
+    await _paid(session, tenant, payout)
+    logger.info("payout_paid_by_processor", payout=payout.id)
+    return f"{payout.id} paid"
+
+
+async def payout_failed(
+    session: AsyncSession, tenant: Tenant, processor_payout: str, *, code: str, message: str
+) -> str:
+    """The processor reports a payout the bank did not take (Stripe's `payout.failed`): `in_transit` ->
+    `failed`, its money (and fee) back in the balance it left. A payout already `paid` stays so: the
+    report names it for the operator (the bank returned the money after the arrival was reported)."""
+    payout = await _reported(session, tenant, processor_payout)
+    if payout is None:
+        return "no payout of this environment has this processor id"
+    if payout.status != "in_transit":
+        if payout.status == "paid":
+            logger.warning("payout_failed_after_paid", payout=payout.id, failure_code=code)
+        return f"{payout.id} is {payout.status} already"
+    _move(payout, "failed")
+    payout.failure_code, payout.failure_message = code, message[:500]
+    payout.updated_at = utcnow()
+    await _give_back(session, tenant, payout)
+    await session.flush()
+    await announce(session, tenant, payout, "updated")
+    logger.info("payout_failed_by_processor", payout=payout.id, failure_code=code)
+    return f"{payout.id} failed: {code}"
 
 
 async def _sweep(session: AsyncSession) -> int:

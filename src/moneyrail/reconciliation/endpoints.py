@@ -5,12 +5,13 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import JSONResponse
 
-from moneyrail.api.context import Principal, request_session
+from moneyrail.api.context import Principal, request_session, request_uow
+from moneyrail.api.openapi import NEEDS_PROCESSOR
 from moneyrail.api.pagination import ListEnvelope, PageRequest, list_envelope, page_request
 from moneyrail.api.routing import MoneyrailRoute, scoped
 from moneyrail.engine.schemas import render_operation
 from moneyrail.errors import ResourceMissing
-from moneyrail.processor.provider import sandbox_simulator
+from moneyrail.processor.provider import processor_for, sandbox_processor, sandbox_simulator
 from moneyrail.processor.sandbox import SandboxProcessor
 
 from . import service
@@ -23,7 +24,10 @@ router = APIRouter(route_class=MoneyrailRoute, tags=["reconciliation"])
     "/reconciliation-runs",
     response_model=ReconciliationRunOut,
     status_code=202,
-    responses={202: {"description": "Accepted: the run's `operation` compares the books in a worker"}},
+    responses={
+        202: {"description": "Accepted: the run's `operation` compares the books in a worker"},
+        **NEEDS_PROCESSOR,
+    },
 )
 async def create_reconciliation_run(
     request: Request,
@@ -70,11 +74,11 @@ async def get_reconciliation_run(
     return render_run(found, render_operation(operation) if operation else None)
 
 
-def _sandbox_processor() -> SandboxProcessor:
-    simulator = sandbox_simulator()
-    if simulator is None:
+async def _sandbox_processor(request: Request, principal: Principal) -> SandboxProcessor:
+    """The simulator itself (its books are what the helpers alter), for a tenant whose money moves on it."""
+    if await processor_for(request_uow(request), principal.tenant) is not sandbox_processor():
         raise ResourceMissing("Unrecognized request URL: test helpers exist only in the sandbox.")
-    return simulator
+    return sandbox_simulator()
 
 
 @router.post("/test-helpers/processor-transfers/{transfer}/lose", status_code=204)
@@ -87,7 +91,7 @@ async def lose_processor_transfer(
     `missing_at_processor`.
     """
     processor_id = await service.processor_id_of(request_session(request), principal.tenant, transfer)
-    await _sandbox_processor().lose_transfer(principal.tenant, processor_id)
+    await (await _sandbox_processor(request, principal)).lose_transfer(principal.tenant, processor_id)
 
 
 @router.post("/test-helpers/processor-transfers/{transfer}/alter", status_code=204)
@@ -103,6 +107,6 @@ async def alter_processor_transfer(
     reconciliation run finds the mismatch.
     """
     processor_id = await service.processor_id_of(request_session(request), principal.tenant, transfer)
-    await _sandbox_processor().alter_transfer(
+    await (await _sandbox_processor(request, principal)).alter_transfer(
         principal.tenant, processor_id, amount=body.amount, status=body.status
     )

@@ -29,6 +29,7 @@ from moneyrail.kit.ids import new_id
 from moneyrail.kit.pagination import Position
 from moneyrail.kit.tenant import Tenant
 from moneyrail.models import Operation, ReconciliationRun
+from moneyrail.processor import provider
 from moneyrail.processor.interface import Processor
 from moneyrail.sandbox.service import require_sandbox, tenant_now
 from moneyrail.transfers import service as transfers
@@ -43,6 +44,7 @@ register_policy(RECONCILIATION_TYPE, RetryPolicy(max_attempts=5, queue_name="def
 
 
 async def create_run(session: AsyncSession, tenant: Tenant) -> tuple[ReconciliationRun, Operation]:
+    await provider.require_processor(session, tenant)
     run = ReconciliationRun(
         id=new_id("recon"),
         installation_id=tenant.installation_id,

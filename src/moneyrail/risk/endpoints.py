@@ -4,11 +4,11 @@ from typing import Annotated
 
 from fastapi import APIRouter, Depends, Query, Request
 
-from moneyrail.api.context import Principal, request_session
+from moneyrail.api.context import Principal, request_session, request_uow
 from moneyrail.api.openapi import CHARGES_CARD
 from moneyrail.api.pagination import ListEnvelope, PageRequest, list_envelope, page_request
 from moneyrail.api.routing import MoneyrailRoute, scoped
-from moneyrail.processor.provider import processor
+from moneyrail.processor.provider import processor_for
 
 from . import service
 from .schemas import (
@@ -137,5 +137,6 @@ async def approve_review(
     The payment continues: captured now for automatic capture (the card network may refuse or not answer),
     capturable for manual capture. Approving an approved review answers it unchanged.
     """
-    approved = await service.approve_review(request_session(request), principal.tenant, processor(), review)
+    network = await processor_for(request_uow(request), principal.tenant)
+    approved = await service.approve_review(request_session(request), principal.tenant, network, review)
     return render_review(approved)

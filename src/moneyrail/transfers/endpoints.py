@@ -5,13 +5,13 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import JSONResponse
 
-from moneyrail.api.context import Principal, request_session
-from moneyrail.api.openapi import CALLS_PROCESSOR
+from moneyrail.api.context import Principal, request_session, request_uow
+from moneyrail.api.openapi import CALLS_PROCESSOR, NEEDS_PROCESSOR
 from moneyrail.api.pagination import ListEnvelope, PageRequest, list_envelope, page_request
 from moneyrail.api.routing import MoneyrailRoute, scoped
 from moneyrail.engine.schemas import OperationOut, render_operation
 from moneyrail.models import AllocationGroup
-from moneyrail.processor.provider import processor
+from moneyrail.processor.provider import processor_for
 
 from . import reversals, service
 from .schemas import (
@@ -77,7 +77,10 @@ async def add_allocation(
     "/allocation-groups/{allocation_group}/commit",
     response_model=OperationOut,
     status_code=202,
-    responses={202: {"description": "Accepted: follow the operation until `succeeded` or `dead_letter`"}},
+    responses={
+        202: {"description": "Accepted: follow the operation until `succeeded` or `dead_letter`"},
+        **NEEDS_PROCESSOR,
+    },
 )
 async def commit_allocation_group(
     request: Request,
@@ -94,7 +97,7 @@ async def commit_allocation_group(
     return JSONResponse(render_operation(operation).model_dump(mode="json"), status_code=202)
 
 
-@router.post("/transfers", response_model=TransferOut)
+@router.post("/transfers", response_model=TransferOut, responses=NEEDS_PROCESSOR)
 async def create_transfer(
     request: Request, body: TransferCreate, principal: Annotated[Principal, scoped("transfers:write")]
 ) -> TransferOut:
@@ -165,6 +168,10 @@ async def create_reversal(
     transferred.
     """
     reversal = await reversals.create_reversal(
-        request_session(request), principal.tenant, processor(), transfer, body or ReversalCreate()
+        request_session(request),
+        principal.tenant,
+        await processor_for(request_uow(request), principal.tenant),
+        transfer,
+        body or ReversalCreate(),
     )
     return render_reversal(reversal)

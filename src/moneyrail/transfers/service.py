@@ -74,6 +74,7 @@ from moneyrail.models import (
 from moneyrail.payments import fees
 from moneyrail.payments import refunds as payment_refunds
 from moneyrail.payments import service as payments
+from moneyrail.processor import provider
 
 from . import distribution, repository
 from .schemas import (
@@ -425,6 +426,7 @@ async def _commit(
 
 
 async def commit_group(session: AsyncSession, tenant: Tenant, group_id: str) -> Operation:
+    await provider.require_processor(session, tenant)
     # the payment's lock first, then the group's: the order a refund stopping the group takes
     found = await get_group(session, tenant, group_id)
     payment = await payments.lock_payment_intent(session, tenant, found.payment_intent_id)
@@ -449,6 +451,7 @@ class CreatedTransfer:
 
 async def create_transfer(session: AsyncSession, tenant: Tenant, command: TransferCreate) -> CreatedTransfer:
     """A one-recipient group, reserved, allocated and committed in this one transaction."""
+    await provider.require_processor(session, tenant)
     payment = await _captured_payment(session, tenant, command.source_transaction, "source_transaction")
     if command.currency is not None and command.currency != payment.currency:
         raise CurrencyInvalid(

@@ -1,4 +1,5 @@
-"""localstripe with the Stripe double in front, once per session; the adapter pointed at the double."""
+"""The adapter pointed at the Stripe double (`stripe_stack`, tests/conftest.py: localstripe with the double
+in front, once per session)."""
 
 from __future__ import annotations
 
@@ -8,14 +9,8 @@ from collections.abc import Iterator
 import pytest
 
 from moneyrail.processor.stripe import StripeProcessor
-from tests.processor.stripe.servers import SECRET_KEY, StripeServers, stripe_servers
+from tests.processor.stripe.servers import SECRET_KEY, StripeServers
 from tests.processor.stripe.support import StripeWorld
-
-
-@pytest.fixture(scope="session")
-def stripe_stack() -> Iterator[StripeServers]:
-    with stripe_servers() as started:
-        yield started
 
 
 @pytest.fixture(scope="module")

@@ -306,7 +306,7 @@ async def _settle_due_subscriptions(
             break
         # a row skipped as locked (another sweep has it) is the next run's, as is one settled late
         after = (due[-1].current_period_end, due[-1].id)
-        network = provider.processor()
+        network = provider.routed()
         changing = await repository.with_unapplied_change(session, [s.id for s in due])
         plain: dict[Tenant, list[Subscription]] = {}
         single: list[Subscription] = []

@@ -103,6 +103,11 @@ class SandboxProcessor:
         self._sessionmaker = sessionmaker
         self._behaviours: dict[CardKey, str] = {}
 
+    @property
+    def sessionmaker(self) -> async_sessionmaker[AsyncSession]:
+        """The simulator's own pool (processor/provider.py reads the tenants' settings on it too)."""
+        return self._sessionmaker
+
     def _remember_behaviour(self, key: CardKey, behaviour: str) -> None:
         if len(self._behaviours) >= REMEMBERED_CARDS:
             del self._behaviours[next(iter(self._behaviours))]

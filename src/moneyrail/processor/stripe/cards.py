@@ -13,6 +13,7 @@ same token gets the same card back, never a second customer.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -130,12 +131,17 @@ def _saved(saved: SavedCard, details: Mapping[str, Any]) -> SavedCardDetails:
             last4=last4,
             exp_month=whole(details, "exp_month"),
             exp_year=whole(details, "exp_year"),
-            # Stripe's fingerprint is the same for the same number within one Stripe account, which is
-            # one installation's environment
-            fingerprint=text(details, "fingerprint") or f"stripe_{saved.method}",
+            fingerprint=shown_fingerprint(text(details, "fingerprint") or saved.method),
         ),
         text(details, "country") or "",
     )
+
+
+def shown_fingerprint(stripes: str) -> str:
+    """The card's fingerprint as moneyrail shows it: a digest of Stripe's (the same for the same number
+    within one Stripe account, which is one installation's environment), so that no value of Stripe's
+    reaches an answer; of the card's own id where Stripe gives none (no match across tokens then)."""
+    return hashlib.sha256(f"stripe-fingerprint:{stripes}".encode()).hexdigest()[:24]
 
 
 def brand_name(brand: str | None) -> str:

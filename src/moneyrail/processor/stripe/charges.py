@@ -172,7 +172,7 @@ def authorization_of(intent: Mapping[str, Any], amount: int, currency: str) -> A
         if code == AUTHENTICATION_FAILURE:
             code = AUTHENTICATION_FAILED
         return Authorization(intent_id, "declined", held, currency, code)
-    raise ProcessorUnavailable(f"Stripe left {intent_id} {status}; ask again.")
+    raise ProcessorUnavailable(f"Stripe left the intent {status}; ask again.")
 
 
 def _declined(declined: stripe.CardError, amount: int, currency: str) -> Authorization:

@@ -115,7 +115,7 @@ class ChargeIds:
         charge = reference(intent, "latest_charge")
         if charge is None:
             raise ProcessorRefused(
-                "source_not_captured", f"The payment {authorization_id} has no charge to transfer from."
+                "source_not_captured", "The payment has no charge at Stripe to transfer from."
             )
         self.remember(authorization_id, charge)
         return charge

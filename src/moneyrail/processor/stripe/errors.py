@@ -7,17 +7,30 @@
   ProcessorRefused.
 
 Every message carries Stripe's request id when Stripe gave one, so a dead letter can be looked up in
-Stripe's request log.
+Stripe's request log. Stripe's object ids in its messages (`No such charge: 'ch_…'`) are left out: a
+message may reach an API answer (a refused capture's 402), and provider ids never do (CONVENTIONS.md
+§12).
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any
 
 import stripe
 
 from moneyrail.processor.interface import CardNotAccepted, ProcessorRefused, ProcessorUnavailable
+
+# an object id as Stripe makes them (`ch_3MtwBwLkdIwHu7ix28a3tqPa`): a lowercase prefix, then random
+# letters and digits (at least one capital or digit, so that words such as `payment_method` stay)
+STRIPE_OBJECT_ID = re.compile(
+    r"\b(?!req_)[a-z]{2,8}_(?:test_|live_)?(?=[A-Za-z0-9]*[A-Z0-9])[A-Za-z0-9]{8,}\b"
+)
+
+
+def without_object_ids(message: str) -> str:
+    return STRIPE_OBJECT_ID.sub("<Stripe id>", message)
 
 
 def request_note(error: stripe.StripeError) -> str:
@@ -27,7 +40,7 @@ def request_note(error: stripe.StripeError) -> str:
 
 def stripe_message(error: stripe.StripeError) -> str:
     message = error.user_message
-    return str(message) if message else type(error).__name__
+    return without_object_ids(str(message)) if message else type(error).__name__
 
 
 def decline_code_of(error: stripe.CardError) -> str:

@@ -1,0 +1,74 @@
+"""moneyrail's processes pointed at Stripe (the double in front of localstripe: MONEYRAIL_STRIPE_API_BASE):
+a web process, and a worker with the scheduler (the relay), once per module."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+import pytest
+
+from tests.conftest import Api, WebServer
+from tests.engine.conftest import assert_ledger_verifies, start_scheduler, start_worker
+from tests.harness import (
+    OUTPUT_DIR,
+    AsyncBridge,
+    Process,
+    Servers,
+    TenantKeys,
+    create_tenant,
+    free_port,
+    use_stripe,
+    wait_until_ready,
+)
+from tests.processor.stripe.servers import StripeServers
+
+
+@dataclass
+class StripeEnvironments:
+    web: WebServer
+    stripe: StripeServers
+    bridge: AsyncBridge
+    clients: list[Api] = field(default_factory=list)  # closed with the module
+
+    def api(self, *, livemode: bool, kind: str = "direct", webhook_secret: str | None = None) -> Api:
+        """A new installation's environment on Stripe, and a client of it with an all-scopes key."""
+        keys = create_tenant(self.bridge, livemode=livemode, kind=kind)
+        use_stripe(
+            self.bridge,
+            keys.tenant,
+            publishable_key=f"pk_{'live' if livemode else 'test'}_moneyrail_tests",
+            webhook_secret=webhook_secret,
+        )
+        return self._client(keys)
+
+    def without_processor(self) -> Api:
+        """A new installation's live environment, no processor set."""
+        return self._client(create_tenant(self.bridge, livemode=True))
+
+    def _client(self, keys: TenantKeys) -> Api:
+        client = Api(self.web.base_url, keys)
+        self.clients.append(client)
+        return client
+
+
+@pytest.fixture(scope="module")
+def on_stripe(
+    servers: Servers, stripe_stack: StripeServers, bridge: AsyncBridge
+) -> Iterator[StripeEnvironments]:
+    env = {"MONEYRAIL_STRIPE_API_BASE": stripe_stack.double}
+    port = free_port()
+    web = Process.start("web", servers, OUTPUT_DIR / "web-stripe.log", MONEYRAIL_PORT=str(port), **env)
+    worker = start_worker(servers, name="worker-stripe", **env)
+    scheduler = start_scheduler(servers, name="scheduler-stripe", **env)
+    try:
+        base_url = f"http://127.0.0.1:{port}"
+        wait_until_ready(base_url, web)
+        environments = StripeEnvironments(WebServer(base_url, web), stripe_stack, bridge)
+        yield environments
+        for client in environments.clients:
+            client.close()
+    finally:
+        for process in (scheduler, worker, web):
+            process.stop()
+    assert_ledger_verifies(servers)
