@@ -32,10 +32,10 @@ import structlog
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from moneyrail.config import get_settings
-from moneyrail.engine.outcomes import PermanentFailure
+from moneyrail.engine.outcomes import PermanentFailure, TransientFailure
 from moneyrail.engine.policy import RetryPolicy, register_policy
 from moneyrail.engine.schedule import register_periodic
-from moneyrail.engine.service import create_operation, get_operation
+from moneyrail.engine.service import Call, Recording, create_operation, get_operation
 from moneyrail.errors import (
     AmountInvalid,
     Conflict,
@@ -271,18 +271,60 @@ async def open_network_disputes(
 
 
 # --- the withdrawal operation -----------------------------------------------------------------------
-async def process_withdrawal(session: AsyncSession, operation: Operation, processor: Processor) -> None:
+async def prepare_withdrawal(
+    session: AsyncSession, operation: Operation, processor: Processor
+) -> Call | None:
     """Take the disputed amount and the fee out of the installation's balance, once; on a platform,
-    reverse the merchant's share of the payment's transfers first (each reversal keyed by this operation)."""
+    reverse the merchant's share of the payment's transfers first (each reversal keyed by this operation).
+
+    In phases (engine `PhasedHandler`): the dispute and the payment's transfers read (the payment locked
+    briefly) and the reversals planned; the reversals asked of the processor with nothing locked; the
+    reversals and the withdrawal booked together, with the success. Without reversals to ask, the
+    withdrawal is booked at once. A crash after the processor's answers: the next attempt plans again
+    (nothing was booked, so the same plan), asks under the same keys, and books the answers once."""
     dispute = await repository.get_dispute_by_operation(session, operation.id)
     if dispute is None or dispute.amount_withdrawn > 0:
-        return  # done already
+        return None  # done already
     tenant = Tenant(dispute.installation_id, dispute.livemode)
     payment = await payments.lock_payment_intent(session, tenant, dispute.payment_intent_id)
-    withdrawal = dispute.amount + dispute.fee_amount
-    reversed_total = await _take_back_from_transfers(
-        session, processor, operation, payment, dispute, withdrawal
+    planned = await _plan_take_back(session, operation, payment, dispute.amount + dispute.fee_amount)
+    if not planned:
+        await _withdraw(session, tenant, dispute, payment, [])
+        return None
+    dispute_id = dispute.id
+
+    async def call() -> Recording:
+        try:
+            answered = await transfers.ask_reversals(processor, tenant, planned)
+        except ProcessorRefused as refused:
+            raise PermanentFailure(refused.code, refused.message) from refused
+
+        async def record(session: AsyncSession) -> None:
+            dispute = await repository.get_dispute_by_operation(session, operation.id)
+            # only this operation withdraws: another attempt took over meanwhile
+            if dispute is None or dispute.amount_withdrawn > 0:
+                raise TransientFailure("the dispute changed while the processor was asked")
+            payment = await payments.lock_payment_intent(session, tenant, dispute.payment_intent_id)
+            await _withdraw(session, tenant, dispute, payment, answered)
+
+        return record
+
+    logger.info("dispute_withdrawal_reversing", dispute=dispute_id, reversals=len(planned))
+    return call
+
+
+async def _withdraw(
+    session: AsyncSession,
+    tenant: Tenant,
+    dispute: Dispute,
+    payment: PaymentIntent,
+    answered: Sequence[transfers.AnsweredReversal],
+) -> None:
+    """The withdrawal's books: the reversals the processor made, then the network's withdrawal."""
+    reversed_total = await transfers.book_reversals(
+        session, tenant, payment, answered, refund_id=None, metadata={"dispute": dispute.id}
     )
+    withdrawal = dispute.amount + dispute.fee_amount
     from_pending = fees.take_for_transfer(payment, withdrawal)
     await ledger.post(
         session,
@@ -321,32 +363,25 @@ async def process_withdrawal(session: AsyncSession, operation: Operation, proces
     )
 
 
-async def _take_back_from_transfers(
-    session: AsyncSession,
-    processor: Processor,
-    operation: Operation,
-    payment: PaymentIntent,
-    dispute: Dispute,
-    wanted: int,
-) -> int:
+async def _plan_take_back(
+    session: AsyncSession, operation: Operation, payment: PaymentIntent, wanted: int
+) -> list[transfers.PlannedReversal]:
+    """The reversals that take `wanted` back from the payment's paid transfers (its merchants' first),
+    in proportion to what each still holds, up to what they hold."""
     paid = await transfers.reversible_transfers(session, payment)
     merchants = [transfer for transfer, role in paid if role == "merchant"]
     chosen = merchants or [transfer for transfer, _ in paid]
     holding = [transfer.amount - transfer.amount_reversed for transfer in chosen]
     if not chosen or sum(holding) == 0:
-        return 0
+        return []
+    if await payment_refunds.refund_in_progress(session, payment.id):
+        raise TransientFailure("a refund of the payment is taking back from its transfers")
     shares = split_largest_remainder(min(wanted, sum(holding)), holding)
-    taken = 0
-    for transfer, share in zip(chosen, shares, strict=True):
-        if share > 0:
-            try:
-                await transfers.reverse_in_operation(
-                    session, processor, operation, payment, transfer, share, {"dispute": dispute.id}
-                )
-            except ProcessorRefused as refused:
-                raise PermanentFailure(refused.code, refused.message) from refused
-            taken += share
-    return taken
+    return [
+        transfers.planned_in_operation(operation, transfer, share)
+        for transfer, share in zip(chosen, shares, strict=True)
+        if share > 0
+    ]
 
 
 # --- evidence -----------------------------------------------------------------------------------------

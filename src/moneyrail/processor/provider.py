@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from moneyrail.config import get_settings
 from moneyrail.db.engine import create_engine, create_sessionmaker
+from moneyrail.kit.tenant import Tenant
 from moneyrail.processor.interface import Processor
 from moneyrail.processor.sandbox import SandboxProcessor
 
@@ -24,3 +25,10 @@ def processor() -> Processor:
         pool = settings.model_copy(update={"db_pool_size": min(settings.db_pool_size, 10)})
         _processor = SandboxProcessor(create_sessionmaker(create_engine(pool)))
     return _processor
+
+
+def batches_calls(tenant: Tenant) -> bool:
+    """Whether the tenant's processor has batch calls (`Processor.batches_calls`): the operations that
+    make its transfers and charges then share a message (their type's batch size), else run alone. A
+    live tenant runs alone whatever stands in for its processor here."""
+    return not tenant.livemode and processor().batches_calls
