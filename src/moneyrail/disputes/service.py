@@ -24,17 +24,19 @@ after a win reinstates A in its own transaction, so the books end where they wou
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Sequence
 from datetime import datetime, timedelta
 from pathlib import Path
 
 import structlog
-from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from moneyrail.config import get_settings
+from moneyrail.db.uow import UnitOfWork
 from moneyrail.engine.outcomes import PermanentFailure, TransientFailure
 from moneyrail.engine.policy import RetryPolicy, register_policy
-from moneyrail.engine.schedule import register_periodic
+from moneyrail.engine.schedule import register_periodic_outside
 from moneyrail.engine.service import Call, Recording, create_operation, get_operation
 from moneyrail.errors import (
     AmountInvalid,
@@ -254,6 +256,10 @@ async def open_network_disputes(
     except ProcessorUnavailable as fault:
         logger.warning("network_disputes_unavailable", error=str(fault))
         return 0
+    return await _open_reported(session, tenant, opened)
+
+
+async def _open_reported(session: AsyncSession, tenant: Tenant, opened: Sequence[NetworkDispute]) -> int:
     payment_of = await repository.payments_by_authorization(
         session, tenant, [dispute.authorization_id for dispute in opened]
     )
@@ -521,25 +527,36 @@ async def decide_outcomes(
     network = processor or (provider.processor() if undecided else None)
     for dispute in undecided:
         assert network is not None
-        try:
-            outcome = await network.dispute_outcome(tenant, dispute_id=dispute.network_dispute, as_of=now)
-        except ProcessorUnavailable as fault:
-            logger.warning("dispute_outcome_unavailable", dispute=dispute.id, error=str(fault))
-            continue
-        if outcome is None:
-            continue
-        reinstating = outcome == "won" and dispute.amount_withdrawn > 0
-        _move(dispute, "won" if outcome == "won" else "lost")
-        if reinstating:
-            await _reinstate(session, tenant, dispute)
-        dispute.decided_at = now
-        await session.flush()
-        if reinstating:
-            await _announce(session, tenant, dispute, "charge.dispute.funds_reinstated")
-        await _announce(session, tenant, dispute, "charge.dispute.closed")
-        logger.info("dispute_decided", dispute=dispute.id, outcome=outcome)
-        decided += 1
+        outcome = await _outcome(network, tenant, dispute.id, dispute.network_dispute, now)
+        if outcome is not None:
+            await _decide(session, tenant, dispute, outcome, now)
+            decided += 1
     return decided
+
+
+async def _outcome(
+    network: Processor, tenant: Tenant, dispute_id: str, network_dispute: str, now: datetime
+) -> str | None:
+    try:
+        return await network.dispute_outcome(tenant, dispute_id=network_dispute, as_of=now)
+    except ProcessorUnavailable as fault:
+        logger.warning("dispute_outcome_unavailable", dispute=dispute_id, error=str(fault))
+        return None
+
+
+async def _decide(
+    session: AsyncSession, tenant: Tenant, dispute: Dispute, outcome: str, now: datetime
+) -> None:
+    reinstating = outcome == "won" and dispute.amount_withdrawn > 0
+    _move(dispute, "won" if outcome == "won" else "lost")
+    if reinstating:
+        await _reinstate(session, tenant, dispute)
+    dispute.decided_at = now
+    await session.flush()
+    if reinstating:
+        await _announce(session, tenant, dispute, "charge.dispute.funds_reinstated")
+    await _announce(session, tenant, dispute, "charge.dispute.closed")
+    logger.info("dispute_decided", dispute=dispute.id, outcome=outcome)
 
 
 async def _reinstate(session: AsyncSession, tenant: Tenant, dispute: Dispute) -> None:
@@ -565,15 +582,56 @@ async def _on_clock(session: AsyncSession, tenant: Tenant, now: datetime) -> int
     return opened + await decide_outcomes(session, tenant, now)
 
 
-async def _sweep(session: AsyncSession) -> int:
-    """The leading scheduler: each tenant on its own clock (a sandbox's may run days ahead)."""
+OUTCOMES_IN_FLIGHT = 16  # dispute outcomes asked of the network at once
+
+
+async def _sweep(sessionmaker: async_sessionmaker[AsyncSession]) -> int:
+    """The leading scheduler: each tenant on its own clock (a sandbox's may run days ahead). What is due
+    is read in one unit of work, the network asked with none open, and its answers written in the next
+    (each dispute read again under its lock: one decided meanwhile is left as it is)."""
+    async with UnitOfWork(sessionmaker) as uow:
+        session = uow.session
+        carded = [
+            (tenant, await tenant_now(session, tenant))
+            for tenant in await sandbox_network.tenants_with_dispute_cards(session, DISPUTE_CARD_DELAY)
+        ]
+        undecided = []
+        for tenant in await repository.tenants_with_undecided_disputes(session):
+            now = await tenant_now(session, tenant)
+            for dispute in await repository.undecided_disputes(session, tenant, SWEEP_BATCH):
+                undecided.append((tenant, now, dispute.id, dispute.network_dispute))
+    if not carded and not undecided:
+        return 0
+    network = provider.processor()
     done = 0
-    for tenant in await sandbox_network.tenants_with_dispute_cards(session, DISPUTE_CARD_DELAY):
-        done += await open_network_disputes(session, tenant, await tenant_now(session, tenant))
-    for tenant in await repository.tenants_with_undecided_disputes(session):
-        done += await decide_outcomes(session, tenant, await tenant_now(session, tenant))
+    for tenant, now in carded:
+        try:
+            opened = await network.due_disputes(tenant, as_of=now)
+        except ProcessorUnavailable as fault:
+            logger.warning("network_disputes_unavailable", error=str(fault))
+            continue
+        async with UnitOfWork(sessionmaker) as uow:
+            done += await _open_reported(uow.session, tenant, opened)
+            await uow.commit()
+    in_flight = asyncio.Semaphore(OUTCOMES_IN_FLIGHT)
+
+    async def ask(tenant: Tenant, now: datetime, dispute_id: str, network_dispute: str) -> str | None:
+        async with in_flight:
+            return await _outcome(network, tenant, dispute_id, network_dispute, now)
+
+    outcomes = await asyncio.gather(*(ask(*one) for one in undecided))
+    async with UnitOfWork(sessionmaker) as uow:
+        for (tenant, now, dispute_id, _), outcome in zip(undecided, outcomes, strict=True):
+            if outcome is None:
+                continue
+            found = await repository.get_dispute(uow.session, tenant, dispute_id, for_update=True)
+            if found is None or found.status not in repository.UNDECIDED:
+                continue
+            await _decide(uow.session, tenant, found, outcome, now)
+            done += 1
+        await uow.commit()
     return done
 
 
-register_periodic("disputes.network", timedelta(seconds=30), _sweep)
+register_periodic_outside("disputes.network", timedelta(seconds=30), _sweep)
 register_due_work("disputes.network", _on_clock)
