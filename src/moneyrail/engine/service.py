@@ -133,10 +133,6 @@ def together(calls: Sequence[Call]) -> Call:
     return call
 
 
-async def nothing_to_record(session: AsyncSession) -> None:
-    """The `Recording` of a call whose answer changes nothing here."""
-
-
 # Called in the same transaction as an operation's end for good: succeeded, failed (a permanent
 # refusal) or canceled (an operator discarded its dead letter). The events domain writes the matching
 # event, and the domain that owns the work settles its own record (a refund, a transfer, a receipt).
