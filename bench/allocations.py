@@ -364,8 +364,8 @@ async def count_statements(services: harness.Services, groups: int, accounts: in
     from sqlalchemy.engine import make_url
 
     import moneyrail.domains  # noqa: F401  (every outcome listener, as in a worker)
-    from moneyrail.engine.service import run_operations
-    from tests.engine.probe_actors import execute_probe
+    from moneyrail.engine.service import each, run_phased_operations
+    from tests.engine.probe_actors import prepare_probe
     from tests.sql_counter import StatementCounter
 
     # N commits alone, then N batches of the sandbox's COMMIT_BATCH, as a worker gets them
@@ -397,14 +397,11 @@ async def count_statements(services: harness.Services, groups: int, accounts: in
         sessionmaker = create_sessionmaker(engine)
         processor = SandboxProcessor(create_sessionmaker(processor_engine))
 
-        async def commit(session: Any, operation: Any) -> None:
-            await transfer_commit.process_commit(session, operation, processor)
-
-        async def commit_together(session: Any, operations: Any) -> None:
-            await transfer_commit.process_commits(session, operations, processor)
+        async def commit(session: Any, operations: Any) -> Any:
+            return await transfer_commit.prepare_commits(session, operations, processor)
 
         async def four_processor_calls(number: int) -> None:
-            # a commit's one batch call of 4 transfers (each under its own key), as process_commit asks it
+            # a commit's one batch call of 4 transfers (each under its own key), as prepare_commits asks it
             await processor.create_transfers(
                 seeded.tenant,
                 idempotency_key=f"bench:{number}:transfers",
@@ -424,7 +421,7 @@ async def count_statements(services: harness.Services, groups: int, accounts: in
             alone, batched = commits[:groups], commits[groups:]
             batches = [batched[start : start + BATCH] for start in range(0, len(batched), BATCH)]
             for kind, work, handler in (
-                ("probe", [[operation_id] for operation_id in probes], execute_probe),
+                ("probe", [[operation_id] for operation_id in probes], each(prepare_probe)),
                 ("allocation_commit", [[operation_id] for operation_id in alone], commit),
                 ("processor_calls_alone", [[str(n)] for n in range(groups)], None),
                 (f"allocation_commit_batch_of_{BATCH}", batches, commit),
@@ -437,14 +434,9 @@ async def count_statements(services: harness.Services, groups: int, accounts: in
                     if handler is None:  # what the processor's batch call of a commit costs by itself
                         await four_processor_calls(number)
                     else:
-                        # a batch as a worker runs it: the engine's batch handler, one unit of work
-                        results = await run_operations(
-                            sessionmaker,
-                            operation_ids,
-                            handler,
-                            worker="bench",
-                            lease=timedelta(seconds=60),
-                            batch_handler=commit_together,
+                        # a batch as a worker runs it: the engine's phased handler, for all at once
+                        results = await run_phased_operations(
+                            sessionmaker, operation_ids, handler, worker="bench", lease=timedelta(seconds=60)
                         )
                         if any(result.outcome != "succeeded" for result in results):
                             raise harness.BenchError(f"{operation_ids} ended {results}")

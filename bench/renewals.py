@@ -10,7 +10,7 @@ One run, with bench/harness.py: a fresh database `moneyrail_bench_renewals`, mig
 1. Seeding (not timed as renewals): one sandbox installation with subscriptions on, a monthly price of
    9.90 EUR, `--customers` customers each with a saved, preferred 4242 card; then `--seeders` processes
    each create their share of the subscriptions with `billing.create_subscription`, record the renewal
-   consent and pay the first invoices off-session with `payments.charge_off_session_many` (a checkout
+   consent and pay the first invoices off-session with `payments.record_off_session_charges` (a checkout
    charges one at a time; the batch entry point writes the same rows, each under its own key), in
    transactions of SEED_BATCH subscriptions.
 2. Each round (`--rounds`, 2 by default: the subscriptions' cycles 1, 2, ...):
@@ -194,15 +194,14 @@ async def _seed_share(catalog_: Catalog, first: int, count: int) -> int:
             locked = await payments.lock_payment_intents(
                 session, tenant, [invoice.payment_intent_id for invoice in invoices.values()]
             )
-            await payments.charge_off_session_many(
-                session,
-                tenant,
-                processor,
-                [
-                    (locked[invoices[invoice_id].payment_intent_id], cards[card_id], f"{invoice_id}:first")
-                    for invoice_id, card_id in charges
-                ],
-            )
+            charging = [
+                (locked[invoices[invoice_id].payment_intent_id], cards[card_id], f"{invoice_id}:first")
+                for invoice_id, card_id in charges
+            ]
+            # seeding, in one transaction: the renewals themselves ask with none open (their phases)
+            asked = await payments.off_session_charges(session, charging)
+            answers = await payments.ask_off_session(processor, tenant, asked)
+            await payments.record_off_session_charges(session, tenant, processor, charging, answers)
             await uow.commit()
         done = min(done + SEED_BATCH, count)
     await engine.dispose()

@@ -8,17 +8,14 @@ import dramatiq
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from moneyrail.billing import service as billing
+from moneyrail.engine.service import Call
 from moneyrail.models import Operation
 from workers import runtime
 from workers.broker import broker
 
 
-async def _renew(session: AsyncSession, operation: Operation) -> None:
-    await billing.process_renewal(session, operation, runtime.processor())
-
-
-async def _renew_many(session: AsyncSession, operations: Sequence[Operation]) -> None:
-    await billing.renew_many(session, operations, runtime.processor())
+async def _renew(session: AsyncSession, operations: Sequence[Operation]) -> Call | None:
+    return await billing.prepare_renewals(session, operations, runtime.processor())
 
 
 async def _sync(session: AsyncSession, operation: Operation) -> None:
@@ -27,7 +24,7 @@ async def _sync(session: AsyncSession, operation: Operation) -> None:
 
 @dramatiq.actor(actor_name=billing.RENEWAL_ACTOR, queue_name="money", broker=broker)
 async def renewal(*operation_ids: str) -> None:
-    await runtime.run(operation_ids, _renew, _renew_many)
+    await runtime.run_phased(operation_ids, _renew)
 
 
 @dramatiq.actor(actor_name=billing.SYNC_ACTOR, queue_name="money", broker=broker)

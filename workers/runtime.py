@@ -11,7 +11,14 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from moneyrail.config import get_settings
 from moneyrail.db.engine import create_engine, create_sessionmaker
-from moneyrail.engine.service import BatchHandler, Handler, RunResult, run_operations
+from moneyrail.engine.service import (
+    BatchHandler,
+    Handler,
+    PhasedHandler,
+    RunResult,
+    run_operations,
+    run_phased_operations,
+)
 from moneyrail.processor import provider
 from moneyrail.processor.interface import Processor
 
@@ -41,6 +48,19 @@ async def run(
         worker=WORKER_ID,
         lease=timedelta(seconds=settings.operation_lease_seconds),
         batch_handler=batch_handler,
+    )
+
+
+async def run_phased(operation_ids: Sequence[str], handler: PhasedHandler) -> list[RunResult]:
+    """`run` for a handler that calls the processor: its call is made between two units of work, with
+    no transaction, row lock or pooled connection held (engine/service.py, `PhasedHandler`)."""
+    settings = get_settings()
+    return await run_phased_operations(
+        sessionmaker(),
+        operation_ids,
+        handler,
+        worker=WORKER_ID,
+        lease=timedelta(seconds=settings.operation_lease_seconds),
     )
 
 

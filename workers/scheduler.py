@@ -47,12 +47,16 @@ class Scheduler:
 
     async def run_job(self, job: PeriodicJob) -> None:
         try:
-            async with UnitOfWork(self.sessionmaker) as uow:
-                if job.in_chunks is not None:
-                    done = await job.in_chunks(uow.session, uow.commit)
-                else:
-                    done = await job.sweep(uow.session)
-                await uow.commit()
+            if job.outside is not None:  # it opens its own units of work, none across a processor call
+                done = await job.outside(self.sessionmaker)
+            else:
+                async with UnitOfWork(self.sessionmaker) as uow:
+                    if job.in_chunks is not None:
+                        done = await job.in_chunks(uow.session, uow.commit)
+                    else:
+                        assert job.sweep is not None
+                        done = await job.sweep(uow.session)
+                    await uow.commit()
         except Exception:  # one failing sweep must not stop the others; the next run tries again
             logger.exception("job_failed", job=job.name)
             return

@@ -137,9 +137,9 @@ def test_a_retry_with_another_card_charges_that_card_and_the_sweep_refunds_the_f
     assert second != first
     assert net_charged(db, payment["id"]) == 4000  # until the sweep: both cards charged
 
-    released = bridge.in_unit_of_work(
-        lambda session: sweep_orphans(
-            session, processor=SandboxProcessor(bridge.sessionmaker), grace=timedelta(0)
+    released = bridge.run(
+        sweep_orphans(
+            bridge.sessionmaker, processor=SandboxProcessor(bridge.sessionmaker), grace=timedelta(0)
         )
     )
     assert released >= 1
@@ -215,9 +215,9 @@ def test_the_sweep_waits_for_a_slow_commit_and_never_releases_a_charge_its_payme
     assert recorded_authorization(db, payment["id"]) is None  # captured, not yet recorded: it looks orphaned
 
     # grace 0: only the lock keeps the sweep from releasing the charge; it waits for the commit
-    bridge.in_unit_of_work(
-        lambda session: sweep_orphans(
-            session, processor=SandboxProcessor(bridge.sessionmaker), grace=timedelta(0)
+    bridge.run(
+        sweep_orphans(
+            bridge.sessionmaker, processor=SandboxProcessor(bridge.sessionmaker), grace=timedelta(0)
         )
     )
     confirming.join(30)
@@ -263,9 +263,7 @@ def test_sweeps_go_through_full_batches_and_a_processor_away_leaves_the_orphan_t
     assert faulted.status_code == 200, faulted.text
 
     def sweep() -> int:
-        return bridge.in_unit_of_work(
-            lambda session: sweep_orphans(session, processor=network, grace=timedelta(0))
-        )
+        return bridge.run(sweep_orphans(bridge.sessionmaker, processor=network, grace=timedelta(0)))
 
     sweep()  # the first cancel meets the fault: it stops there
     assert [held(db, payment["id"]) for payment in payments].count(0) < 3

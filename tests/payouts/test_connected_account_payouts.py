@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 
 import httpx
 import pytest
@@ -195,7 +196,13 @@ def test_a_pending_payout_can_be_canceled_and_its_money_returns(platform, db, mo
     )
     body = payout(platform, account, 700, method="instant").json()
     assert account_balance(platform, account) == (0, 0)
-    canceled = platform.post(f"/v1/payouts/{body['id']}/cancel")
+    # between two attempts: while one is at the processor (no lock held) the cancel is refused, as the
+    # processor may be paying it out; the caller asks again in a moment
+    deadline = time.monotonic() + 30
+    while (canceled := platform.post(f"/v1/payouts/{body['id']}/cancel")).status_code == 409:
+        assert "being handed to the processor" in canceled.json()["error"]["message"], canceled.text
+        assert time.monotonic() < deadline, "the payout's operation never paused between attempts"
+        time.sleep(0.05)
     assert canceled.status_code == 200, canceled.text
     assert canceled.json()["status"] == "canceled"
     assert account_balance(platform, account) == (750, 0)  # the fee too

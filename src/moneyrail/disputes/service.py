@@ -24,18 +24,20 @@ after a win reinstates A in its own transaction, so the books end where they wou
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Sequence
 from datetime import datetime, timedelta
 from pathlib import Path
 
 import structlog
-from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from moneyrail.config import get_settings
+from moneyrail.db.uow import UnitOfWork
 from moneyrail.engine.outcomes import PermanentFailure, TransientFailure
 from moneyrail.engine.policy import RetryPolicy, register_policy
-from moneyrail.engine.schedule import register_periodic
-from moneyrail.engine.service import create_operation, get_operation
+from moneyrail.engine.schedule import register_periodic_outside
+from moneyrail.engine.service import Call, Recording, create_operation, get_operation
 from moneyrail.errors import (
     AmountInvalid,
     Conflict,
@@ -254,6 +256,10 @@ async def open_network_disputes(
     except ProcessorUnavailable as fault:
         logger.warning("network_disputes_unavailable", error=str(fault))
         return 0
+    return await _open_reported(session, tenant, opened)
+
+
+async def _open_reported(session: AsyncSession, tenant: Tenant, opened: Sequence[NetworkDispute]) -> int:
     payment_of = await repository.payments_by_authorization(
         session, tenant, [dispute.authorization_id for dispute in opened]
     )
@@ -271,18 +277,60 @@ async def open_network_disputes(
 
 
 # --- the withdrawal operation -----------------------------------------------------------------------
-async def process_withdrawal(session: AsyncSession, operation: Operation, processor: Processor) -> None:
+async def prepare_withdrawal(
+    session: AsyncSession, operation: Operation, processor: Processor
+) -> Call | None:
     """Take the disputed amount and the fee out of the installation's balance, once; on a platform,
-    reverse the merchant's share of the payment's transfers first (each reversal keyed by this operation)."""
+    reverse the merchant's share of the payment's transfers first (each reversal keyed by this operation).
+
+    In phases (engine `PhasedHandler`): the dispute and the payment's transfers read (the payment locked
+    briefly) and the reversals planned; the reversals asked of the processor with nothing locked; the
+    reversals and the withdrawal booked together, with the success. Without reversals to ask, the
+    withdrawal is booked at once. A crash after the processor's answers: the next attempt plans again
+    (nothing was booked, so the same plan), asks under the same keys, and books the answers once."""
     dispute = await repository.get_dispute_by_operation(session, operation.id)
     if dispute is None or dispute.amount_withdrawn > 0:
-        return  # done already
+        return None  # done already
     tenant = Tenant(dispute.installation_id, dispute.livemode)
     payment = await payments.lock_payment_intent(session, tenant, dispute.payment_intent_id)
-    withdrawal = dispute.amount + dispute.fee_amount
-    reversed_total = await _take_back_from_transfers(
-        session, processor, operation, payment, dispute, withdrawal
+    planned = await _plan_take_back(session, operation, payment, dispute.amount + dispute.fee_amount)
+    if not planned:
+        await _withdraw(session, tenant, dispute, payment, [])
+        return None
+    dispute_id = dispute.id
+
+    async def call() -> Recording:
+        try:
+            answered = await transfers.ask_reversals(processor, tenant, planned)
+        except ProcessorRefused as refused:
+            raise PermanentFailure(refused.code, refused.message) from refused
+
+        async def record(session: AsyncSession) -> None:
+            dispute = await repository.get_dispute_by_operation(session, operation.id)
+            # only this operation withdraws: another attempt took over meanwhile
+            if dispute is None or dispute.amount_withdrawn > 0:
+                raise TransientFailure("the dispute changed while the processor was asked")
+            payment = await payments.lock_payment_intent(session, tenant, dispute.payment_intent_id)
+            await _withdraw(session, tenant, dispute, payment, answered)
+
+        return record
+
+    logger.info("dispute_withdrawal_reversing", dispute=dispute_id, reversals=len(planned))
+    return call
+
+
+async def _withdraw(
+    session: AsyncSession,
+    tenant: Tenant,
+    dispute: Dispute,
+    payment: PaymentIntent,
+    answered: Sequence[transfers.AnsweredReversal],
+) -> None:
+    """The withdrawal's books: the reversals the processor made, then the network's withdrawal."""
+    reversed_total = await transfers.book_reversals(
+        session, tenant, payment, answered, refund_id=None, metadata={"dispute": dispute.id}
     )
+    withdrawal = dispute.amount + dispute.fee_amount
     from_pending = fees.take_for_transfer(payment, withdrawal)
     await ledger.post(
         session,
@@ -321,32 +369,25 @@ async def process_withdrawal(session: AsyncSession, operation: Operation, proces
     )
 
 
-async def _take_back_from_transfers(
-    session: AsyncSession,
-    processor: Processor,
-    operation: Operation,
-    payment: PaymentIntent,
-    dispute: Dispute,
-    wanted: int,
-) -> int:
+async def _plan_take_back(
+    session: AsyncSession, operation: Operation, payment: PaymentIntent, wanted: int
+) -> list[transfers.PlannedReversal]:
+    """The reversals that take `wanted` back from the payment's paid transfers (its merchants' first),
+    in proportion to what each still holds, up to what they hold."""
     paid = await transfers.reversible_transfers(session, payment)
     merchants = [transfer for transfer, role in paid if role == "merchant"]
     chosen = merchants or [transfer for transfer, _ in paid]
     holding = [transfer.amount - transfer.amount_reversed for transfer in chosen]
     if not chosen or sum(holding) == 0:
-        return 0
+        return []
+    if await payment_refunds.refund_in_progress(session, payment.id):
+        raise TransientFailure("a refund of the payment is taking back from its transfers")
     shares = split_largest_remainder(min(wanted, sum(holding)), holding)
-    taken = 0
-    for transfer, share in zip(chosen, shares, strict=True):
-        if share > 0:
-            try:
-                await transfers.reverse_in_operation(
-                    session, processor, operation, payment, transfer, share, {"dispute": dispute.id}
-                )
-            except ProcessorRefused as refused:
-                raise PermanentFailure(refused.code, refused.message) from refused
-            taken += share
-    return taken
+    return [
+        transfers.planned_in_operation(operation, transfer, share)
+        for transfer, share in zip(chosen, shares, strict=True)
+        if share > 0
+    ]
 
 
 # --- evidence -----------------------------------------------------------------------------------------
@@ -486,16 +527,21 @@ async def decide_outcomes(
     network = processor or (provider.routed() if undecided else None)
     for dispute in undecided:
         assert network is not None
-        try:
-            outcome = await network.dispute_outcome(tenant, dispute_id=dispute.network_dispute, as_of=now)
-        except ProcessorUnavailable as fault:
-            logger.warning("dispute_outcome_unavailable", dispute=dispute.id, error=str(fault))
-            continue
-        if outcome is None:
-            continue
-        await _decide(session, tenant, dispute, outcome, now)
-        decided += 1
+        outcome = await _outcome(network, tenant, dispute.id, dispute.network_dispute, now)
+        if outcome is not None:
+            await _decide(session, tenant, dispute, outcome, now)
+            decided += 1
     return decided
+
+
+async def _outcome(
+    network: Processor, tenant: Tenant, dispute_id: str, network_dispute: str, now: datetime
+) -> str | None:
+    try:
+        return await network.dispute_outcome(tenant, dispute_id=network_dispute, as_of=now)
+    except ProcessorUnavailable as fault:
+        logger.warning("dispute_outcome_unavailable", dispute=dispute_id, error=str(fault))
+        return None
 
 
 async def _decide(
@@ -581,16 +627,58 @@ async def _on_clock(session: AsyncSession, tenant: Tenant, now: datetime) -> int
     return opened + await decide_outcomes(session, tenant, now)
 
 
-async def _sweep(session: AsyncSession) -> int:
-    """The leading scheduler: each tenant on its own clock (a sandbox's may run days ahead)."""
+OUTCOMES_IN_FLIGHT = 16  # dispute outcomes asked of the network at once
+
+
+async def _sweep(sessionmaker: async_sessionmaker[AsyncSession]) -> int:
+    """The leading scheduler: each tenant on its own clock (a sandbox's may run days ahead). What is due
+    is read in one unit of work, the network asked with none open, and its answers written in the next
+    (each dispute read again under its lock: one decided meanwhile is left as it is)."""
+    async with UnitOfWork(sessionmaker) as uow:
+        session = uow.session
+        carded = [
+            (tenant, await tenant_now(session, tenant))
+            for tenant in await sandbox_network.tenants_with_dispute_cards(session, DISPUTE_CARD_DELAY)
+        ]
+        undecided = []
+        for tenant in await repository.tenants_with_undecided_disputes(session):
+            if not await provider.uses_simulator(session, tenant):
+                continue  # the processor's webhook decides
+            now = await tenant_now(session, tenant)
+            for dispute in await repository.undecided_disputes(session, tenant, SWEEP_BATCH):
+                undecided.append((tenant, now, dispute.id, dispute.network_dispute))
+    if not carded and not undecided:
+        return 0
+    network = provider.routed()
     done = 0
-    for tenant in await sandbox_network.tenants_with_dispute_cards(session, DISPUTE_CARD_DELAY):
-        done += await open_network_disputes(session, tenant, await tenant_now(session, tenant))
-    for tenant in await repository.tenants_with_undecided_disputes(session):
-        if await provider.uses_simulator(session, tenant):  # else the processor's webhook decides
-            done += await decide_outcomes(session, tenant, await tenant_now(session, tenant))
+    for tenant, now in carded:  # the simulator's dispute cards
+        try:
+            opened = await network.due_disputes(tenant, as_of=now)
+        except ProcessorUnavailable as fault:
+            logger.warning("network_disputes_unavailable", error=str(fault))
+            continue
+        async with UnitOfWork(sessionmaker) as uow:
+            done += await _open_reported(uow.session, tenant, opened)
+            await uow.commit()
+    in_flight = asyncio.Semaphore(OUTCOMES_IN_FLIGHT)
+
+    async def ask(tenant: Tenant, now: datetime, dispute_id: str, network_dispute: str) -> str | None:
+        async with in_flight:
+            return await _outcome(network, tenant, dispute_id, network_dispute, now)
+
+    outcomes = await asyncio.gather(*(ask(*one) for one in undecided))
+    async with UnitOfWork(sessionmaker) as uow:
+        for (tenant, now, dispute_id, _), outcome in zip(undecided, outcomes, strict=True):
+            if outcome is None:
+                continue
+            found = await repository.get_dispute(uow.session, tenant, dispute_id, for_update=True)
+            if found is None or found.status not in repository.UNDECIDED:
+                continue
+            await _decide(uow.session, tenant, found, outcome, now)
+            done += 1
+        await uow.commit()
     return done
 
 
-register_periodic("disputes.network", timedelta(seconds=30), _sweep)
+register_periodic_outside("disputes.network", timedelta(seconds=30), _sweep)
 register_due_work("disputes.network", _on_clock)

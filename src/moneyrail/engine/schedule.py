@@ -10,7 +10,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import timedelta
 
-from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 Sweep = Callable[[AsyncSession], Awaitable[int]]  # returns how many things it did, for the log
 # The caller's commit, offered to work large enough to be done in chunks (100,000 renewals due at one
@@ -18,14 +18,18 @@ Sweep = Callable[[AsyncSession], Awaitable[int]]  # returns how many things it d
 # the chunk in hand, which stays due for the next run. The caller still commits at its end.
 CommitChunk = Callable[[], Awaitable[None]]
 ChunkedSweep = Callable[[AsyncSession, CommitChunk], Awaitable[int]]
+# A sweep that calls the processor (an outside system): it opens its own units of work, so that none is
+# open while a call is on the network (ARCHITECTURE.md, "The processor is an outside system").
+OutsideSweep = Callable[[async_sessionmaker[AsyncSession]], Awaitable[int]]
 
 
 @dataclass(frozen=True)
 class PeriodicJob:
     name: str
     every: timedelta
-    sweep: Sweep
+    sweep: Sweep | None
     in_chunks: ChunkedSweep | None = None  # when set, the scheduler runs this one with its commit
+    outside: OutsideSweep | None = None  # when set, the scheduler gives it the sessionmaker alone
 
 
 _jobs: dict[str, PeriodicJob] = {}
@@ -47,6 +51,11 @@ def register_periodic_in_chunks(name: str, every: timedelta, sweep: ChunkedSweep
         return await sweep(session, commit_at_the_end)
 
     _jobs[name] = PeriodicJob(name, every, in_one_transaction, in_chunks=sweep)
+
+
+def register_periodic_outside(name: str, every: timedelta, sweep: OutsideSweep) -> None:
+    """A sweep that calls the processor: run with no unit of work of the caller's (`OutsideSweep`)."""
+    _jobs[name] = PeriodicJob(name, every, None, outside=sweep)
 
 
 def periodic_jobs() -> list[PeriodicJob]:

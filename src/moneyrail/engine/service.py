@@ -16,6 +16,7 @@ pending, and the attempt-failure listeners show them the error (`last_operation_
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -58,6 +59,80 @@ Handler = Callable[[AsyncSession, Operation], Awaitable[None]]
 # a batch runs it once instead of the handler once per operation. Same contract as a handler for each
 # operation it is given; an operation that must run alone (after a batch split) meets the plain handler.
 BatchHandler = Callable[[AsyncSession, Sequence[Operation]], Awaitable[None]]
+
+# A handler that calls the processor runs in three phases (ARCHITECTURE.md, "The processor is an outside
+# system"), so that no transaction, row lock or pool connection is held while a call is on the network:
+#   1. `PhasedHandler`, in a short unit of work: read (and lock, briefly) what the operations act on and
+#      decide what to ask. It returns the call, or None when nothing is to be asked (done already, or a
+#      decision made locally, written in this unit of work, which then records the success as a
+#      one-phase handler's does). With a call, this unit of work commits and closes first.
+#   2. `Call`: the processor call, each under the operation's keys, outside any unit of work. It raises
+#      as a handler does (TransientFailure: a retry under the same keys; PermanentFailure: failed).
+#   3. `Recording`: what the processor answered, written in a new unit of work with the success, the
+#      outcome listeners and the events. It reads again, under lock, what it changes: whatever changed
+#      meanwhile, the processor's answer is a fact to book once (a retried call under the same key
+#      answers the same; a superseded attempt rolls back, as a one-phase handler's does).
+# A crash between 2 and 3 leaves the operation `running` until its lease runs out; the relay re-drives
+# it and the next attempt asks again under the same keys, which replays the answer, recorded once.
+# Several operations of a batch are prepared, called (one call, or concurrent calls) and recorded together;
+# any failure splits the batch, and each runs alone, as a one-phase batch does.
+Recording = Callable[[AsyncSession], Awaitable[None]]
+Call = Callable[[], Awaitable[Recording]]
+PhasedHandler = Callable[[AsyncSession, Sequence[Operation]], Awaitable[Call | None]]
+# The phase 1 of one operation, for `each`.
+PhasedStep = Callable[[AsyncSession, Operation], Awaitable[Call | None]]
+
+
+def in_one_phase(handler: Handler, batch_handler: BatchHandler | None = None) -> PhasedHandler:
+    """A handler that never calls out (or a batch handler for a set-based batch) as a `PhasedHandler`
+    whose work is all in its first unit of work: it commits with the success, as it always did."""
+
+    async def prepare(session: AsyncSession, operations: Sequence[Operation]) -> Call | None:
+        if len(operations) > 1 and batch_handler is not None:
+            await batch_handler(session, operations)
+        else:
+            for operation in operations:
+                await handler(session, operation)
+        return None
+
+    return prepare
+
+
+def each(step: PhasedStep) -> PhasedHandler:
+    """A `PhasedHandler` from the phases of one operation: a batch prepares its operations in turn in
+    one unit of work, makes their calls concurrently (each under its own keys), and records their
+    answers in turn in one unit of work. For a processor without a batch call."""
+
+    async def prepare(session: AsyncSession, operations: Sequence[Operation]) -> Call | None:
+        calls = [call for operation in operations if (call := await step(session, operation)) is not None]
+        return None if not calls else together(calls)
+
+    return prepare
+
+
+def together(calls: Sequence[Call]) -> Call:
+    """Several calls made concurrently as one; their recordings run in the calls' order. A failure of any
+    is raised once every call has ended, so no call is still on the network when a batch splits and its
+    operations ask again alone."""
+    if len(calls) == 1:
+        return calls[0]
+
+    async def call() -> Recording:
+        answers = await asyncio.gather(*(one() for one in calls), return_exceptions=True)
+        for answer in answers:
+            if isinstance(answer, BaseException):
+                raise answer
+        recordings = [answer for answer in answers if not isinstance(answer, BaseException)]
+
+        async def record(session: AsyncSession) -> None:
+            for recording in recordings:
+                await recording(session)
+
+        return record
+
+    return call
+
+
 # Called in the same transaction as an operation's end for good: succeeded, failed (a permanent
 # refusal) or canceled (an operator discarded its dead letter). The events domain writes the matching
 # event, and the domain that owns the work settles its own record (a refund, a transfer, a receipt).
@@ -241,26 +316,41 @@ async def run_operations(
     lease: timedelta,
     batch_handler: BatchHandler | None = None,
 ) -> list[RunResult]:
+    """`run_phased_operations` for a handler that makes no call outside the database: its effect
+    commits with its outcome, in one unit of work."""
+    return await run_phased_operations(
+        sessionmaker, operation_ids, in_one_phase(handler, batch_handler), worker=worker, lease=lease
+    )
+
+
+async def run_phased_operations(
+    sessionmaker: async_sessionmaker[AsyncSession],
+    operation_ids: Sequence[str],
+    handler: PhasedHandler,
+    *,
+    worker: str,
+    lease: timedelta,
+) -> list[RunResult]:
     """Claim, act, record, for the operations one message carries (one, or a batch of one type).
     Safe to call for any delivery of any message, any number of times; a result per id, in order.
 
     The claim commits on its own first (it is the lease that lets the relay re-drive an attempt whose
-    worker died) and returns the rows. Then each handler's effect commits with its outcome, in one
-    unit of work, only if the attempt still holds the operation when it records success (the
-    statement that checks takes the row's lock until commit). An attempt that outlived its lease is
-    rolled back whole, so a re-driven operation has one effect; calls to the outside world are keyed
-    by the operation, so the two attempts' calls are one.
+    worker died) and returns the rows. Then the handler's phases run (`PhasedHandler`): the effect
+    commits with its outcome, in one unit of work, only if the attempt still holds the operation when it
+    records success (the statement that checks takes the row's lock until commit). An attempt that
+    outlived its lease is rolled back whole, so a re-driven operation has one effect; calls to the
+    outside world are keyed by the operation, so the two attempts' calls are one.
 
-    A batch first runs together: every handler, then every outcome and event, in one unit of work and
-    one commit. If any of them fails or was superseded, nothing of it commits and each runs again on
-    its own, so one operation's failure never decides another's outcome (a repeated handler is
-    harmless for the same reason a re-driven attempt is).
+    A batch first runs together: its phases once for all, then every outcome and event, in one unit of
+    work and one commit. If any of them fails or was superseded, nothing of its recording commits and
+    each runs again on its own, so one operation's failure never decides another's outcome (a repeated
+    call is harmless for the same reason a re-driven attempt is).
     """
     async with autocommit_connection(sessionmaker) as connection:
         claimed = await repository.claim(connection, operation_ids, lease, worker)
     # the others: a duplicate message, or already done, or not due yet
     results = {operation_id: RunResult("skipped") for operation_id in operation_ids}
-    if len(claimed) > 1 and await _act_together(sessionmaker, claimed, handler, batch_handler):
+    if len(claimed) > 1 and await _act_together(sessionmaker, claimed, handler):
         for operation in claimed:
             results[operation.id] = _succeeded(operation)
     else:
@@ -269,22 +359,49 @@ async def run_operations(
     return [results[operation_id] for operation_id in operation_ids]
 
 
+async def _phases(
+    sessionmaker: async_sessionmaker[AsyncSession], operations: Sequence[Operation], handler: PhasedHandler
+) -> bool:
+    """Run the handler's phases for the operations and record their success with what they wrote;
+    False (nothing of the recording committed) when an attempt no longer holds its operation."""
+    payloads = [orjson.dumps(operation.payload) for operation in operations]
+    async with UnitOfWork(sessionmaker) as uow:
+        call = await handler(uow.session, operations)
+        if call is None:
+            return await _record_success(uow, operations, payloads)
+        await uow.commit()  # what the first phase wrote; its locks end here, before the call
+    recording = await call()  # no unit of work, no session, no pooled connection
+    async with UnitOfWork(sessionmaker) as uow:
+        await recording(uow.session)
+        return await _record_success(uow, operations, payloads)
+
+
+async def _record_success(
+    uow: UnitOfWork, operations: Sequence[Operation], payloads: Sequence[bytes]
+) -> bool:
+    finished = [
+        (operation, _changed(operation, payload))
+        for operation, payload in zip(operations, payloads, strict=True)
+    ]
+    if not await repository.record_successes(uow.session, finished):
+        await uow.rollback()
+        return False
+    if len(operations) == 1:
+        await _announce(uow.session, operations[0])
+    else:
+        await _announce_together(uow.session, operations)
+    await uow.commit()
+    return True
+
+
 async def _act(
-    sessionmaker: async_sessionmaker[AsyncSession], operation: Operation, handler: Handler
+    sessionmaker: async_sessionmaker[AsyncSession], operation: Operation, handler: PhasedHandler
 ) -> RunResult:
     failure: BaseException
     try:
-        async with UnitOfWork(sessionmaker) as uow:
-            payload = orjson.dumps(operation.payload)
-            await handler(uow.session, operation)
-            if not await repository.record_successes(
-                uow.session, [(operation, _changed(operation, payload))]
-            ):
-                await uow.rollback()
-                logger.info("operation_superseded", operation_id=operation.id, attempt=operation.attempts)
-                return RunResult("superseded", operation.attempts)
-            await _announce(uow.session, operation)
-            await uow.commit()
+        if not await _phases(sessionmaker, [operation], handler):
+            logger.info("operation_superseded", operation_id=operation.id, attempt=operation.attempts)
+            return RunResult("superseded", operation.attempts)
     except Exception as error:  # any failure is recorded; the worker itself must not die of it
         failure = error
     else:
@@ -294,33 +411,17 @@ async def _act(
 
 
 async def _act_together(
-    sessionmaker: async_sessionmaker[AsyncSession],
-    operations: Sequence[Operation],
-    handler: Handler,
-    batch_handler: BatchHandler | None,
+    sessionmaker: async_sessionmaker[AsyncSession], operations: Sequence[Operation], handler: PhasedHandler
 ) -> bool:
-    """True once every operation's effect and success committed together; False, nothing committed
-    and every payload as it was, when one of them failed or was superseded. (A commit that fails with
-    its outcome unknown is found out alone: an operation it did finish is no longer running, so its
-    second run rolls back as superseded.)"""
+    """True once every operation's effect and success committed together; False, nothing of the
+    recording committed and every payload as it was, when one of them failed or was superseded. (A
+    commit that fails with its outcome unknown is found out alone: an operation it did finish is no
+    longer running, so its second run rolls back as superseded.)"""
     payloads = [orjson.dumps(operation.payload) for operation in operations]
     try:
-        async with UnitOfWork(sessionmaker) as uow:
-            if batch_handler is not None:
-                await batch_handler(uow.session, operations)
-            else:
-                for operation in operations:
-                    await handler(uow.session, operation)
-            finished = [
-                (operation, _changed(operation, payload))
-                for operation, payload in zip(operations, payloads, strict=True)
-            ]
-            if await repository.record_successes(uow.session, finished):
-                await _announce_together(uow.session, operations)
-                await uow.commit()
-                return True
-            await uow.rollback()
-            error = "superseded: a lease ran out"
+        if await _phases(sessionmaker, operations, handler):
+            return True
+        error = "superseded: a lease ran out"
     except Exception as failure:  # each runs alone now and meets its own failure there
         error = _describe(failure)
     for operation, payload in zip(operations, payloads, strict=True):

@@ -8,10 +8,15 @@ scheduler releases what nobody retried: the processor's authorizations older tha
 or refunded when captured, logged (`processor_orphan_released`) and recorded in `processor_orphans`,
 which GET /metrics counts (`moneyrail_processor_orphans_total`).
 
-Never a charge a payment owns: ownership is read again under the payment's lock, and a confirmation
-holds that lock from before its processor call until it commits, so a slow commit is waited for, not
-raced. Before releasing, the payment's attempt count moves on (committed), so a confirmation retried
-later asks the network afresh instead of replaying the released authorization.
+Never a charge a payment owns: ownership is read again under the payment's lock, which a confirmation
+holds from before its processor call until it commits (a slow commit is waited for, not raced), and which
+a renewal takes again to record its charge. Before releasing, the payment's attempt count moves on
+(committed), so a confirmation retried later asks the network afresh instead of replaying the released
+authorization, and a renewal whose answer was not yet recorded asks again under its next key.
+
+The sweep keeps no transaction open while it calls the network (ARCHITECTURE.md, "The processor is an
+outside system"): it reads and locks what it needs in one unit of work, commits, calls, and writes what
+the call answered in the next.
 """
 
 from __future__ import annotations
@@ -19,11 +24,11 @@ from __future__ import annotations
 from datetime import timedelta
 
 import structlog
-from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from moneyrail.config import get_settings
-from moneyrail.db.uow import commit
-from moneyrail.engine.schedule import register_periodic
+from moneyrail.db.uow import UnitOfWork
+from moneyrail.engine.schedule import register_periodic_outside
 from moneyrail.kit.clock import utcnow
 from moneyrail.kit.tenant import Tenant
 from moneyrail.processor import provider
@@ -47,18 +52,24 @@ _TICK = timedelta(microseconds=1)
 
 
 async def sweep_orphans(
-    session: AsyncSession, *, processor: Processor | None = None, grace: timedelta | None = None
+    sessionmaker: async_sessionmaker[AsyncSession],
+    *,
+    processor: Processor | None = None,
+    grace: timedelta | None = None,
 ) -> int:
     """Release the orphans among the processor's authorizations created since the last sweep and at
-    least `grace` ago; the number released. Commits as it goes (the scheduler commits the rest)."""
+    least `grace` ago; the number released. Each step in its own unit of work, none open across a call."""
     if grace is None:
         grace = timedelta(seconds=get_settings().processor_orphan_grace_seconds)
     # the simulator's authorizations, every sandbox tenant's at once (a Stripe account's are not swept yet)
     network = processor or provider.sandbox_processor()
-    horizon = await repository.database_now(session) - grace
+    async with UnitOfWork(sessionmaker) as uow:
+        horizon = await repository.database_now(uow.session) - grace
     released = 0
     for _ in range(BATCHES_PER_SWEEP):
-        checked_through = await repository.locked_orphan_watermark(session, horizon - FIRST_LOOKBACK)
+        async with UnitOfWork(sessionmaker) as uow:
+            checked_through = await repository.locked_orphan_watermark(uow.session, horizon - FIRST_LOOKBACK)
+            await uow.commit()
         if checked_through >= horizon:
             break
         candidates = await network.open_authorizations(
@@ -67,9 +78,11 @@ async def sweep_orphans(
         # a full batch may end amid rows of one instant: the next one starts just before its last
         reached = horizon if len(candidates) < BATCH else candidates[-1].created_at - _TICK
         stalled = False
-        owners = await repository.authorizations_of_payments_across_tenants(
-            session, [candidate.reference for candidate in candidates if candidate.reference is not None]
-        )
+        async with UnitOfWork(sessionmaker) as uow:
+            owners = await repository.authorizations_of_payments_across_tenants(
+                uow.session,
+                [candidate.reference for candidate in candidates if candidate.reference is not None],
+            )
         for candidate in candidates:
             if candidate.reference is None:
                 continue  # made before the network kept references: no payment to ask
@@ -77,49 +90,52 @@ async def sweep_orphans(
             if owners.get(owner) == candidate.id:
                 continue  # recorded by its payment, the usual case: no lock needed
             try:
-                released += await _release_if_orphan(session, network, candidate)
+                released += await _release_if_orphan(sessionmaker, network, candidate)
             except ProcessorUnavailable as fault:
                 logger.warning("processor_orphan_unavailable", authorization=candidate.id, error=str(fault))
                 reached = min(reached, candidate.created_at - _TICK)  # the next sweep tries it again
                 stalled = True
                 break
-        # the watermark row was unlocked by the commits above: lock it again to move it
-        await repository.locked_orphan_watermark(session, horizon - FIRST_LOOKBACK)
-        await repository.set_orphan_watermark(session, reached)
-        await _commit(session)
+        async with UnitOfWork(sessionmaker) as uow:
+            await repository.locked_orphan_watermark(uow.session, horizon - FIRST_LOOKBACK)
+            await repository.set_orphan_watermark(uow.session, reached)
+            await uow.commit()
         if stalled or len(candidates) < BATCH:
             break  # caught up, or the processor is away: the next sweep goes on from here
     return released
 
 
 async def _release_if_orphan(
-    session: AsyncSession, network: Processor, candidate: ProcessorAuthorizationRecord
+    sessionmaker: async_sessionmaker[AsyncSession],
+    network: Processor,
+    candidate: ProcessorAuthorizationRecord,
 ) -> int:
     assert candidate.reference is not None
     tenant = Tenant(candidate.installation_id, candidate.livemode)
-    # under the payment's lock: a confirmation still running holds it until it commits
-    payment = await repository.lock_payment_as_committed(session, tenant, candidate.reference)
-    if payment is not None and payment.processor_authorization == candidate.id:
-        await _commit(session)
-        return 0
     captured = candidate.status == "captured"
     amount = candidate.amount_captured - candidate.amount_refunded if captured else candidate.amount
     action = "refund" if captured else "void"
-    first_found = await repository.record_orphan(
-        session,
-        tenant,
-        {
-            "authorization_id": candidate.id,
-            "payment_intent_id": candidate.reference,
-            "amount": amount,
-            "currency": candidate.currency,
-            "action": action,
-        },
-    )
-    if first_found and payment is not None and payment.status in CONFIRMABLE:
-        payment.confirmations += 1  # a later retry asks under a new key, never replays this charge
-        payment.updated_at = utcnow()
-    await _commit(session)  # the attempt count has moved on before the charge is released
+    async with UnitOfWork(sessionmaker) as uow:
+        session = uow.session
+        # under the payment's lock: a confirmation still running holds it until it commits
+        payment = await repository.lock_payment_as_committed(session, tenant, candidate.reference)
+        if payment is not None and payment.processor_authorization == candidate.id:
+            return 0
+        first_found = await repository.record_orphan(
+            session,
+            tenant,
+            {
+                "authorization_id": candidate.id,
+                "payment_intent_id": candidate.reference,
+                "amount": amount,
+                "currency": candidate.currency,
+                "action": action,
+            },
+        )
+        if first_found and payment is not None and payment.status in CONFIRMABLE:
+            payment.confirmations += 1  # a later retry asks under a new key, never replays this charge
+            payment.updated_at = utcnow()
+        await uow.commit()  # the attempt count has moved on before the charge is released
     try:
         if captured:
             await network.refund(
@@ -147,16 +163,8 @@ async def _release_if_orphan(
     return 1
 
 
-async def _commit(session: AsyncSession) -> None:
-    await commit(session)  # the driver's statements too; the next may run on another connection
-
-
-async def _scheduled_sweep(session: AsyncSession) -> int:
-    return await sweep_orphans(session)
-
-
-register_periodic(
+register_periodic_outside(
     "payments.processor_orphans",
     timedelta(seconds=get_settings().processor_orphan_sweep_seconds),
-    _scheduled_sweep,
+    sweep_orphans,
 )

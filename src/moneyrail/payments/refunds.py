@@ -25,10 +25,13 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from moneyrail.engine.outcomes import AttemptError, PermanentFailure, TransientFailure
 from moneyrail.engine.policy import RetryPolicy, register_policy
 from moneyrail.engine.service import (
+    Call,
+    Recording,
     create_operation,
     final_failure,
     register_attempt_failure_listener,
     register_outcome_listener,
+    statuses_of,
 )
 from moneyrail.errors import AmountInvalid, Conflict, ReferencedResourceMissing, ResourceMissing
 from moneyrail.events.service import record_event
@@ -54,9 +57,15 @@ register_policy(
     ),
 )
 
-# Called in the refund operation's transaction before the processor refunds: the transfers domain takes
-# back from a distributed payment's recipients what the refund needs, in the same operation.
-RefundPreparer = Callable[[AsyncSession, Processor, Operation, PaymentIntent, Refund], Awaitable[None]]
+# Called in the refund operation's first phase, the payment locked (engine `PhasedHandler`): the transfers
+# domain plans what to take back from a distributed payment's recipients for the refund, in the same
+# operation. Its call is made before the refund's, outside any transaction; its recording books the
+# answers in the refund's recording, given the payment locked again.
+RefundSideRecording = Callable[[AsyncSession, PaymentIntent], Awaitable[None]]
+RefundSideCall = Callable[[], Awaitable[RefundSideRecording]]
+RefundPreparer = Callable[
+    [AsyncSession, Processor, Operation, PaymentIntent, Refund], Awaitable[RefundSideCall | None]
+]
 _refund_preparers: list[RefundPreparer] = []
 
 
@@ -189,36 +198,72 @@ async def create_refund(session: AsyncSession, tenant: Tenant, command: RefundCr
     return refund
 
 
-async def process_refund(session: AsyncSession, operation: Operation, processor: Processor) -> None:
-    """The `refund` operation's handler: one processor call keyed by the operation, then the books."""
+async def refund_in_progress(session: AsyncSession, payment_id: str, *, before: Refund | None = None) -> bool:
+    """Whether a refund of the payment (accepted before `before`, when given) is still being made, its
+    operation not waiting on an operator in `dead_letter`. What takes back from a distributed payment's
+    recipients plans on what was taken back before it (a refund, a dispute's withdrawal): one at a time."""
+    pending = await repository.pending_refunds(session, payment_id, before=before)
+    statuses = await statuses_of(session, [r.operation_id for r in pending if r.operation_id])
+    return any(statuses.get(r.operation_id or "") != "dead_letter" for r in pending)
+
+
+async def prepare_refund(session: AsyncSession, operation: Operation, processor: Processor) -> Call | None:
+    """The `refund` operation's handler in phases (engine `PhasedHandler`): the refund and its payment
+    read (the payment locked briefly), then the processor's refund keyed by the operation (after what
+    a preparer takes back from recipients), with nothing locked, then the books with the success.
+
+    A crash after the processor's answer leaves the operation running until its lease runs out; the
+    next attempt asks again under the same keys, and the processor answers as before: one refund."""
     refund = await repository.get_refund_by_operation(session, operation.id)
     if refund is None or refund.status != "pending":
-        return  # done already, or withdrawn
+        return None  # done already, or withdrawn
     tenant = Tenant(refund.installation_id, refund.livemode)
     payment = await repository.get_payment(session, tenant, refund.payment_intent_id, for_update=True)
     assert payment is not None and payment.processor_authorization is not None
-    for prepare in _refund_preparers:
-        await prepare(session, processor, operation, payment, refund)
+    sides = [
+        side
+        for prepare in _refund_preparers
+        if (side := await prepare(session, processor, operation, payment, refund)) is not None
+    ]
     step = "refund" if refund.key_generation == 0 else f"refund:{refund.key_generation}"
-    try:
-        result = await processor.refund(
-            tenant,
-            idempotency_key=operation_key(operation.id, step),
-            authorization_id=payment.processor_authorization,
-            amount=refund.amount,
-        )
-    except ProcessorRefused as refused:
-        if refused.code in RETRYABLE_REFUSALS:
-            raise RefundRefused(refused.code, refused.message) from refused
-        raise PermanentFailure(refused.code, refused.message) from refused
-    _move(refund, "succeeded")
-    refund.processor_refund = result.processor_id
-    payment.amount_refunded += refund.amount
-    payment.updated_at = utcnow()
-    await fees.post_refund(session, tenant, payment, refund)
-    await session.flush()
-    await _announce(session, tenant, refund, "refund.updated")
-    logger.info("refund_succeeded", refund=refund.id, payment_intent=payment.id, amount=refund.amount)
+    key, authorization_id, amount = (
+        operation_key(operation.id, step),
+        payment.processor_authorization,
+        refund.amount,
+    )
+
+    async def call() -> Recording:
+        recordings = [await side() for side in sides]  # taken back from recipients first, as before
+        try:
+            result = await processor.refund(
+                tenant, idempotency_key=key, authorization_id=authorization_id, amount=amount
+            )
+        except ProcessorRefused as refused:
+            if refused.code in RETRYABLE_REFUSALS:
+                raise RefundRefused(refused.code, refused.message) from refused
+            raise PermanentFailure(refused.code, refused.message) from refused
+
+        async def record(session: AsyncSession) -> None:
+            refund = await repository.get_refund_by_operation(session, operation.id)
+            # only this operation's own end moves a pending refund: another attempt took over meanwhile
+            if refund is None or refund.status != "pending":
+                raise TransientFailure("the refund changed while the processor was asked")
+            payment = await repository.get_payment(session, tenant, refund.payment_intent_id, for_update=True)
+            assert payment is not None
+            for recording in recordings:
+                await recording(session, payment)
+            _move(refund, "succeeded")
+            refund.processor_refund = result.processor_id
+            payment.amount_refunded += refund.amount
+            payment.updated_at = utcnow()
+            await fees.post_refund(session, tenant, payment, refund)
+            await session.flush()
+            await _announce(session, tenant, refund, "refund.updated")
+            logger.info("refund_succeeded", refund=refund.id, payment_intent=payment.id, amount=refund.amount)
+
+        return record
+
+    return call
 
 
 async def _on_refund_attempt_failed(session: AsyncSession, operation: Operation, error: AttemptError) -> None:

@@ -1,20 +1,27 @@
 """Fees become final when the processor reports a payment's real cost (CONVENTIONS.md §7): a sweep of
 the leading scheduler, each tenant on its own clock, and the sandbox's due work when its clock advances;
 on Stripe also as soon as its webhook reports the charge's balance transaction (`report_cost_of`).
+
+The scheduler's sweep keeps no transaction open while it asks the processor (ARCHITECTURE.md, "The
+processor is an outside system"): the payments awaiting their cost are read in one unit of work, the
+reports asked with none open, and the fees finalized in the next, each payment read again under its lock.
 """
 
 from __future__ import annotations
 
+import asyncio
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 import structlog
-from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from moneyrail.config import get_settings
-from moneyrail.engine.schedule import register_periodic
+from moneyrail.db.uow import UnitOfWork
+from moneyrail.engine.schedule import register_periodic_outside
 from moneyrail.kit.tenant import Tenant
 from moneyrail.processor import provider
-from moneyrail.processor.interface import Processor, ProcessorUnavailable
+from moneyrail.processor.interface import CostReport, Processor, ProcessorUnavailable
 from moneyrail.sandbox.service import register_due_work, tenant_now
 
 from . import fees, repository
@@ -77,13 +84,63 @@ async def report_cost_of(
     return f"{payment.id}: fees final"
 
 
-async def _report_due_costs(session: AsyncSession) -> int:
+@dataclass(frozen=True)
+class _Awaiting:
+    tenant: Tenant
+    payment_id: str
+    authorization_id: str
+    now: datetime  # the tenant's present when asked
+
+
+REPORTS_IN_FLIGHT = 16  # cost reports asked of the processor at once
+
+
+async def report_due_costs(
+    sessionmaker: async_sessionmaker[AsyncSession], processor: Processor | None = None
+) -> int:
     """The scheduler's sweep: each tenant on its own clock (a sandbox's may run days ahead)."""
     days = timedelta(days=get_settings().sandbox_cost_report_days)
+    awaiting: list[_Awaiting] = []
+    async with UnitOfWork(sessionmaker) as uow:
+        session = uow.session
+        for tenant in await repository.tenants_awaiting_cost(session):
+            now = await tenant_now(session, tenant)
+            awaiting.extend(
+                _Awaiting(tenant, payment.id, payment.processor_authorization or "", now)
+                for payment in await repository.payments_awaiting_cost(
+                    session, tenant, now - days, REPORT_BATCH
+                )
+            )
+    if not awaiting:
+        return 0
+    network = processor or provider.routed()
+    in_flight = asyncio.Semaphore(REPORTS_IN_FLIGHT)
+
+    async def ask(one: _Awaiting) -> CostReport | None:
+        async with in_flight:
+            try:
+                return await network.cost_report(
+                    one.tenant, authorization_id=one.authorization_id, as_of=one.now
+                )
+            except ProcessorUnavailable as fault:
+                logger.warning("cost_report_unavailable", payment_intent=one.payment_id, error=str(fault))
+                return None  # the next sweep asks again
+
+    reports = await asyncio.gather(*(ask(one) for one in awaiting))
     finalized = 0
-    for tenant in await repository.tenants_awaiting_cost(session):
-        now = await tenant_now(session, tenant)
-        finalized += await report_costs(session, tenant=tenant, captured_before=now - days)
+    async with UnitOfWork(sessionmaker) as uow:
+        session = uow.session
+        for one, report in zip(awaiting, reports, strict=True):
+            if report is None:
+                continue
+            payment = await repository.get_payment(session, one.tenant, one.payment_id, for_update=True)
+            if payment is None or payment.fee_status != "pending":
+                continue  # finalized meanwhile (a sandbox clock advance)
+            await fees.post_final_fees(session, one.tenant, payment, report, one.now)
+            await session.flush()
+            await announce(session, one.tenant, payment, "payment_intent.fees_finalized")
+            finalized += 1
+        await uow.commit()
     return finalized
 
 
@@ -91,7 +148,7 @@ async def _report_costs_on_advance(session: AsyncSession, tenant: Tenant, now: d
     return await report_costs(session, tenant=tenant, captured_before=now)
 
 
-register_periodic(
-    "payments.cost_reports", timedelta(seconds=get_settings().cost_report_sweep_seconds), _report_due_costs
+register_periodic_outside(
+    "payments.cost_reports", timedelta(seconds=get_settings().cost_report_sweep_seconds), report_due_costs
 )
 register_due_work("payments.cost_reports", _report_costs_on_advance)

@@ -9,7 +9,7 @@ from typing import Any, NamedTuple
 
 import asyncpg
 import orjson
-from sqlalchemy import ColumnElement, and_, bindparam, func, select, true, update
+from sqlalchemy import ColumnElement, and_, bindparam, func, select, true, tuple_, update
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -443,6 +443,18 @@ async def get_refund(
 
 async def get_refund_by_operation(session: AsyncSession, operation_id: str) -> Refund | None:
     return await session.scalar(select(Refund).where(Refund.operation_id == operation_id).with_for_update())
+
+
+async def pending_refunds(
+    session: AsyncSession, payment_id: str, *, before: Refund | None = None
+) -> Sequence[Refund]:
+    """The payment's pending refunds; those accepted before `before`, when given."""
+    statement = select(Refund).where(Refund.payment_intent_id == payment_id, Refund.status == "pending")
+    if before is not None:
+        statement = statement.where(
+            tuple_(Refund.created_at, Refund.id) < tuple_(before.created_at, before.id)
+        )
+    return (await session.scalars(statement)).all()
 
 
 async def refunds_in_flight_or_done(session: AsyncSession, payment_id: str) -> int:

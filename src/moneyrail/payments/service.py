@@ -72,6 +72,7 @@ from moneyrail.processor.interface import (
     Authorization,
     AuthorizationRequest,
     CardInput,
+    ChargeAnswer,
     OffSessionCharge,
     Processor,
     ProcessorRefused,
@@ -940,55 +941,62 @@ async def _answered(outcome: Authorization | ProcessorRefused | ProcessorUnavail
     return outcome
 
 
-async def charge_off_session(
-    session: AsyncSession,
-    tenant: Tenant,
-    processor: Processor,
-    payment: PaymentIntent,
-    method: PaymentMethod,
-    *,
-    idempotency_key: str,
-) -> PaymentIntent:
-    """Charge a saved, consented card with no payer present (a renewal). The caller has locked the
-    payment and derives the key from what it collects, so a retried or re-driven attempt asks the
-    network the same question and gets the same answer: one charge at most. A decline is recorded on
-    the payment (status `requires_payment_method`, `last_payment_error`) and not raised."""
-    if payment.status not in CONFIRMABLE:
-        raise Conflict(f"This payment is {payment.status}: it cannot be charged now.")
-    payment.payment_method_id = method.id
-    payment.confirmations += 1
-    payment.save_payment_method = False
-    payment.return_url = None
-    authorization = await _authorization_or_decline(
-        payment,
-        processor.authorize(
-            tenant,
-            idempotency_key=idempotency_key,
+OffSessionCharging = tuple[PaymentIntent, PaymentMethod, str]  # the locked payment, the card, the key
+
+
+async def off_session_charges(
+    session: AsyncSession, charges: Sequence[OffSessionCharging]
+) -> list[OffSessionCharge]:
+    """What to ask the network for these charges of saved, consented cards with no payer present
+    (renewals), each under the key its caller derives from what it collects (so a retried or re-driven
+    attempt asks the same question and gets the same answer: one charge at most). The caller has locked
+    the payments; nothing is written (`record_off_session_charges` does, with the answers)."""
+    for payment, _, _ in charges:
+        if payment.status not in CONFIRMABLE:
+            raise Conflict(f"This payment is {payment.status}: it cannot be charged now.")
+    held = await held_among(session, [payment.id for payment, _, _ in charges])
+    return [
+        OffSessionCharge(
+            idempotency_key=key,
             card_token=method.processor_token,
             card_fingerprint=method.fingerprint,
             amount=payment.amount,
             currency=payment.currency,
-            off_session=True,
             reference=payment.id,
-        ),
-    )
-    await _apply_authorization(session, tenant, processor, payment, authorization, method, base_url="")
-    return payment
+            capture_key=_capture_key_of(payment)
+            if payment.capture_method == "automatic" and payment.id not in held
+            else None,
+        )
+        for payment, method, key in charges
+    ]
 
 
-OffSessionCharging = tuple[PaymentIntent, PaymentMethod, str]  # the locked payment, the card, the key
+async def ask_off_session(
+    processor: Processor, tenant: Tenant, asked: Sequence[OffSessionCharge]
+) -> list[ChargeAnswer]:
+    """The network asked once for all of them (with no transaction open): `authorize` then `capture`
+    of each, as alone. An outage raises, as alone; asking again replays what the network answered."""
+    try:
+        return await processor.charge_off_session_many(tenant, asked)
+    except ProcessorUnavailable as fault:
+        raise _unavailable(fault) from fault
 
 
-async def charge_off_session_many(
-    session: AsyncSession, tenant: Tenant, processor: Processor, charges: Sequence[OffSessionCharging]
+async def record_off_session_charges(
+    session: AsyncSession,
+    tenant: Tenant,
+    processor: Processor,
+    charges: Sequence[OffSessionCharging],
+    answers: Sequence[ChargeAnswer],
 ) -> None:
-    """`charge_off_session` for several locked payments of one tenant (sandbox renewals): the network
-    asked once for all (each charge under the keys the single path uses, so a charge retried alone
-    replays its answers), the captured ones written together: their rows, ledger postings, capture
-    listeners (set-based where they register a `together` version) and `payment_intent.succeeded`
-    events. A charge that did not end captured (declined, authentication asked for, held for review)
-    is applied as the single path applies it. An outage raises, as alone: the caller's transaction
-    rolls back and each charge is asked again, replaying what the network answered."""
+    """The network's answers to `off_session_charges` on the payments, locked again by the caller: the
+    captured ones written together: their rows, ledger postings, capture listeners (set-based where
+    they register a `together` version) and `payment_intent.succeeded` events. A charge that did not end
+    captured (declined, authentication asked for, held for review) is applied as a confirmation's
+    authorization is: a decline is recorded on the payment (status `requires_payment_method`,
+    `last_payment_error`), not raised."""
+    if not charges:
+        return
     for payment, method, _ in charges:
         if payment.status not in CONFIRMABLE:
             raise Conflict(f"This payment is {payment.status}: it cannot be charged now.")
@@ -996,27 +1004,6 @@ async def charge_off_session_many(
         payment.confirmations += 1
         payment.save_payment_method = False
         payment.return_url = None
-    held = await held_among(session, [payment.id for payment, _, _ in charges])
-    try:
-        answers = await processor.charge_off_session_many(
-            tenant,
-            [
-                OffSessionCharge(
-                    idempotency_key=key,
-                    card_token=method.processor_token,
-                    card_fingerprint=method.fingerprint,
-                    amount=payment.amount,
-                    currency=payment.currency,
-                    reference=payment.id,
-                    capture_key=_capture_key_of(payment)
-                    if payment.capture_method == "automatic" and payment.id not in held
-                    else None,
-                )
-                for payment, method, key in charges
-            ],
-        )
-    except ProcessorUnavailable as fault:
-        raise _unavailable(fault) from fault
     captured: list[PaymentIntent] = []
     now = await tenant_now(session, tenant)
     for (payment, method, _), answer in zip(charges, answers, strict=True):

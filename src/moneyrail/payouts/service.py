@@ -47,10 +47,13 @@ from moneyrail.engine.outcomes import AttemptError, PermanentFailure, TransientF
 from moneyrail.engine.policy import RetryPolicy, register_policy
 from moneyrail.engine.schedule import register_periodic
 from moneyrail.engine.service import (
+    Call,
+    Recording,
     create_operation,
     final_failure,
     register_attempt_failure_listener,
     register_outcome_listener,
+    statuses_of,
 )
 from moneyrail.errors import AmountInvalid, Conflict, ResourceMissing
 from moneyrail.events.service import record_event
@@ -64,7 +67,7 @@ from moneyrail.ledger import service as ledger
 from moneyrail.models import Operation, Payout
 from moneyrail.payments.fees import BALANCE_AVAILABLE
 from moneyrail.processor import provider
-from moneyrail.processor.interface import Processor, ProcessorRefused, operation_key
+from moneyrail.processor.interface import PayoutResult, Processor, ProcessorRefused, operation_key
 from moneyrail.processor.sandbox import TEST_BANK_ACCOUNT
 from moneyrail.sandbox.service import register_due_work, tenant_now
 
@@ -274,14 +277,21 @@ async def get_payout(session: AsyncSession, tenant: Tenant, payout_id: str) -> P
 
 
 async def cancel_payout(session: AsyncSession, tenant: Tenant, payout_id: str) -> Payout:
-    """Only while `pending`: its operation has not handed it to the processor (the operation holds the
-    payout's lock while it does, so a cancel arriving then waits and finds it in transit). The money
-    returns to the available balance; the operation, when it runs, finds nothing to send."""
+    """Only while `pending` and its operation is not handing it to the processor: the operation reads
+    the payout under its lock, then calls the processor with no lock held, so a cancel arriving while
+    the operation runs is refused (it may be at the bank already). The money returns to the available
+    balance; the operation, when it runs, finds nothing to send."""
     payout = await repository.get(session, tenant, payout_id, for_update=True)
     if payout is None:
         raise ResourceMissing(f"No such payout: {payout_id!r}", param="payout")
     if payout.status != "pending":
         raise Conflict(f"Only a pending payout can be canceled; this one is {payout.status}.")
+    if payout.operation_id is not None:
+        running = await statuses_of(session, [payout.operation_id])
+        if running.get(payout.operation_id) == "running":
+            raise Conflict(
+                "This payout is being handed to the processor right now: it can no longer be canceled."
+            )
     _move(payout, "canceled")
     payout.failure_code = None
     payout.failure_message = None
@@ -298,11 +308,15 @@ async def list_all_payouts(
     return await repository.list_all(session, tenant, limit=limit, after=after)
 
 
-async def process_payout(session: AsyncSession, operation: Operation, processor: Processor) -> None:
-    """The `payout` operation's handler: one processor call keyed by the operation."""
+async def prepare_payout(session: AsyncSession, operation: Operation, processor: Processor) -> Call | None:
+    """The `payout` operation's handler in phases (engine `PhasedHandler`): the payout read under its
+    lock, which ends before the processor is called (a cancel meanwhile is refused: its operation is
+    running); one processor call keyed by the operation, with nothing locked; then the payout moves
+    `in_transit` with the success. A crash after the processor's answer: the next attempt asks again
+    under the same key, and the processor answers as before (one payout), booked once."""
     payout = await repository.get_by_operation(session, operation.id)
     if payout is None or payout.status != "pending":
-        return
+        return None
     tenant = Tenant(payout.installation_id, payout.livemode)
     step = "payout" if payout.key_generation == 0 else f"payout:{payout.key_generation}"
     simulated = await provider.uses_simulator(session, tenant)
@@ -314,29 +328,49 @@ async def process_payout(session: AsyncSession, operation: Operation, processor:
             "Connected accounts are not linked to Stripe accounts yet: their payouts run on the "
             "simulator only.",
         )
-    try:
-        if payout.original_payout_id is not None:
-            original = await get_payout(session, tenant, payout.original_payout_id)
-            result = await processor.reverse_payout(
-                tenant,
-                idempotency_key=operation_key(operation.id, step),
-                payout_id=original.processor_payout or original.id,
-                amount=payout.amount,
-                currency=payout.currency,
+    key = operation_key(operation.id, step)
+    amount, currency = payout.amount, payout.currency
+    if payout.original_payout_id is not None:
+        original = await get_payout(session, tenant, payout.original_payout_id)
+        reversed_payout = original.processor_payout or original.id
+
+        async def ask() -> PayoutResult:
+            return await processor.reverse_payout(
+                tenant, idempotency_key=key, payout_id=reversed_payout, amount=amount, currency=currency
             )
-        else:
-            result = await processor.create_payout(
-                tenant,
-                idempotency_key=operation_key(operation.id, step),
-                amount=payout.amount,
-                currency=payout.currency,
-                # on Stripe: the account's own default bank account, as Stripe knows it
-                bank_account=await _destination(session, tenant, payout) if simulated else "",
+
+    else:
+        # on Stripe: the account's own default bank account, as Stripe knows it
+        bank_account = await _destination(session, tenant, payout) if simulated else ""
+
+        async def ask() -> PayoutResult:
+            return await processor.create_payout(
+                tenant, idempotency_key=key, amount=amount, currency=currency, bank_account=bank_account
             )
-    except ProcessorRefused as refused:
-        if refused.code in FINAL_REFUSALS:
-            raise PermanentFailure(refused.code, refused.message) from refused
-        raise PayoutRefused(refused.code, refused.message) from refused
+
+    async def call() -> Recording:
+        try:
+            result = await ask()
+        except ProcessorRefused as refused:
+            if refused.code in FINAL_REFUSALS:
+                raise PermanentFailure(refused.code, refused.message) from refused
+            raise PayoutRefused(refused.code, refused.message) from refused
+
+        async def record(session: AsyncSession) -> None:
+            await _handed_over(session, operation, result)
+
+        return record
+
+    return call
+
+
+async def _handed_over(session: AsyncSession, operation: Operation, result: PayoutResult) -> None:
+    """The processor took the payout: `in_transit` until its arrival date."""
+    payout = await repository.get_by_operation(session, operation.id)
+    # only this operation moves a pending payout on (a cancel waits while it runs): another attempt took over
+    if payout is None or payout.status != "pending":
+        raise TransientFailure("the payout changed while the processor was asked")
+    tenant = Tenant(payout.installation_id, payout.livemode)
     now = await tenant_now(session, tenant)
     payout.failure_code = None
     payout.failure_message = None

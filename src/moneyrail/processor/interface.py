@@ -319,6 +319,14 @@ class Processor(Protocol):
     keep it in their own rows to ask about the object again and never put it in an API answer.
     """
 
+    @property
+    def batches_calls(self) -> bool:
+        """Whether `create_transfers` and `charge_off_session_many` are one exchange with the network
+        (the sandbox: one statement), so operations that make transfers or charges share a message and
+        its one call. False where they are the single calls made concurrently (Stripe): each operation
+        then runs alone, its own calls concurrent."""
+        ...
+
     async def tokenize_card(self, tenant: Tenant, card: CardInput) -> TokenizedCard:
         """Raises CardNotAccepted for a card the network will not take, NotSupported for a kind of
         input this processor never takes (raw digits on a real processor, a token on the simulator)."""

@@ -149,6 +149,16 @@ async def processor_for(work: AsyncSession | UnitOfWork, tenant: Tenant) -> Proc
     raise ProcessorNotConfigured()
 
 
+async def batches_calls(work: AsyncSession | UnitOfWork, tenant: Tenant) -> bool:
+    """Whether the tenant's processor has batch calls (`Processor.batches_calls`: the simulator): the
+    operations that make its transfers and charges then share a message (their type's batch size), else
+    each runs alone and a batch's calls go out concurrently. An environment with none: alone."""
+    try:
+        return (await processor_for(work, tenant)).batches_calls
+    except ProcessorNotConfigured:
+        return False
+
+
 async def require_processor(work: AsyncSession | UnitOfWork, tenant: Tenant) -> None:
     """At the intake of work that will need the processor (a payment, a refund, a transfer, a payout): a
     live environment with none is refused (403) before anything is recorded. A sandbox always has one."""
@@ -190,6 +200,9 @@ def routed() -> Processor:
 
 class TenantRouted:
     """Every call of the `Processor` protocol, made on the processor of the call's tenant."""
+
+    # whether a batch's calls go out as one is each tenant's processor's own answer (`batches_calls`)
+    batches_calls = False
 
     async def of(self, tenant: Tenant) -> Processor:
         async with sandbox_simulator().sessionmaker() as session:

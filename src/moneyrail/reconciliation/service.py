@@ -22,7 +22,7 @@ import structlog
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from moneyrail.engine.policy import RetryPolicy, register_policy
-from moneyrail.engine.service import create_operation, get_operation
+from moneyrail.engine.service import Call, Recording, create_operation, get_operation
 from moneyrail.errors import ResourceMissing
 from moneyrail.kit.clock import utcnow
 from moneyrail.kit.ids import new_id
@@ -30,7 +30,7 @@ from moneyrail.kit.pagination import Position
 from moneyrail.kit.tenant import Tenant
 from moneyrail.models import Operation, ReconciliationRun
 from moneyrail.processor import provider
-from moneyrail.processor.interface import Processor
+from moneyrail.processor.interface import Processor, ProcessorTransferRecord
 from moneyrail.sandbox.service import require_sandbox, tenant_now
 from moneyrail.transfers import service as transfers
 
@@ -96,16 +96,41 @@ def _issue(
     }
 
 
-async def run_reconciliation(session: AsyncSession, operation: Operation, processor: Processor) -> None:
-    """The `reconciliation` operation's handler."""
+async def prepare_reconciliation(
+    session: AsyncSession, operation: Operation, processor: Processor
+) -> Call | None:
+    """The `reconciliation` operation's handler in phases (engine `PhasedHandler`): the ledger's transfers
+    read first, then the processor's listing (a read, but a network call: with no transaction open), then
+    the comparison written on the run with the success."""
     tenant = Tenant(operation.installation_id, operation.livemode)
-    run = await repository.get(session, tenant, operation.payload["reconciliation_run"], for_update=True)
+    run = await repository.get(session, tenant, operation.payload["reconciliation_run"])
     if run is None or run.status != "pending":
-        return
+        return None
     booked = {
         transfer.processor_id: transfer for transfer in await transfers.booked_transfers(session, tenant)
     }
-    reported = {record.processor_id: record for record in await processor.list_transfers(tenant)}
+
+    async def call() -> Recording:
+        listed = await processor.list_transfers(tenant)
+
+        async def record(session: AsyncSession) -> None:
+            await _record_run(session, operation, booked, {record.processor_id: record for record in listed})
+
+        return record
+
+    return call
+
+
+async def _record_run(
+    session: AsyncSession,
+    operation: Operation,
+    booked: dict[str, transfers.BookedTransfer],
+    reported: dict[str, ProcessorTransferRecord],
+) -> None:
+    tenant = Tenant(operation.installation_id, operation.livemode)
+    run = await repository.get(session, tenant, operation.payload["reconciliation_run"], for_update=True)
+    if run is None or run.status != "pending":
+        return  # only its own operation completes a run: another attempt did (its lease ran out)
     issues: list[dict[str, Any]] = []
     for processor_id, mine in booked.items():
         theirs = reported.get(processor_id)

@@ -10,20 +10,30 @@ shown in its `last_operation_error`), so an operator's retry asks for it alone a
 end for good (a permanent refusal, or an operator's discard) makes the group and its unpaid transfers
 `failed`, with `transfer.failed` (final means final, CONVENTIONS.md §9).
 
-A batch (sandbox: transfers.COMMIT_BATCH commits to a message, engine batch_handler) runs as one:
-`process_commits` asks the processor once per tenant for every transfer of the batch, each under its own
-operation's key; a refusal or a fault of any fails the batch, which the engine then runs one operation
-at a time, each meeting its own answer under its keys.
+In phases (engine `PhasedHandler`, ARCHITECTURE.md "The processor is an outside system"): the groups are
+locked and read in a first unit of work, which commits; the processor is called with no transaction or
+lock held; the answers are booked in a second unit of work, with the operation's success. A worker that
+dies between the call and the booking leaves the operation `running` until its lease runs out; the
+relay re-drives it, and the next attempt's call under the same keys replays the processor's answer,
+booked once.
+
+A batch (transfers.COMMIT_BATCH commits to a message where the processor has a batch call,
+`Processor.batches_calls`: the sandbox) runs as one: `prepare_commits` asks the processor once per
+tenant for every transfer of the batch, each under its own operation's key; a refusal or a fault of any
+fails the batch, which the engine then runs one operation at a time, each meeting its own answer under
+its keys.
 
 Round trips of a commit (bench/allocations.py --statements), however many groups the batch holds: the
 source payments locked alone, in id order, then the groups, payments and transfers with their
-allocations and the sandbox clock in one statement; the processor's one call per tenant (two
-statements that commit by themselves); every journal transaction in one statement per tenant; every
-transfer's, group's and payment's row in one statement; every event in one statement per tenant.
+allocations and the sandbox clock in one statement (once to read, once again to book); the processor's
+one call per tenant (two statements that commit by themselves); every journal transaction in one
+statement per tenant; every transfer's, group's and payment's row in one statement; every event in one
+statement per tenant.
 """
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import re
 from collections.abc import Sequence
@@ -37,6 +47,8 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from moneyrail.connect import service as connect
 from moneyrail.engine.outcomes import AttemptError, TransientFailure
 from moneyrail.engine.service import (
+    Call,
+    Recording,
     final_failure,
     register_attempt_failure_listener,
     register_outcome_listener,
@@ -133,34 +145,74 @@ class _Commit:
     unfinished: list[Transfer]
 
 
-async def _ask_processor(processor: Processor, tenant: Tenant, commits: Sequence[_Commit]) -> None:
+async def _lock_commits(
+    session: AsyncSession, operations: Sequence[Operation]
+) -> dict[Tenant, list[_Commit]]:
+    """The operations' groups still `committing`, locked, by tenant, each with its unfinished transfers."""
+    locked = await repository.lock_for_commits(
+        session,
+        [
+            (Tenant(operation.installation_id, operation.livemode), operation.payload["allocation_group"])
+            for operation in operations
+        ],
+    )
+    by_tenant: dict[Tenant, list[_Commit]] = {}
+    for operation in operations:
+        found = locked.get(operation.payload["allocation_group"])
+        if found is None or found.group.status != "committing":
+            continue  # done already, or stopped by a refund before it went out
+        tenant = Tenant(operation.installation_id, operation.livemode)
+        unfinished = [t for t, _ in found.transfers if t.status not in {"paid", "reversed"}]
+        by_tenant.setdefault(tenant, []).append(_Commit(operation, tenant, found, unfinished))
+    return by_tenant
+
+
+@dataclass(frozen=True)
+class _Asked:
+    """One tenant's transfers as asked of the processor in one call: which operation's, and the requests."""
+
+    tenant: Tenant
+    operations: list[Operation]
+    transfer_ids: list[str]
+    requests: list[TransferRequest]
+
+
+def _asking(tenant: Tenant, commits: Sequence[_Commit]) -> _Asked | None:
+    asked = [(commit.operation, transfer) for commit in commits for transfer in commit.unfinished]
+    if not asked:
+        return None
+    return _Asked(
+        tenant,
+        [commit.operation for commit in commits],
+        [transfer.id for _, transfer in asked],
+        [
+            TransferRequest(_processor_key(operation, t), t.amount, t.currency, t.destination)
+            for operation, t in asked
+        ],
+    )
+
+
+async def _ask_processor(processor: Processor, asked: _Asked) -> dict[str, str]:
     """Every unfinished transfer of one tenant's commits in one call, each under its own operation's
     key; a refusal of any fails the attempt (TransferRefused), which splits a batch so that each
     operation asks again alone, and meets its own answer (its transfers' keys replay it). The processor
-    ids are set on the transfers."""
-    asked = [(commit.operation, transfer) for commit in commits for transfer in commit.unfinished]
-    if not asked:
-        return
-    requests = [
-        TransferRequest(_processor_key(operation, t), t.amount, t.currency, t.destination)
-        for operation, t in asked
-    ]
+    ids by transfer id."""
     answers = await processor.create_transfers(
-        tenant,
-        idempotency_key=_batch_key(
-            [commit.operation for commit in commits], [request.idempotency_key for request in requests]
-        ),
-        transfers=requests,
+        asked.tenant,
+        idempotency_key=_batch_key(asked.operations, [request.idempotency_key for request in asked.requests]),
+        transfers=asked.requests,
     )
     refusals = [
-        (transfer.id, answer.failure_code or "processor_error", answer.failure_message or "")
-        for (_, transfer), answer in zip(asked, answers, strict=True)
+        (transfer_id, answer.failure_code or "processor_error", answer.failure_message or "")
+        for transfer_id, answer in zip(asked.transfer_ids, answers, strict=True)
         if answer.status != "paid"
     ]
     if refusals:
         raise TransferRefused(refusals)
-    for (_, transfer), answer in zip(asked, answers, strict=True):
-        transfer.processor_transfer = answer.processor_id
+    return {
+        transfer_id: answer.processor_id or ""
+        for transfer_id, answer in zip(asked.transfer_ids, answers, strict=True)
+    }
 
 
 def _paid(commit: _Commit) -> repository.CommittedGroup:
@@ -178,31 +230,63 @@ def _paid(commit: _Commit) -> repository.CommittedGroup:
     return repository.CommittedGroup(locked.group, locked.payment, commit.unfinished)
 
 
-async def process_commits(
+async def prepare_commits(
     session: AsyncSession, operations: Sequence[Operation], processor: Processor
+) -> Call | None:
+    """The allocation_commit (and transfer) handler in phases (engine `PhasedHandler`), set-based: every
+    unfinished transfer of each operation's group, once, for one operation or a batch of them.
+
+    First, the groups and their payments are locked long enough to read what is unfinished (a refund
+    stopping a group waits, or is waited for), then committed. The call: one processor call per tenant
+    (concurrent when there are several), with no row locked. The recording locks them again and books
+    what the processor made: the journal transactions in one statement per tenant, every row's change
+    in one statement, the events in one statement per tenant. A group that is committing with nothing
+    left to ask is booked at once, in the first unit of work."""
+    commits = await _lock_commits(session, operations)
+    asked = [found for tenant, owned in commits.items() if (found := _asking(tenant, owned)) is not None]
+    if not asked:
+        await _book(session, commits, {})
+        return None
+
+    async def call() -> Recording:
+        answered: dict[str, str] = {}
+        for processor_ids in await _each_tenant(processor, asked):
+            answered.update(processor_ids)
+
+        async def record(session: AsyncSession) -> None:
+            again = await _lock_commits(session, operations)
+            unfinished = {t.id for owned in again.values() for commit in owned for t in commit.unfinished}
+            if unfinished != answered.keys():
+                # only this operation's own outcome ends a committing group, and only its commit pays a
+                # transfer: a change means another attempt took over (its lease ran out). Nothing is
+                # written; the next attempt asks again under the same keys, and books what they answer.
+                raise TransientFailure("the allocation groups changed while the processor was asked")
+            await _book(session, again, answered)
+
+        return record
+
+    return call
+
+
+async def _each_tenant(processor: Processor, asked: Sequence[_Asked]) -> list[dict[str, str]]:
+    """The tenants' calls, concurrently; a failure of any raised once all have ended."""
+    answers = await asyncio.gather(*(_ask_processor(processor, one) for one in asked), return_exceptions=True)
+    for answer in answers:
+        if isinstance(answer, BaseException):
+            raise answer
+    return [answer for answer in answers if not isinstance(answer, BaseException)]
+
+
+async def _book(
+    session: AsyncSession, by_tenant: dict[Tenant, list[_Commit]], answered: dict[str, str]
 ) -> None:
-    """The allocation_commit (and transfer) handler, set-based: every unfinished transfer of each
-    operation's group, once, for one operation or a batch of them (engine batch_handler). Whatever the
-    number of groups: their payments' and rows' locks in two statements, one processor call per
-    tenant, the journal transactions in one statement per tenant, every row's change in one
-    statement, the events in one statement per tenant."""
-    locked = await repository.lock_for_commits(
-        session,
-        [
-            (Tenant(operation.installation_id, operation.livemode), operation.payload["allocation_group"])
-            for operation in operations
-        ],
-    )
-    by_tenant: dict[Tenant, list[_Commit]] = {}
-    for operation in operations:
-        found = locked.get(operation.payload["allocation_group"])
-        if found is None or found.group.status != "committing":
-            continue  # done already, or stopped by a refund before it went out
-        tenant = Tenant(operation.installation_id, operation.livemode)
-        unfinished = [t for t, _ in found.transfers if t.status not in {"paid", "reversed"}]
-        by_tenant.setdefault(tenant, []).append(_Commit(operation, tenant, found, unfinished))
-    for tenant, commits in by_tenant.items():
-        await _ask_processor(processor, tenant, commits)
+    """The committed groups' books: their transfers paid with the processor's ids (`answered`)."""
+    every = [commit for commits in by_tenant.values() for commit in commits]
+    if not every:
+        return
+    for commit in every:
+        for transfer in commit.unfinished:
+            transfer.processor_transfer = answered[transfer.id]
     for tenant, commits in by_tenant.items():
         await ledger.post_many(
             session,
@@ -213,9 +297,6 @@ async def process_commits(
                 for transfer in commit.unfinished
             ],
         )
-    every = [commit for commits in by_tenant.values() for commit in commits]
-    if not every:
-        return
     await repository.write_committed(session, [_paid(commit) for commit in every])
     # reversals exist only of transfers paid before this attempt (an operator's retry of a group partly
     # paid): a first commit has none to read
@@ -252,11 +333,6 @@ def _events(
         ),
         ("allocation_group.updated", group.model_dump(mode="json")),
     ]
-
-
-async def process_commit(session: AsyncSession, operation: Operation, processor: Processor) -> None:
-    """`process_commits` for one operation: a live one, or one of a batch that split."""
-    await process_commits(session, [operation], processor)
 
 
 def _refusals(operation: Operation) -> dict[str, tuple[str, str]]:

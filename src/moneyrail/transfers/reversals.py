@@ -12,7 +12,9 @@ transfer (or a reversal and a refund) are checked one after the other.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import structlog
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -31,7 +33,13 @@ from moneyrail.models import AllocationGroup, Operation, PaymentIntent, Refund, 
 from moneyrail.payments import fees
 from moneyrail.payments import refunds as payment_refunds
 from moneyrail.payments import service as payments
-from moneyrail.processor.interface import Processor, ProcessorRefused, ProcessorUnavailable, operation_key
+from moneyrail.processor.interface import (
+    Processor,
+    ProcessorRefused,
+    ProcessorUnavailable,
+    TransferReversalResult,
+    operation_key,
+)
 
 from . import repository
 from .schemas import ReversalCreate, render_reversal
@@ -50,6 +58,92 @@ logger = structlog.get_logger("moneyrail.transfers")
 
 
 # --- reversals --------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class PlannedReversal:
+    """A reversal an operation asks of the processor: read in its first phase, asked with no row
+    locked, booked in its recording (engine `PhasedHandler`)."""
+
+    transfer_id: str
+    processor_transfer: str
+    amount: int
+    idempotency_key: str
+
+
+def planned_in_operation(operation: Operation, transfer: Transfer, amount: int) -> PlannedReversal:
+    """A reversal made by an operation (a refund's, a dispute's withdrawal): its processor call keyed by
+    the operation and the transfer, so a retried attempt reverses nothing twice."""
+    assert transfer.processor_transfer is not None  # a paid transfer has one
+    return PlannedReversal(
+        transfer.id,
+        transfer.processor_transfer,
+        amount,
+        operation_key(operation.id, f"reverse:{transfer.id}"),
+    )
+
+
+AnsweredReversal = tuple[PlannedReversal, TransferReversalResult]
+
+
+async def ask_reversals(
+    processor: Processor, tenant: Tenant, planned: Sequence[PlannedReversal]
+) -> list[AnsweredReversal]:
+    """The reversals at the processor, concurrently, each under its own key; a failure of any raised
+    (the first, in the plan's order) once all have ended."""
+    answers = await asyncio.gather(
+        *(
+            processor.reverse_transfer(
+                tenant,
+                idempotency_key=reversal.idempotency_key,
+                transfer_id=reversal.processor_transfer,
+                amount=reversal.amount,
+            )
+            for reversal in planned
+        ),
+        return_exceptions=True,
+    )
+    for answer in answers:
+        if isinstance(answer, BaseException):
+            raise answer
+    return [
+        (reversal, answer)
+        for reversal, answer in zip(planned, answers, strict=True)
+        if not isinstance(answer, BaseException)
+    ]
+
+
+async def book_reversals(
+    session: AsyncSession,
+    tenant: Tenant,
+    payment: PaymentIntent,
+    answered: Sequence[AnsweredReversal],
+    *,
+    refund_id: str | None,
+    metadata: dict[str, str],
+) -> int:
+    """What the processor reversed, booked: the caller has locked the payment again; its transfers are
+    locked here. Booked as answered, whatever changed since the plan: the money moved at the processor.
+    The total reversed."""
+    if not answered:
+        return 0
+    transfers = {
+        transfer.id: transfer
+        for transfer in await repository.transfers_of_payment(session, payment.id, for_update=True)
+    }
+    for reversal, result in answered:
+        await _book_reversal(
+            session,
+            tenant,
+            payment,
+            transfers[reversal.transfer_id],
+            reversal.amount,
+            result,
+            reversal_id=new_id("trr"),
+            refund_id=refund_id,
+            metadata=metadata,
+        )
+    return sum(reversal.amount for reversal, _ in answered)
+
+
 async def _reverse(
     session: AsyncSession,
     tenant: Tenant,
@@ -68,6 +162,31 @@ async def _reverse(
     result = await processor.reverse_transfer(
         tenant, idempotency_key=idempotency_key, transfer_id=transfer.processor_transfer, amount=amount
     )
+    return await _book_reversal(
+        session,
+        tenant,
+        payment,
+        transfer,
+        amount,
+        result,
+        reversal_id=reversal_id,
+        refund_id=refund_id,
+        metadata=metadata,
+    )
+
+
+async def _book_reversal(
+    session: AsyncSession,
+    tenant: Tenant,
+    payment: PaymentIntent,
+    transfer: Transfer,
+    amount: int,
+    result: TransferReversalResult,
+    *,
+    reversal_id: str,
+    refund_id: str | None,
+    metadata: dict[str, str],
+) -> TransferReversal:
     from_pending = min(amount, transfer.amount_pending_settlement)
     await ledger.post(
         session,
@@ -192,31 +311,6 @@ async def reversible_transfers(
     ]
 
 
-async def reverse_in_operation(
-    session: AsyncSession,
-    processor: Processor,
-    operation: Operation,
-    payment: PaymentIntent,
-    transfer: Transfer,
-    amount: int,
-    metadata: dict[str, str],
-) -> TransferReversal:
-    """A reversal made by another domain's operation (a dispute's withdrawal): its processor call keyed by
-    the operation and the transfer, so a retried attempt reverses nothing twice."""
-    return await _reverse(
-        session,
-        Tenant(payment.installation_id, payment.livemode),
-        processor,
-        payment,
-        transfer,
-        amount,
-        idempotency_key=operation_key(operation.id, f"reverse:{transfer.id}"),
-        reversal_id=new_id("trr"),
-        refund_id=None,
-        metadata=metadata,
-    )
-
-
 # --- refunds of distributed payments ---------------------------------------------------------------------
 # a `failed` group is final: its unpaid transfers failed, and what it reserved for them was released
 UNSENT_GROUP_STATUSES = ("open", "committing")
@@ -229,12 +323,20 @@ async def stop_unsent_distribution(session: AsyncSession, tenant: Tenant, paymen
     one the operator discards leaves them canceled),
     and their reservation shrinks to what was sent, so the rest is the platform's to refund or to
     distribute anew. What was sent already is taken back by the refund's own operation
-    (reverse_for_refund). The caller holds the payment's lock: a commit takes it before the group's, so
-    one that is running finishes first and this stops nothing of what it sent. True if it stopped any."""
+    (reverse_for_refund). The caller holds the payment's lock, which a commit takes (before the group's)
+    to read what it sends: a commit whose operation is running may have its transfers at the processor
+    by now, with no lock held, so its group is left to finish; the refund's operation waits for it
+    (reverse_for_refund) and takes back what it sent. True if it stopped any."""
     stopped = False
-    for found in await repository.groups_of_payment(session, payment.id):
+    found_groups = await repository.groups_of_payment(session, payment.id)
+    operations = await statuses_of(
+        session, [g.operation_id for g in found_groups if g.status == "committing" and g.operation_id]
+    )
+    for found in found_groups:
         if found.status not in UNSENT_GROUP_STATUSES:
             continue
+        if operations.get(found.operation_id or "") == "running":
+            continue  # at the processor now (see above)
         group = await repository.get_group(session, tenant, found.id, for_update=True)
         assert group is not None
         for transfer in await repository.transfers_of_group(session, group.id, for_update=True):
@@ -257,7 +359,7 @@ async def stop_unsent_distribution(session: AsyncSession, tenant: Tenant, paymen
 
 async def reverse_for_refund(
     session: AsyncSession, processor: Processor, operation: Operation, payment: PaymentIntent, refund: Refund
-) -> None:
+) -> payment_refunds.RefundSideCall | None:
     """Before a distributed payment is refunded, the same operation takes back the refunded share of
     every transfer that went out of it (README: "Refunds of distributed payments").
 
@@ -266,6 +368,10 @@ async def reverse_for_refund(
     over transfers is largest remainder. The commission the service withheld is not returned, so that
     part of a refund comes from the platform's own balance: if the platform cannot cover it even with
     the reversals, the refund fails before anything moves.
+
+    The refund operation's first phase (the payment locked): the plan, made once the payment's older
+    refunds are over (each plans on what the ones before it took back). Its call: the reversals,
+    concurrently, each keyed by the operation and its transfer. Its recording books what they answered.
     """
     tenant = Tenant(payment.installation_id, payment.livemode)
     groups = await repository.groups_of_payment(session, payment.id)
@@ -286,7 +392,9 @@ async def reverse_for_refund(
         if transfer.status in {"paid", "reversed"}
     ]
     if not transfers:
-        return
+        return None
+    if await payment_refunds.refund_in_progress(session, payment.id, before=refund):
+        raise TransientFailure("an earlier refund of this payment is still being made")
     refunded_after = payment.amount_refunded + refund.amount
     transferred = sum(transfer.amount for transfer in transfers)
     target_total = transferred * refunded_after // payment.amount_received
@@ -317,20 +425,20 @@ async def reverse_for_refund(
             f"The platform holds {held} {payment.currency} and the reversals bring back {taking_back}: "
             f"not enough to refund {refund.amount}.",
         )
-    for transfer, amount in plan:
-        if amount > 0:
-            await _reverse(
-                session,
-                tenant,
-                processor,
-                payment,
-                transfer,
-                amount,
-                idempotency_key=operation_key(operation.id, f"reverse:{transfer.id}"),
-                reversal_id=new_id("trr"),
-                refund_id=refund.id,
-                metadata={},
-            )
+    planned = [planned_in_operation(operation, transfer, amount) for transfer, amount in plan if amount > 0]
+    if not planned:
+        return None
+    refund_id = refund.id
+
+    async def call() -> payment_refunds.RefundSideRecording:
+        answered = await ask_reversals(processor, tenant, planned)
+
+        async def record(session: AsyncSession, payment: PaymentIntent) -> None:
+            await book_reversals(session, tenant, payment, answered, refund_id=refund_id, metadata={})
+
+        return record
+
+    return call
 
 
 payment_refunds.register_refund_preparer(reverse_for_refund)

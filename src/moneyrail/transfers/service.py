@@ -91,11 +91,11 @@ logger = structlog.get_logger("moneyrail.transfers")
 COMMIT_TYPE = "allocation_commit"
 TRANSFER_TYPE = "transfer"
 COMMIT_ACTOR = "transfers.commit"
-# A sandbox commit's processor is local to the database (the sandbox keeps its books there), so up to
-# COMMIT_BATCH commits share a message, a claim, one processor call and a commit, each still its own
-# operation (commit.process_commits; engine batch_handler). A live commit calls a real network and runs
-# alone: it must not hold up the others. Small, as a whole batch must finish well within one operation
-# lease on a loaded machine, and a batch that splits is redone one operation at a time.
+# Where the processor has a batch call (`Processor.batches_calls`: the sandbox, whose books are in the
+# database), up to COMMIT_BATCH commits share a message, a claim, one processor call and a commit, each
+# still its own operation (commit.prepare_commits). Elsewhere (Stripe) each commit runs alone, its
+# transfers asked concurrently. Small, as a whole batch must finish well within one operation lease on a
+# loaded machine, and a batch that splits is redone one operation at a time.
 COMMIT_BATCH = 16
 # A transient fault is asked again after about 0.5, 1, 2, 4 s; a refusal, replayed under its key by
 # every attempt, dead-letters within seconds for an operator to decide.
@@ -393,7 +393,7 @@ async def _commit(
         actor_name=COMMIT_ACTOR,
         resource=group.id,
         payload={"allocation_group": group.id},
-        batch_size=1 if tenant.livemode else COMMIT_BATCH,
+        batch_size=COMMIT_BATCH if await provider.batches_calls(session, tenant) else 1,
     )
     group.operation_id = operation.id
     now = utcnow()

@@ -18,10 +18,10 @@ from .checkout import (
     seller_of,
 )
 from .renewals import (
-    process_renewal,
+    prepare_renewal,
+    prepare_renewals,
     process_sync,
     renew_due,
-    renew_many,
     request_sync,
     sweep,
 )
@@ -85,7 +85,8 @@ __all__ = [
     "get_subscription",
     "list_invoices",
     "list_subscriptions",
-    "process_renewal",
+    "prepare_renewal",
+    "prepare_renewals",
     "process_sync",
     "record_renewal_consent",
     "register_before_renewal",
@@ -93,7 +94,6 @@ __all__ = [
     "render_invoice",
     "render_subscription",
     "renew_due",
-    "renew_many",
     "repository",
     "request_sync",
     "resume_subscription",

@@ -12,6 +12,7 @@ subscription `past_due`), as a decline does."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, cast
 
@@ -19,14 +20,17 @@ import structlog
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from moneyrail.billing import calendar, catalog, repository
-from moneyrail.engine.outcomes import AttemptError
+from moneyrail.engine.outcomes import AttemptError, TransientFailure
 from moneyrail.engine.schedule import CommitChunk, commit_at_the_end, register_periodic_in_chunks
 from moneyrail.engine.service import (
+    Call,
+    Recording,
     create_operation,
     create_operations,
     final_failure,
     register_attempt_failure_listener,
     register_outcome_listener,
+    together,
 )
 from moneyrail.errors import (
     MoneyrailError,
@@ -36,11 +40,18 @@ from moneyrail.kit.money import MAX_AMOUNT
 from moneyrail.kit.tenant import Tenant
 from moneyrail.merchants import service as merchants
 from moneyrail.merchants.schemas import capabilities_of
-from moneyrail.models import Operation, PaymentIntent, Price, Subscription, SubscriptionInvoice
+from moneyrail.models import (
+    Operation,
+    PaymentIntent,
+    PaymentMethod,
+    Price,
+    Subscription,
+    SubscriptionInvoice,
+)
 from moneyrail.payment_methods import service as methods
 from moneyrail.payments import service as payments
 from moneyrail.processor import provider
-from moneyrail.processor.interface import Processor
+from moneyrail.processor.interface import ChargeAnswer, Processor
 from moneyrail.sandbox.service import register_due_work_in_chunks, tenant_now
 
 from .collection import _fail, _on_payment_captured
@@ -127,10 +138,10 @@ def _charge_key(invoice: SubscriptionInvoice, payment: PaymentIntent) -> str:
     return f"{invoice.id}:charge:{payment.confirmations}"
 
 
-# A sandbox renewal's charge is local to the database (the sandbox processor keeps its books there), so up
-# to RENEWAL_BATCH of them share a message, a claim and a commit, each still its own operation (engine
-# policy batch_size), run set-based by `renew_many`. A live one calls a real network and runs alone: it
-# must not hold up the others. A whole batch must finish well within one operation lease on a loaded
+# Where the processor charges many in one exchange (`Processor.batches_calls`: the sandbox, whose books are
+# in the database), up to RENEWAL_BATCH renewals share a message, a claim, one processor call and a commit,
+# each still its own operation (engine policy batch_size), run set-based by `prepare_renewals`. Elsewhere
+# (Stripe) each renewal runs alone. A whole batch must finish well within one operation lease on a loaded
 # machine (a superseded batch is redone whole): set-based, the usual batch is some 20 statements whatever
 # its size, so a batch of 128 takes a few seconds at most, and each renewal pays a 128th of the batch's
 # fixed statements (claim, commit, outcomes).
@@ -138,7 +149,7 @@ RENEWAL_BATCH = 128
 
 
 async def _charge_later(session: AsyncSession, tenant: Tenant, invoice: SubscriptionInvoice) -> None:
-    """The invoice's `renewal` operation: batched in the sandbox, alone in live mode."""
+    """The invoice's `renewal` operation: batched where the processor has batch calls, else alone."""
     operation = await create_operation(
         session,
         tenant,
@@ -146,7 +157,7 @@ async def _charge_later(session: AsyncSession, tenant: Tenant, invoice: Subscrip
         actor_name=RENEWAL_ACTOR,
         resource=invoice.id,
         payload={"subscription_invoice": invoice.id},
-        batch_size=1 if tenant.livemode else RENEWAL_BATCH,
+        batch_size=RENEWAL_BATCH if await provider.batches_calls(session, tenant) else 1,
     )
     invoice.operation_id = operation.id
     await session.flush()
@@ -241,7 +252,7 @@ async def _open_renewals_together(
         operation_type=RENEWAL_TYPE,
         actor_name=RENEWAL_ACTOR,
         work=[(invoice.id, {"subscription_invoice": invoice.id}) for invoice in invoices],
-        batch_size=1 if tenant.livemode else RENEWAL_BATCH,
+        batch_size=RENEWAL_BATCH if await provider.batches_calls(session, tenant) else 1,
     )
     for invoice, operation_id in zip(invoices, operation_ids, strict=True):
         invoice.operation_id = operation_id
@@ -364,37 +375,117 @@ register_periodic_in_chunks("billing.renewals", timedelta(seconds=20), sweep)
 register_due_work_in_chunks("billing.renewals", renew_due)
 
 
-async def process_renewal(session: AsyncSession, operation: Operation, processor: Processor) -> None:
-    """The `renewal` operation's handler: charge the cycle's payment off-session, once."""
+@dataclass(frozen=True)
+class _Charging:
+    """A renewal's charge as its first phase read it: what to ask, and what to find again to record it."""
+
+    operation: Operation
+    invoice_id: str
+    payment_id: str
+    method: PaymentMethod
+    key: str
+    confirmations: int  # the payment's, when asked: a charge recorded since is another question
+
+
+async def prepare_renewal(session: AsyncSession, operation: Operation, processor: Processor) -> Call | None:
+    """The `renewal` operation's handler in phases (engine `PhasedHandler`): charge the cycle's payment
+    off-session, once. The subscription, its invoice and its payment are read under their locks and the
+    safety checks made (a problem stops it for review at once, with no call); the charge is asked with
+    nothing locked, under the invoice's key; the answer is recorded with the success. A crash after
+    the answer: the next attempt asks the same question under the same key and records the answer
+    once."""
     invoice_id = str(operation.payload["subscription_invoice"])
     tenant = Tenant(operation.installation_id, operation.livemode)
     found = await repository.get_invoice(session, tenant, invoice_id)
     if found is None:
-        return
+        return None
     subscription = await get_subscription(session, tenant, found.subscription_id, lock=True)
     invoice = await repository.get_invoice(session, tenant, invoice_id, for_update=True)
     assert invoice is not None
     if invoice.status != "open" or subscription.status != "active":
-        return  # collected already, cancelled, or stopped for review (a sync resumes it)
+        return None  # collected already, cancelled, or stopped for review (a sync resumes it)
     method, problem = await _renewal_method_or_problem(session, tenant, subscription, invoice)
     if problem is not None:
         await _stop_for_review(session, tenant, subscription, problem)
-        return
+        return None
     payment = await payments.lock_payment_intent(session, tenant, invoice.payment_intent_id)
     if payment.status not in payments.CONFIRMABLE:
-        return  # paid meanwhile: the capture listener recorded it
-    await payments.charge_off_session(
-        session, tenant, processor, payment, method, idempotency_key=_charge_key(invoice, payment)
+        return None  # paid meanwhile: the capture listener recorded it
+    charging = _Charging(
+        operation, invoice.id, payment.id, method, _charge_key(invoice, payment), payment.confirmations
     )
-    if payment.status == "requires_payment_method":
-        decline = (payment.last_payment_error or {}).get("decline_code") or "generic_decline"
-        await _fail(session, tenant, subscription, invoice, str(decline))
+    return await _charge(session, tenant, processor, [(charging, payment)])
+
+
+async def _charge(
+    session: AsyncSession,
+    tenant: Tenant,
+    processor: Processor,
+    charges: Sequence[tuple[_Charging, PaymentIntent]],
+) -> Call:
+    asked = await payments.off_session_charges(
+        session, [(payment, charging.method, charging.key) for charging, payment in charges]
+    )
+    charged = [charging for charging, _ in charges]
+
+    async def call() -> Recording:
+        answers = await payments.ask_off_session(processor, tenant, asked)
+
+        async def record(session: AsyncSession) -> None:
+            await _record_charges(session, tenant, processor, charged, answers)
+
+        return record
+
+    return call
+
+
+async def _record_charges(
+    session: AsyncSession,
+    tenant: Tenant,
+    processor: Processor,
+    charged: Sequence[_Charging],
+    answers: Sequence[ChargeAnswer],
+) -> None:
+    """The network's answers on the renewals' payments, locked again in the first phase's order (the
+    subscriptions, their invoices, the payments); a decline fails its invoice as alone.
+
+    What the network answered is recorded on a payment still waiting to be charged, whatever else
+    changed. A payment collected or cancelled meanwhile takes no second charge: the network's charge is
+    an orphan, which the orphan sweep releases (payments/orphans.py). A payment whose attempt count moved
+    on (the orphan sweep released this very charge) is asked again, under its next key."""
+    invoice_ids = [charging.invoice_id for charging in charged]
+    subscriptions = await repository.lock_subscriptions_of_invoices(session, tenant, invoice_ids)
+    invoices = await repository.invoices_by_id(session, tenant, invoice_ids, for_update=True)
+    locked = await payments.lock_payment_intents(session, tenant, [c.payment_id for c in charged])
+    recording: list[tuple[_Charging, PaymentIntent, ChargeAnswer]] = []
+    for charging, answer in zip(charged, answers, strict=True):
+        payment = locked[charging.payment_id]
+        if payment.status not in payments.CONFIRMABLE:
+            logger.warning("renewal_charge_not_recorded", payment_intent=payment.id, status=payment.status)
+            continue
+        if payment.confirmations != charging.confirmations:
+            raise TransientFailure("the renewal's payment was released while the network was asked")
+        recording.append((charging, payment, answer))
+    await payments.record_off_session_charges(
+        session,
+        tenant,
+        processor,
+        [(payment, charging.method, charging.key) for charging, payment, _ in recording],
+        [answer for _, _, answer in recording],
+    )
+    for charging, payment, _ in recording:
+        invoice = invoices[charging.invoice_id]
+        subscription = subscriptions[invoice.subscription_id]
+        declined = payment.status == "requires_payment_method"
+        if declined and invoice.status == "open" and subscription.status == "active":
+            decline = (payment.last_payment_error or {}).get("decline_code") or "generic_decline"
+            await _fail(session, tenant, subscription, invoice, str(decline))
 
 
 async def _renewal_invoice(
     session: AsyncSession, operation: Operation
 ) -> tuple[Tenant, Subscription, SubscriptionInvoice] | None:
-    """The open invoice this renewal still charges, locked as `process_renewal` locks it; None for any
+    """The open invoice this renewal still charges, locked as `prepare_renewal` locks it; None for any
     other operation, or an invoice collected, failed or charged by a later renewal (after a sync)."""
     if operation.type != RENEWAL_TYPE:
         return None
@@ -447,30 +538,35 @@ register_attempt_failure_listener(_on_renewal_attempt_failed)
 register_outcome_listener(_on_renewal_outcome)
 
 
-# A batch of sandbox renewals (the engine's batch handler for a message of them): read, locked and
-# checked in a few statements, charged in one exchange with the sandbox network, written together.
-async def renew_many(session: AsyncSession, operations: Sequence[Operation], processor: Processor) -> None:
-    """`process_renewal` for each of `operations`, set-based for the common renewal: one statement
-    each locks the subscriptions, the invoices and the payments; one exchange with the sandbox
-    network charges them (each under its invoice's key, as alone); the captures are written together
-    (payments). A renewal that stops for review, or is live, runs `process_renewal` itself; a decline
+# A batch of renewals (the engine's phased handler for a message of them): read, locked and checked in a
+# few statements, charged in one exchange with the network, recorded together.
+async def prepare_renewals(
+    session: AsyncSession, operations: Sequence[Operation], processor: Processor
+) -> Call | None:
+    """`prepare_renewal` for each of `operations`, set-based for the common renewal: one statement
+    each locks the subscriptions, the invoices and the payments; one exchange with the network
+    charges them (each under its invoice's key, as alone); the captures are written together
+    (payments). A renewal that stops for review, or is live, runs `prepare_renewal` itself; a decline
     ends as alone (failed, past_due)."""
     by_tenant: dict[Tenant, list[Operation]] = {}
     for operation in operations:
         by_tenant.setdefault(Tenant(operation.installation_id, operation.livemode), []).append(operation)
+    calls: list[Call] = []
     for tenant, owned in by_tenant.items():
-        if tenant.livemode:  # a real network's calls go one at a time
+        if tenant.livemode:  # a real network's charges are asked one renewal at a time
             for operation in owned:
-                await process_renewal(session, operation, processor)
+                if (call := await prepare_renewal(session, operation, processor)) is not None:
+                    calls.append(call)
             continue
-        await _renew_together(session, tenant, owned, processor)
+        calls.extend(await _prepare_together(session, tenant, owned, processor))
+    return together(calls) if calls else None
 
 
-async def _renew_together(
+async def _prepare_together(
     session: AsyncSession, tenant: Tenant, operations: Sequence[Operation], processor: Processor
-) -> None:
+) -> list[Call]:
     invoice_ids = [str(operation.payload["subscription_invoice"]) for operation in operations]
-    # locked in process_renewal's order (the subscription, then its invoice, then the payment), each
+    # locked in prepare_renewal's order (the subscription, then its invoice, then the payment), each
     # set in id order; the invoices read only once locked, so their status is the one that holds
     subscriptions = await repository.lock_subscriptions_of_invoices(session, tenant, invoice_ids)
     invoices = await repository.invoices_by_id(session, tenant, invoice_ids, for_update=True)
@@ -478,6 +574,7 @@ async def _renew_together(
     cards = await methods.preferred_methods(session, tenant, [s.customer_id for s in subscriptions.values()])
     due: list[tuple[Operation, Subscription, SubscriptionInvoice]] = []
     charged: set[str] = set()
+    calls: list[Call] = []
     for operation, invoice_id in zip(operations, invoice_ids, strict=True):
         invoice = invoices.get(invoice_id)
         if invoice is None or invoice_id in charged:
@@ -494,32 +591,31 @@ async def _renew_together(
             or subscription.merchant_id is not None
             or card is None
         ):  # a safety check to make, or a merchant's grant to check: alone
-            await process_renewal(session, operation, processor)
+            if (call := await prepare_renewal(session, operation, processor)) is not None:
+                calls.append(call)
             continue
         due.append((operation, subscription, invoice))
     locked = await payments.lock_payment_intents(
         session, tenant, [invoice.payment_intent_id for _, _, invoice in due]
     )
     charging = [
-        (subscription, invoice, locked[invoice.payment_intent_id])
-        for _, subscription, invoice in due
-        if locked[invoice.payment_intent_id].status in payments.CONFIRMABLE
+        (
+            _Charging(
+                operation,
+                invoice.id,
+                payment.id,
+                cards[subscription.customer_id],
+                _charge_key(invoice, payment),
+                payment.confirmations,
+            ),
+            payment,
+        )
+        for operation, subscription, invoice in due
+        if (payment := locked[invoice.payment_intent_id]).status in payments.CONFIRMABLE
     ]  # the others were paid meanwhile: the capture listener recorded it
-    if not charging:
-        return
-    await payments.charge_off_session_many(
-        session,
-        tenant,
-        processor,
-        [
-            (payment, cards[subscription.customer_id], _charge_key(invoice, payment))
-            for subscription, invoice, payment in charging
-        ],
-    )
-    for subscription, invoice, payment in charging:
-        if payment.status == "requires_payment_method":
-            decline = (payment.last_payment_error or {}).get("decline_code") or "generic_decline"
-            await _fail(session, tenant, subscription, invoice, str(decline))
+    if charging:
+        calls.append(await _charge(session, tenant, processor, charging))
+    return calls
 
 
 # --- sync ---------------------------------------------------------------------------------------------

@@ -32,6 +32,7 @@ from moneyrail.billing import calendar, catalog, repository
 from moneyrail.billing.schemas import PriceCreate, SubscriptionCreate, SubscriptionInvoiceOut, SubscriptionOut
 from moneyrail.customers import service as customers
 from moneyrail.engine.policy import RetryPolicy, register_policy
+from moneyrail.engine.service import statuses_of
 from moneyrail.errors import (
     Conflict,
     DistributionInvalid,
@@ -432,8 +433,14 @@ async def list_invoices(
 async def _void_unsettled(
     session: AsyncSession, tenant: Tenant, processor: Processor, subscription: Subscription
 ) -> None:
-    """Invoices not collected are void, their payments cancelled: nothing is charged after a cancel."""
-    for invoice in await repository.unsettled_invoices(session, subscription.id):
+    """Invoices not collected are void, their payments cancelled: nothing is charged after a cancel. Not
+    while a renewal is charging one: its charge is at the network with no lock held (the renewal's
+    operation is running), and would be taken with its payment cancelled."""
+    unsettled = await repository.unsettled_invoices(session, subscription.id)
+    operations = await statuses_of(session, [i.operation_id for i in unsettled if i.operation_id])
+    if "running" in operations.values():
+        raise Conflict("A renewal of this subscription is being charged right now: cancel again in a moment.")
+    for invoice in unsettled:
         payment = await payments.lock_payment_intent(session, tenant, invoice.payment_intent_id)
         if payment.status in payments.CANCELABLE and payment.status != "requires_capture":
             await payments.cancel_payment_intent(session, tenant, processor, payment.id, "abandoned")

@@ -122,6 +122,8 @@ class NetworkDraws:
 class SandboxNetwork:
     """A `Processor`: every call goes to `simulator` over the network `draws` describes."""
 
+    batches_calls = True  # a batch is still one exchange, the simulator's one statement
+
     def __init__(self, simulator: SandboxProcessor, draws: NetworkDraws) -> None:
         self.simulator = simulator
         self.draws = draws

@@ -99,6 +99,9 @@ CardKey = tuple[str, str, bool]  # token, installation, livemode
 
 
 class SandboxProcessor:
+    # every batch is one statement in the simulator's own books (interface.Processor.batches_calls)
+    batches_calls = True
+
     def __init__(self, sessionmaker: async_sessionmaker[AsyncSession]) -> None:
         self._sessionmaker = sessionmaker
         self._behaviours: dict[CardKey, str] = {}

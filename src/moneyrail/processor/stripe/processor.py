@@ -48,6 +48,9 @@ class StripeProcessor:
     """Every call goes to Stripe (or a Stripe-compatible server at `api_base`) with the key given,
     carrying the operation's key as Stripe's `Idempotency-Key`; the client never retries by itself."""
 
+    # Stripe has no batch transfer or charge: a batch is its single calls, made concurrently
+    batches_calls = False
+
     def __init__(
         self,
         api_key: str,
