@@ -25,10 +25,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent
 VENV = ROOT / ".venv"
 STAMP = VENV / ".moneyrail-installed"
-# The Python client (a distribution of its own) is tested with the server: the commands that run tests
-# install it too, editable, so the suite always tests the client in this checkout.
+# The Python client (a distribution of its own) comes with the development environment: the guides show it
+# beside curl, and the suite tests it against the server. Editable, so both use the client in this checkout.
 CLIENT = ROOT / "clients" / "python"
-CLIENT_EXTRA = "test"
+CLIENT_EXTRA = "dev"
 BIN = VENV / ("Scripts" if os.name == "nt" else "bin")
 
 # The extras each command needs (pyproject.toml [project.optional-dependencies]).
