@@ -25,6 +25,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent
 VENV = ROOT / ".venv"
 STAMP = VENV / ".moneyrail-installed"
+# The Python client (a distribution of its own) comes with the development environment: the guides show it
+# beside curl, and the suite tests it against the server. Editable, so both use the client in this checkout.
+CLIENT = ROOT / "clients" / "python"
+CLIENT_EXTRA = "dev"
 BIN = VENV / ("Scripts" if os.name == "nt" else "bin")
 
 # The extras each command needs (pyproject.toml [project.optional-dependencies]).
@@ -44,6 +48,7 @@ FUZZ_CASES_PER_OPERATION = "40"
 
 def _project_digest() -> str:
     digest = hashlib.sha256((ROOT / "pyproject.toml").read_bytes())
+    digest.update((CLIENT / "pyproject.toml").read_bytes())
     digest.update(sys.version.encode())
     return digest.hexdigest()
 
@@ -75,8 +80,11 @@ def ensure_venv(extras: set[str]) -> None:
     log = VENV / "install.log"
     print(f"installing moneyrail{label} into .venv (pip's output: {log.relative_to(ROOT)}) ...", flush=True)
     pip = [str(BIN / "python"), "-m", "pip", "--disable-pip-version-check", "-q"]
+    steps = [["install", "--upgrade", "pip"], ["install", "-e", f"{ROOT}{label}"]]
+    if CLIENT_EXTRA in wanted:
+        steps.append(["install", "-e", str(CLIENT)])
     with log.open("w") as output:  # pip's warnings and progress stay off the screen unless it fails
-        for step in (["install", "--upgrade", "pip"], ["install", "-e", f"{ROOT}{label}"]):
+        for step in steps:
             output.flush()
             if subprocess.call([*pip, *step], stdout=output, stderr=subprocess.STDOUT) != 0:
                 output.flush()

@@ -1,29 +1,38 @@
-"""ruff and mypy --strict stay clean: part of the suite, so the README's test command checks them too."""
+"""ruff and mypy --strict stay clean (the service, and the Python client in clients/python): part of the
+suite, so the README's test command checks them too."""
 
 from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 
 from tests.harness import ROOT
 
 
-def _run(*command: str) -> subprocess.CompletedProcess[str]:
+def _run(*command: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", *command], cwd=ROOT, capture_output=True, text=True, timeout=600
+        [sys.executable, "-m", *command], cwd=cwd, capture_output=True, text=True, timeout=600
     )
 
 
 def test_ruff_finds_nothing():
-    result = _run("ruff", "check", "src", "workers", "tests", "bench")
+    result = _run("ruff", "check", "src", "workers", "tests", "bench", "clients")
     assert result.returncode == 0, result.stdout + result.stderr
 
 
 def test_ruff_format_is_applied():
-    result = _run("ruff", "format", "--check", "src", "workers", "tests", "bench")
+    result = _run("ruff", "format", "--check", "src", "workers", "tests", "bench", "clients")
     assert result.returncode == 0, result.stdout + result.stderr
 
 
 def test_mypy_strict_finds_nothing_in_src_and_workers():
     result = _run("mypy")
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_mypy_strict_finds_nothing_in_the_python_client():
+    """With the client's own settings (clients/python/pyproject.toml), as a service that installs it
+    would check its calls."""
+    result = _run("mypy", cwd=ROOT / "clients" / "python")
     assert result.returncode == 0, result.stdout + result.stderr

@@ -50,3 +50,18 @@ def test_run_py_installs_what_each_command_uses() -> None:
         "setup": {"dev", "test"},
         "moneyrail": set(),
     } == run_py.EXTRAS
+
+
+def test_the_python_client_comes_with_the_development_environment() -> None:
+    """clients/python is a distribution of its own (the service never depends on it); run.py installs it,
+    editable, wherever `dev` is installed (dev, test, fuzz, setup), so the guides and tests/client use it."""
+    spec = importlib.util.spec_from_file_location("run", ROOT / "run.py")
+    assert spec is not None and spec.loader is not None
+    run_py = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(run_py)
+    assert run_py.CLIENT == ROOT / "clients" / "python" and run_py.CLIENT_EXTRA == "dev"
+    assert all("dev" in extras for command, extras in run_py.EXTRAS.items() if command != "moneyrail")
+    client = tomllib.loads((ROOT / "clients" / "python" / "pyproject.toml").read_text())["project"]
+    assert client["name"] == "moneyrail-client"
+    assert "moneyrail" not in requirement_names(client["dependencies"])
+    assert "moneyrail-client" not in requirement_names(project()["dependencies"])

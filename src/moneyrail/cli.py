@@ -30,6 +30,7 @@ from moneyrail.clihelpers import (
 )
 from moneyrail.config import Settings, get_settings
 from moneyrail.db.engine import DatabaseNotConfigured
+from moneyrail.devkit.cli import register as register_devkit
 from moneyrail.engine.cli import dead_letters_app
 from moneyrail.errors import MoneyrailError
 from moneyrail.installations import processors
@@ -53,6 +54,7 @@ app.add_typer(settings_app, name="settings")
 app.add_typer(dead_letters_app, name="dead-letters")
 app.add_typer(ledger_app, name="ledger")
 app.add_typer(secrets_app, name="secrets")
+register_devkit(app)  # listen, trigger
 
 JsonOption = Annotated[bool, typer.Option("--json", help="Machine-readable output.")]
 InstallationOption = Annotated[str, typer.Option("--installation", "-i", help="Installation id (inst_…).")]

@@ -36,7 +36,7 @@ NOT_READY: dict[int | str, dict[str, Any]] = {
 READINESS_TIMEOUT_SECONDS = 2.0
 
 
-@router.get("/healthz", response_model=LivenessOut)
+@router.get("/healthz", response_model=LivenessOut, operation_id="health_liveness")
 async def healthz() -> dict[str, str]:
     """Liveness.
 
@@ -75,7 +75,7 @@ async def broker_reachable(request: Request) -> bool:
     return await _check(request, _broker_ready) == "ok"
 
 
-@router.get("/readyz", response_model=ReadinessOut, responses=NOT_READY)
+@router.get("/readyz", response_model=ReadinessOut, responses=NOT_READY, operation_id="health_readiness")
 async def readyz(request: Request) -> JSONResponse:
     """Readiness.
 

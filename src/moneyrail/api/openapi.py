@@ -14,7 +14,18 @@ without extra work:
 - the `Service-Version` and `Idempotency-Key` request headers (the key required where §4 says);
 - the `Request-Id` and `Service-Version` response headers;
 - the route's scope, in its description and as `x-scope`;
-- a description for path ids that name one.
+- a description for path ids that name one;
+- a stable `operationId` and one tag per resource, by the naming convention below.
+
+Names (`operation_name`): an operation is `<resource>_<action>`, so generated clients read well
+(`client.payment_intents.capture`, `PaymentIntentsApi.payment_intents_capture`). The resource is the
+path's words without its ids (dashes as underscores, `commerce_`/`fiscal_` before the commerce and fiscal
+APIs' paths); the action is `list` for a GET that answers a list and `retrieve` for any other GET,
+`update` for a POST to an object's id, `create` for a POST to a collection (a plural noun) and the
+action's own word for a POST to one (`payment_intents_confirm`, `test_helpers_clock_advance`), `delete`
+for a DELETE. A route may declare `operation_id=` itself where the rule would read badly. The tag is the
+resource's first noun (the first two under `radar`), so every operation of a tag starts with its name:
+`payment_intents_*` is tagged `payment intents`. tests/api/test_operation_names.py pins them.
 
 FastAPI's 422 `HTTPValidationError` is removed: validation answers 400 in the envelope.
 No operation lists 405: a method a path does not list answers 405 with `Allow` naming the path's
@@ -40,7 +51,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from moneyrail.api.idempotency import HEADER as IDEMPOTENCY_HEADER
 from moneyrail.api.idempotency import IDEMPOTENT_METHODS, KEY_REQUIRED_PREFIXES, MAX_KEY_LENGTH
-from moneyrail.api.middleware import api_of
+from moneyrail.api.middleware import API_PREFIXES, api_of
 from moneyrail.config import API_VERSIONS
 
 Responses = dict[int | str, dict[str, Any]]
@@ -121,6 +132,8 @@ GENERIC_FIELDS = {
     "currency": "A lowercase ISO 4217 currency code, such as `eur`.",
 }
 DOCS_ASSETS_URL = "/docs/assets"
+# Paths whose first word is a namespace of resources, not a resource: the tag takes the next word too.
+NAMESPACES = {"radar"}
 
 
 class ErrorDetail(BaseModel):
@@ -287,6 +300,61 @@ def _document_operation(route: APIRoute, method: str, path: str, operation: dict
     operation["description"] = description
 
 
+def _path_words(path: str) -> tuple[list[str], list[str]]:
+    """(the API's own words, the path's segments after its API prefix)."""
+    for prefix, api in API_PREFIXES:
+        if path == prefix or path.startswith(prefix + "/"):
+            return ([] if api == "payments" else [api]), [s for s in path[len(prefix) :].split("/") if s]
+    return [], [s for s in path.split("/") if s]
+
+
+def _answers_a_list(operation: dict[str, Any], schemas: dict[str, Any]) -> bool:
+    for status in ("200", "201"):
+        content = operation.get("responses", {}).get(status, {}).get("content", {})
+        reference = content.get("application/json", {}).get("schema", {}).get("$ref", "")
+        schema = schemas.get(reference.rsplit("/", 1)[-1], {})
+        if {"data", "has_more"} <= set(schema.get("properties", {})):
+            return True
+    return False
+
+
+def operation_tag(path: str) -> str:
+    """The resource an operation acts on, as a tag: `payment intents`, `radar value lists`."""
+    api_words, segments = _path_words(path)
+    nouns = [segment for segment in segments if not segment.startswith("{")]
+    take = 2 if nouns and nouns[0] in NAMESPACES else 1
+    return " ".join([*api_words, *nouns[:take]]).replace("-", " ")
+
+
+def operation_name(method: str, path: str, operation: dict[str, Any], schemas: dict[str, Any]) -> str:
+    """`<resource>_<action>`, by the convention in this module's docstring."""
+    api_words, segments = _path_words(path)
+    words = [*api_words, *(segment.replace("-", "_") for segment in segments if not segment.startswith("{"))]
+    last = segments[-1] if segments else ""
+    if method == "GET" or (method == "POST" and _answers_a_list(operation, schemas)):
+        action = "list" if _answers_a_list(operation, schemas) else "retrieve"
+    elif method == "DELETE":
+        action = "delete"
+    elif last.startswith("{"):
+        action = "update"
+    elif last.endswith("s"):
+        action = "create"  # a collection
+    else:
+        return "_".join(words)  # an action, named by its own word
+    return "_".join([*words, action])
+
+
+def _name_operations(spec: dict[str, Any], declared: dict[tuple[str, str], str | None]) -> None:
+    schemas = spec.get("components", {}).get("schemas", {})
+    for path, operations in spec["paths"].items():
+        for method, operation in operations.items():
+            if api_of(path) is not None:
+                operation["tags"] = [operation_tag(path)]
+            operation["operationId"] = declared.get((method.upper(), path)) or operation_name(
+                method.upper(), path, operation, schemas
+            )
+
+
 def _describe_generic_fields(schemas: dict[str, Any]) -> None:
     for schema in schemas.values():
         for name, field in schema.get("properties", {}).items():
@@ -303,6 +371,7 @@ def build_openapi(app: FastAPI) -> dict[str, Any]:
         routes=app.routes,
         tags=app.openapi_tags,
     )
+    declared: dict[tuple[str, str], str | None] = {}
     for context in iter_route_contexts(app.routes):
         route = context.original_route
         if not isinstance(route, APIRoute) or not route.include_in_schema:
@@ -312,11 +381,13 @@ def build_openapi(app: FastAPI) -> dict[str, Any]:
             operation = spec["paths"].get(path, {}).get(method.lower())
             if operation is not None:
                 _document_operation(route, method, path, operation)
+                declared[(method, path)] = route.operation_id
     schemas: dict[str, Any] = spec.setdefault("components", {}).setdefault("schemas", {})
     schemas.pop("HTTPValidationError", None)
     schemas.pop("ValidationError", None)
     schemas.update(_error_schemas())
     _describe_generic_fields(schemas)
+    _name_operations(spec, declared)
     return spec
 
 

@@ -1,0 +1,1 @@
+"""Developer commands over the public API: `moneyrail listen` and `moneyrail trigger`."""
