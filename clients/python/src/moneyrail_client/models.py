@@ -1176,6 +1176,23 @@ class EventOut(BaseModel):
     ]
 
 
+class EventReceived(BaseModel):
+    received: Annotated[
+        bool | None,
+        Field(
+            description="The event was verified and kept (or kept already)",
+            title="Received",
+        ),
+    ] = True
+    duplicate: Annotated[
+        bool,
+        Field(
+            description="`true` when this event id was received before: nothing more is done",
+            title="Duplicate",
+        ),
+    ]
+
+
 class ProductDescription(RootModel[str]):
     root: Annotated[
         str,
@@ -2740,6 +2757,17 @@ class PaymentMethod(RootModel[str]):
     ]
 
 
+class CardToken(RootModel[str]):
+    root: Annotated[
+        str,
+        Field(
+            description="The card as the processor's own fields collected it in the payer's browser: the `tok_…` token Stripe.js `createToken` made (or a `pm_…` payment method), so that the number never reaches moneyrail. Environments on a real processor (every live one, and a sandbox set to Stripe's test mode) take only this; the sandbox simulator takes `card` instead. Exclusive with `card`.",
+            pattern="^(tok|pm)_[A-Za-z0-9_]{1,250}$",
+            title="Card Token",
+        ),
+    ]
+
+
 class ReturnUrl1(RootModel[str]):
     root: Annotated[
         str,
@@ -2772,7 +2800,17 @@ class PaymentIntentConfirm(BaseModel):
         ),
     ] = None
     card: Annotated[
-        CardIn | None, Field(description="A new card; exclusive with payment_method")
+        CardIn | None,
+        Field(
+            description="A new card as typed (the sandbox simulator only); exclusive with payment_method"
+        ),
+    ] = None
+    card_token: Annotated[
+        CardToken | None,
+        Field(
+            description="The card as the processor's own fields collected it in the payer's browser: the `tok_…` token Stripe.js `createToken` made (or a `pm_…` payment method), so that the number never reaches moneyrail. Environments on a real processor (every live one, and a sandbox set to Stripe's test mode) take only this; the sandbox simulator takes `card` instead. Exclusive with `card`.",
+            title="Card Token",
+        ),
     ] = None
     save_payment_method: Annotated[
         bool | None,
@@ -4049,7 +4087,17 @@ class SetupIntentConfirm(BaseModel):
             title="Client Secret",
         ),
     ]
-    card: Annotated[CardIn, Field(description="The card to save")]
+    card: Annotated[
+        CardIn | None,
+        Field(description="The card to save, as typed (the sandbox simulator only)"),
+    ] = None
+    card_token: Annotated[
+        CardToken | None,
+        Field(
+            description="The card as the processor's own fields collected it in the payer's browser: the `tok_…` token Stripe.js `createToken` made (or a `pm_…` payment method), so that the number never reaches moneyrail. Environments on a real processor (every live one, and a sandbox set to Stripe's test mode) take only this; the sandbox simulator takes `card` instead. Exclusive with `card`.",
+            title="Card Token",
+        ),
+    ] = None
 
 
 class SetupIntentCreate(BaseModel):

@@ -282,6 +282,11 @@ class EventOut(TypedDict):
     data: dict[str, Any]
 
 
+class EventReceived(TypedDict):
+    received: NotRequired[bool]
+    duplicate: bool
+
+
 class Evidence(TypedDict, closed=True):
     product_description: NotRequired[str | None]
     customer_name: NotRequired[str | None]
@@ -622,6 +627,7 @@ class PaymentIntentConfirm(TypedDict, closed=True):
     client_secret: str
     payment_method: NotRequired[str | None]
     card: NotRequired[CardIn | None]
+    card_token: NotRequired[str | None]
     save_payment_method: NotRequired[bool]
     return_url: NotRequired[str | None]
 
@@ -874,7 +880,8 @@ class SecretRotation(TypedDict, closed=True):
 
 class SetupIntentConfirm(TypedDict, closed=True):
     client_secret: str
-    card: CardIn
+    card: NotRequired[CardIn | None]
+    card_token: NotRequired[str | None]
 
 
 class SetupIntentCreate(TypedDict, closed=True):
