@@ -39,6 +39,7 @@ SEALED_COLUMNS = (
     SealedColumn("webhook_endpoints", ("id",), "previous_secret"),
     SealedColumn("idempotency_records", ("installation_id", "livemode", "key"), "response_body", binary=True),
     SealedColumn("payment_intents", ("id",), "next_action", json_path=("redirect_to_url", "url")),
+    SealedColumn("operators", ("id",), "totp_secret"),
 )
 
 
