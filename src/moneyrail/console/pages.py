@@ -65,7 +65,7 @@ async def signed_in_operator(request: Request) -> accounts.SignedIn:
     return signed
 
 
-Operator = Annotated[accounts.SignedIn, Depends(signed_in_operator)]
+SignedInOperator = Annotated[accounts.SignedIn, Depends(signed_in_operator)]
 CsrfField = Annotated[str | None, Form()]
 
 
@@ -186,7 +186,11 @@ async def login(
         return answer
     if result.outcome != "signed_in" or result.session_secret is None:
         return _login_form(
-            request, next, error="That e-mail, password and code do not match an account.", status_code=401
+            request,
+            next,
+            error="That e-mail, password and code do not match an account. (A code works once: if you "
+            "have just used this one, wait for the next.)",
+            status_code=401,
         )
     answer = RedirectResponse(_next_page(next), status_code=303)
     answer.set_cookie(
@@ -203,7 +207,7 @@ async def login(
 
 
 @router.post("/console/logout")
-async def logout(request: Request, signed: Operator, csrf_token: CsrfField = None) -> Response:
+async def logout(request: Request, signed: SignedInOperator, csrf_token: CsrfField = None) -> Response:
     _check_form(signed, csrf_token)
     await accounts.sign_out(request_session(request), signed)
     answer = RedirectResponse(f"{CONSOLE_PATH}/login", status_code=303)
@@ -272,7 +276,7 @@ async def setup(
 
 # --- reading --------------------------------------------------------------------------------------
 @router.get("/console")
-async def overview(request: Request, signed: Operator) -> Response:
+async def overview(request: Request, signed: SignedInOperator) -> Response:
     reachable = await broker_reachable(request)
     try:
         depths = await queue_depths(request.app.state.redis) if reachable else {}
@@ -320,7 +324,7 @@ def _filter_choices() -> dict[str, Any]:
 
 @router.get("/console/operations")
 async def operations(
-    request: Request, signed: Operator, query: Filter, cursor: Annotated[str | None, Query()] = None
+    request: Request, signed: SignedInOperator, query: Filter, cursor: Annotated[str | None, Query()] = None
 ) -> Response:
     found = await service.find_operations(request_session(request), query, page_position(cursor))
     return _page(
@@ -333,7 +337,7 @@ async def operations(
 
 @router.get("/console/operations/bulk")
 async def bulk_preview(
-    request: Request, signed: Operator, query: Filter, action: Annotated[str | None, Query()] = None
+    request: Request, signed: SignedInOperator, query: Filter, action: Annotated[str | None, Query()] = None
 ) -> Response:
     preview = await service.bulk_preview(request_session(request), action_of(action), query)
     return _page(request, "bulk.html", signed, {"preview": preview, **_filter_choices()})
@@ -341,7 +345,7 @@ async def bulk_preview(
 
 @router.get("/console/operations/{operation_id}")
 async def operation(
-    request: Request, signed: Operator, operation_id: str, done: Annotated[str | None, Query()] = None
+    request: Request, signed: SignedInOperator, operation_id: str, done: Annotated[str | None, Query()] = None
 ) -> Response:
     detail = await service.operation_detail(request_session(request), operation_id)
     return _page(request, "operation.html", signed, {"detail": detail, "done": done})
@@ -350,7 +354,7 @@ async def operation(
 @router.get("/console/audit")
 async def audit_log(
     request: Request,
-    signed: Operator,
+    signed: SignedInOperator,
     actor: Annotated[str | None, Query(max_length=254)] = None,
     action: Annotated[str | None, Query(max_length=100)] = None,
     operation_id: Annotated[str | None, Query(alias="operation", max_length=100)] = None,
@@ -378,7 +382,7 @@ async def audit_log(
 
 
 @router.get("/console/audit/{entry_id}")
-async def audit_entry(request: Request, signed: Operator, entry_id: str) -> Response:
+async def audit_entry(request: Request, signed: SignedInOperator, entry_id: str) -> Response:
     detail = await service.audit_detail(request_session(request), entry_id)
     return _page(request, "audit_entry.html", signed, {"detail": detail})
 
@@ -387,7 +391,7 @@ async def audit_entry(request: Request, signed: Operator, entry_id: str) -> Resp
 @router.post("/console/operations/{operation_id}/{action}")
 async def decide_one(
     request: Request,
-    signed: Operator,
+    signed: SignedInOperator,
     operation_id: str,
     action: str,
     reason: Annotated[str | None, Form()] = None,
@@ -403,7 +407,7 @@ async def decide_one(
 @router.post("/console/operations/bulk")
 async def decide_bulk(
     request: Request,
-    signed: Operator,
+    signed: SignedInOperator,
     operation: Annotated[list[str] | None, Form()] = None,
     action: Annotated[str | None, Form()] = None,
     reason: Annotated[str | None, Form()] = None,
