@@ -204,3 +204,23 @@ def test_disabling_an_operator_ends_its_sessions_and_reset_issues_a_new_link(ser
 def test_operators_create_refuses_what_it_cannot_use(servers, args, message):
     refused = moneyrail(servers, "operators", "create", *args)
     assert refused.returncode == 1 and message in refused.stderr, refused.stderr
+
+
+def test_the_scheduler_sweeps_sessions_a_month_after_they_ended(bridge, db):
+    from moneyrail.engine.schedule import periodic_jobs
+
+    db.execute("INSERT INTO operators (id, email, role) VALUES ('opr_sweep', 'sweep@example.com', 'viewer')")
+    for session_id, ended, expires in (
+        ("old_ended", "now() - interval '31 days'", "now() - interval '30 days'"),
+        ("old_expired", "NULL", "now() - interval '31 days'"),
+        ("recent", "now() - interval '1 day'", "now() + interval '1 hour'"),
+    ):
+        db.execute(
+            "INSERT INTO operator_sessions (id, operator_id, last_seen_at, expires_at, ended_at)"
+            f" VALUES (%s, 'opr_sweep', now(), {expires}, {ended})",
+            (session_id,),
+        )
+    (job,) = [job for job in periodic_jobs() if job.name == "console.sessions"]
+    assert bridge.in_unit_of_work(job.sweep) == 2
+    kept = db.execute("SELECT id FROM operator_sessions WHERE operator_id = 'opr_sweep'").fetchall()
+    assert kept == [("recent",)]
