@@ -16,7 +16,7 @@ import pytest
 import typer
 
 from moneyrail import cli
-from moneyrail.clihelpers import DevInstance, safe_url
+from moneyrail.clihelpers import DevInstance
 from moneyrail.engine.service import create_operation
 from moneyrail.kit.clock import utcnow
 from tests.harness import ROOT, AsyncBridge, TenantKeys, free_port
@@ -166,73 +166,55 @@ def dead_letter_made_by_hand(bridge: AsyncBridge, tenant: TenantKeys) -> str:
     return operation_id
 
 
-def test_an_operator_action_is_recorded_with_its_database_never_in_a_dev_instance_of_another(
+def test_an_operator_action_is_recorded_in_the_audit_log_and_in_no_file(
     servers, bridge, tenant, tmp_path
 ) -> None:
-    # a folder where `moneyrail dev` runs (this test's process stands for it) on a database of its own
+    # from a folder where `moneyrail dev` runs (this test's process stands for it) on a database of its
+    # own: the command acts on the test database, and writes nothing anywhere on disk
     folder, home = tmp_path / "project", tmp_path / "home"
     home.mkdir()
-    dev_log = folder / ".moneyrail" / "logs" / "operator.log"
-    dev_log.parent.mkdir(parents=True)
-    dev_log.write_text("a line of the developer's own\n")
+    (folder / ".moneyrail").mkdir(parents=True)
     other_database = "postgresql://postgres@127.0.0.1:1/moneyrail_dev"
     DevInstance(os.getpid(), other_database, servers.redis_url, "http://127.0.0.1:1").write(
         folder / ".moneyrail"
     )
-    acting_on = safe_url(servers.database_url)
-
-    def discard(operation_id: str, **env: str) -> subprocess.CompletedProcess[str]:
-        answered = run_cli(
-            "dead-letters",
-            "discard",
-            operation_id,
-            "--reason",
-            "checked",
-            "--operator",
-            "ops@example.com",
-            cwd=folder,
-            HOME=str(home),
-            MONEYRAIL_SECRET_KEYS=servers.secret_keys,
-            **env,
-        )
-        assert answered.returncode == 0, answered.stderr
-        assert answered.stderr == ""  # results on stdout, logs never on the screen
-        return answered
-
-    # the test database, from the dev instance's folder: its operator.log is left alone
-    discard(dead_letter_made_by_hand(bridge, tenant), DATABASE_URL=servers.database_url)
-    assert dev_log.read_text() == "a line of the developer's own\n"
-    assert sorted(path.name for path in folder.rglob("*") if path.is_file()) == [
-        "dev-instance.json",
-        "operator.log",
-    ]
+    operation_id = dead_letter_made_by_hand(bridge, tenant)
+    answered = run_cli(
+        "dead-letters",
+        "discard",
+        operation_id,
+        "--reason",
+        "checked by phone",
+        "--operator",
+        "ops@example.com",
+        cwd=folder,
+        HOME=str(home),
+        DATABASE_URL=servers.database_url,
+        MONEYRAIL_SECRET_KEYS=servers.secret_keys,
+    )
+    assert answered.returncode == 0, answered.stderr
+    assert answered.stderr == ""  # results on stdout, logs never on the screen
+    assert sorted(path.name for path in folder.rglob("*") if path.is_file()) == ["dev-instance.json"]
     assert list(home.iterdir()) == []
 
-    # ... and recorded where the operator says, each line naming the database acted on
-    record = tmp_path / "operator-record.log"
-    operation_id = dead_letter_made_by_hand(bridge, tenant)
-    discard(operation_id, DATABASE_URL=servers.database_url, MONEYRAIL_OPERATOR_LOG=str(record))
-    assert dev_log.read_text() == "a line of the developer's own\n"
-    (line,) = [json.loads(line) for line in record.read_text().splitlines()]
-    assert (line["event"], line["operation_id"], line["operator"]) == (
-        "dead_letter_discarded",
-        operation_id,
+    listed = run_cli(
+        "audit", "list", "--operation", operation_id, "--json", cwd=folder, DATABASE_URL=servers.database_url
+    )
+    assert listed.returncode == 0, listed.stderr
+    (entry,) = json.loads(listed.stdout)
+    assert (entry["actor"], entry["via"], entry["action"], entry["reason"], entry["operations"]) == (
         "ops@example.com",
+        "cli",
+        "dead_letter.discard",
+        "checked by phone",
+        [operation_id],
     )
-    assert line["database"] == acting_on and servers.database in line["database"]
-
-    # the dev instance's own database: its operator.log records the action, naming the database
-    DevInstance(os.getpid(), servers.database_url, servers.redis_url, "http://127.0.0.1:1").write(
-        folder / ".moneyrail"
+    human = run_cli(
+        "audit", "list", "--operation", operation_id, cwd=folder, DATABASE_URL=servers.database_url
     )
-    operation_id = dead_letter_made_by_hand(bridge, tenant)
-    discard(operation_id)  # no DATABASE_URL: the running dev instance's
-    own_line = json.loads(dev_log.read_text().splitlines()[-1])
-    assert (own_line["event"], own_line["operation_id"], own_line["database"]) == (
-        "dead_letter_discarded",
-        operation_id,
-        acting_on,
-    )
+    assert ISO_UTC_WITH_AGE.search(human.stdout), human.stdout
+    assert f"ops@example.com (cli)  dead_letter.discard 1 operation: {operation_id}" in human.stdout
+    assert 'because "checked by phone"' in human.stdout
 
 
 def test_logs_never_reach_the_cli_output(servers) -> None:

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import signal
+import socket
 from datetime import timedelta
 
 import asyncpg
@@ -27,6 +29,8 @@ from moneyrail.engine.outbox import relay_once
 from moneyrail.engine.repository import NOTIFY_CHANNEL
 from moneyrail.engine.schedule import PeriodicJob, periodic_jobs
 from moneyrail.logging import configure_logging
+
+LEADER_NAME = "moneyrail scheduler on {} (pid {})"
 
 logger = structlog.get_logger("moneyrail.scheduler")
 
@@ -110,7 +114,13 @@ class Scheduler:
         while not self.stopping.is_set():
             connection: asyncpg.Connection | None = None
             try:
-                connection = await asyncpg.connect(url)
+                # named, so that the console can say which scheduler leads (pg_stat_activity)
+                connection = await asyncpg.connect(
+                    url,
+                    server_settings={
+                        "application_name": LEADER_NAME.format(socket.gethostname(), os.getpid())
+                    },
+                )
                 if await connection.fetchval("SELECT pg_try_advisory_lock($1)", LEADER_LOCK_ID):
                     await self.lead(connection)
                 else:

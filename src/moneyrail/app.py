@@ -20,6 +20,9 @@ from moneyrail.commerce.endpoints import router as commerce_router
 from moneyrail.config import Settings, get_settings
 from moneyrail.connect.endpoints import router as connect_router
 from moneyrail.connect.pages import router as onboarding_pages_router
+from moneyrail.console.errors import ConsoleRefusal
+from moneyrail.console.pages import refusal_page
+from moneyrail.console.pages import router as console_router
 from moneyrail.customers.endpoints import router as customers_router
 from moneyrail.db.engine import create_engine, create_sessionmaker
 from moneyrail.deliveries.endpoints import router as deliveries_router
@@ -128,6 +131,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(merchant_pages_router)
     app.include_router(onboarding_pages_router)
     app.include_router(processor_events_router)  # Stripe's webhooks
+    app.include_router(console_router)  # /console, the operator console (its own sign-in, not API keys)
+    app.add_exception_handler(ConsoleRefusal, refusal_page)
     install_openapi(app)
     app.add_middleware(RequestContextMiddleware)  # the one middleware, the input guard within it
     return app

@@ -9,16 +9,15 @@ import sys
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Annotated, Any, TextIO, TypeVar
+from typing import Annotated, Any, TypeVar
 
 import asyncpg
-import structlog
 import typer
 from redis.exceptions import RedisError
 from sqlalchemy.exc import InterfaceError, OperationalError, SQLAlchemyError
 
+from moneyrail.audit.cli import audit_app
 from moneyrail.clihelpers import (
-    DevInstance,
     emit,
     human_time,
     human_value,
@@ -29,6 +28,7 @@ from moneyrail.clihelpers import (
     use_running_dev_instance,
 )
 from moneyrail.config import Settings, get_settings
+from moneyrail.console.cli import operators_app
 from moneyrail.db.engine import DatabaseNotConfigured
 from moneyrail.devkit.cli import register as register_devkit
 from moneyrail.engine.cli import dead_letters_app
@@ -55,6 +55,8 @@ app.add_typer(dead_letters_app, name="dead-letters")
 app.add_typer(ledger_app, name="ledger")
 app.add_typer(secrets_app, name="secrets")
 register_devkit(app)  # listen, trigger
+app.add_typer(operators_app, name="operators")
+app.add_typer(audit_app, name="audit")
 
 JsonOption = Annotated[bool, typer.Option("--json", help="Machine-readable output.")]
 InstallationOption = Annotated[str, typer.Option("--installation", "-i", help="Installation id (inst_…).")]
@@ -472,21 +474,6 @@ CONNECTION_ERRORS = (
 PROCESS_COMMANDS = frozenset({"web", "worker", "scheduler", "dev", "migrate"})
 
 
-def _operator_log(settings: Settings, dev_instance: DevInstance | None) -> TextIO:
-    """Operator commands print results, never logs. Their log lines, each naming the database acted on,
-    go to MONEYRAIL_OPERATOR_LOG if set; else to the logs of the running `moneyrail dev` when the
-    command acts on that instance's database; else nowhere. Never into a dev instance's log for
-    another database (a test's, production's)."""
-    if settings.operator_log is not None:
-        path = settings.operator_log
-    elif dev_instance is not None and dev_instance.uses_database(settings.database_url):
-        path = settings.data_dir / "logs" / "operator.log"
-    else:
-        return open(os.devnull, "w")  # for the life of the command
-    path.parent.mkdir(parents=True, exist_ok=True)
-    return path.open("a", buffering=1)
-
-
 def _describe_failure(error: BaseException) -> str:
     """One line for a failure to reach or use the servers: what failed, where, and what to do."""
     settings = get_settings()
@@ -516,14 +503,11 @@ def main(argv: Sequence[str] | None = None) -> None:
         app(args=arguments)
         return
     # Operator commands beside a running `moneyrail dev` need no variables: it recorded its servers.
-    dev_instance = use_running_dev_instance(os.environ, Settings().data_dir)
+    use_running_dev_instance(os.environ, Settings().data_dir)
     get_settings.cache_clear()  # read again, with the instance's URLs if it gave them
     settings = get_settings()
-    configure_logging(
-        settings.log_level, json=settings.log_json, stream=_operator_log(settings, dev_instance)
-    )
-    if settings.database_url:
-        structlog.contextvars.bind_contextvars(database=safe_url(settings.database_url))
+    # They print results, never log lines; what an operator decided is in the audit log (a table).
+    configure_logging(settings.log_level, json=settings.log_json, stream=open(os.devnull, "w"))  # noqa: SIM115
     try:
         app(args=arguments)
     except (OSError, SQLAlchemyError, asyncpg.PostgresError, RedisError, DatabaseNotConfigured) as error:

@@ -15,7 +15,6 @@ from typing import Any, TypeVar
 
 import typer
 from sqlalchemy.engine import make_url
-from sqlalchemy.exc import ArgumentError
 
 from moneyrail.config import get_settings
 from moneyrail.db.engine import DatabaseNotConfigured, create_engine, create_sessionmaker
@@ -47,13 +46,6 @@ class DevInstance:
         with os.fdopen(descriptor, "w") as file:
             json.dump(asdict(self), file, indent=2)
 
-    def uses_database(self, database_url: str | None) -> bool:
-        """Whether `database_url` names this instance's database (however the URL spells its driver
-        or password)."""
-        return database_url is not None and _database_identity(database_url) == _database_identity(
-            self.database_url
-        )
-
     @classmethod
     def read(cls, data_dir: Path) -> DevInstance | None:
         """The instance recorded in `data_dir` if its `moneyrail dev` still runs, else None."""
@@ -63,14 +55,6 @@ class DevInstance:
         except (OSError, ValueError, TypeError):
             return None
         return instance if _process_alive(instance.pid) else None
-
-
-def _database_identity(database_url: str) -> tuple[Any, ...] | None:
-    try:
-        url = make_url(database_url)
-    except ArgumentError:
-        return None
-    return (url.host, url.port or 5432, url.database, tuple(sorted(url.query.items())))
 
 
 def _process_alive(pid: int) -> bool:

@@ -43,15 +43,20 @@ class Settings(BaseSettings):
     log_json: bool = True
 
     data_dir: Path = Path(".moneyrail")  # embedded PostgreSQL data and Redis socket (dev only)
-    # Where operator commands append their log lines (each names its database); unset: the logs of the
-    # running `moneyrail dev` when they act on its database, else nowhere
-    operator_log: Path | None = None
     # A steady pool, no overflow: connections opened past the pool under sustained load would be closed
     # on return and reopened at once, each paying a new backend and the driver's connection set-up.
     db_pool_size: int = 20
     db_max_overflow: int = 0
 
     idempotency_retention_hours: int = 24
+    # The operator console (/console): a signed-in session ends after this long without a request (idle)
+    # and after this long in any case (absolute); this many failed sign-ins in a row lock the account for
+    # `console_lockout_seconds`; an operator's one-time set-up link works this long.
+    console_session_idle_seconds: float = Field(default=1800, gt=0)
+    console_session_absolute_seconds: float = Field(default=12 * 3600, gt=0)
+    console_lockout_attempts: int = Field(default=5, ge=1)
+    console_lockout_seconds: float = Field(default=900, gt=0)
+    console_setup_link_hours: float = Field(default=24, gt=0)
     # How long a web process remembers an API key, a publishable key and the environment's publishable
     # key between requests (kit/ttl_cache.py). A key revoked by another process (the CLI) stops working
     # within this many seconds; 0 turns the cache off.

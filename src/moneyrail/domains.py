@@ -13,6 +13,7 @@ import moneyrail.billing.changes
 import moneyrail.billing.service
 import moneyrail.checkout.service
 import moneyrail.commerce.service
+import moneyrail.console.accounts
 import moneyrail.deliveries.service
 import moneyrail.disputes.service
 import moneyrail.events.service

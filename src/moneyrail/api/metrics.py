@@ -51,7 +51,7 @@ RELAY_LAG = text(
 )
 
 
-async def _queue_depths(redis: Redis | None) -> dict[str, int]:
+async def queue_depths(redis: Redis | None) -> dict[str, int]:
     if redis is None:
         return {}
     # dramatiq's Redis broker keeps each queue as a list named "dramatiq:<queue>"
@@ -73,7 +73,7 @@ async def metrics(request: Request) -> Response:
         orphans = {str(r[0]): int(r[1]) for r in await connection.execute(PROCESSOR_ORPHANS)}
     broker_up = await broker_reachable(request)
     try:
-        depths = await _queue_depths(request.app.state.redis) if broker_up else {}
+        depths = await queue_depths(request.app.state.redis) if broker_up else {}
     except (OSError, RedisError):  # Redis down: the rest of the metrics still matter (and say so)
         depths = {}
     registry = CollectorRegistry()

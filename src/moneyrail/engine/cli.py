@@ -3,7 +3,8 @@
 Human output shows times in ISO 8601 (UTC) with their age; `--json` gives Unix seconds, like the API.
 `retry` and `discard` take operation ids, or a filter (`--type`, `--installation`, `--since`, or
 `--all`) for many at once; `--dry-run` shows what would change and changes nothing. Several operations
-are decided in one transaction: all of them, or none if one is refused.
+are decided in one transaction: all of them, or none if one is refused. Each decision is recorded in
+the audit log (`moneyrail audit list`) in that transaction: who (`--operator`), which operations, why.
 
 Two clocks: an operation's `created` is the one its API answer shows (in a sandbox, the sandbox's clock);
 `accepted` is that moment on the wall clock, which the engine's own times (dead-lettered, discarded, the
@@ -14,7 +15,7 @@ from __future__ import annotations
 
 import getpass
 import json
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Annotated, Any
 
@@ -197,9 +198,6 @@ def show(
     typer.echo("\n".join(_show_lines(view)))
 
 
-Decide = Callable[[AsyncSession, str], Awaitable[Operation]]
-
-
 async def _selected(
     session: AsyncSession,
     operations: Sequence[str],
@@ -224,7 +222,8 @@ async def _selected(
 
 def _decide_many(
     action: str,
-    decide: Decide,
+    who: str,
+    reason: str | None,
     operations: list[str] | None,
     *,
     operation_type: str | None,
@@ -264,7 +263,20 @@ def _decide_many(
                     param="operation",
                 )
             return targets  # the unit of work commits nothing: nothing was changed
-        return [await decide(uow.session, operation.id) for operation in targets]
+        selection = None
+        if filtered:
+            selection = {
+                "type": operation_type,
+                "installation": installation,
+                "since": since.isoformat() if since is not None else None,
+                "all": select_all,
+                "limit": limit,
+            }
+        decision = service.Decision(action, who, "cli", reason, selection)
+        decided = await service.decide_dead_letters(
+            uow.session, [operation.id for operation in targets], decision
+        )
+        return decided.operations
 
     decided = in_unit_of_work(work)
     views = [operation_view(operation) for operation in decided]
@@ -297,13 +309,16 @@ def retry(
     limit: LimitOption = 1000,
     dry_run: DryRunOption = False,
     operator: OperatorOption = None,
+    reason: Annotated[
+        str | None, typer.Option(help="Why it is run again (recorded in the audit log).")
+    ] = None,
     as_json: JsonOption = False,
 ) -> None:
     """Run dead letters again at once, as new: the attempt count restarts (the history stays)."""
-    who = _operator(operator)
     _decide_many(
         "retry",
-        lambda session, operation_id: service.retry_dead_letter(session, operation_id, operator=who),
+        _operator(operator),
+        reason,
         operations,
         operation_type=operation_type,
         installation=installation,
@@ -317,7 +332,7 @@ def retry(
 
 @dead_letters_app.command("discard")
 def discard(
-    reason: Annotated[str, typer.Option(help="Why it will not be retried (recorded).")],
+    reason: Annotated[str, typer.Option(help="Why it will not be retried (recorded in the audit log).")],
     operations: OperationsArgument = None,
     operation_type: TypeOption = None,
     installation: InstallationOption = None,
@@ -329,12 +344,10 @@ def discard(
     as_json: JsonOption = False,
 ) -> None:
     """Give up on dead letters for good; the reason and the operator are recorded."""
-    who = _operator(operator)
     _decide_many(
         "discard",
-        lambda session, operation_id: service.discard_dead_letter(
-            session, operation_id, operator=who, reason=reason
-        ),
+        _operator(operator),
+        reason,
         operations,
         operation_type=operation_type,
         installation=installation,

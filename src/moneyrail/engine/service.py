@@ -26,6 +26,7 @@ import orjson
 import structlog
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from moneyrail.audit import service as audit
 from moneyrail.db.raw import autocommit_connection
 from moneyrail.db.uow import UnitOfWork
 from moneyrail.engine import repository
@@ -614,3 +615,54 @@ async def discard_dead_letter(
     await _announce(session, operation)
     logger.info("dead_letter_discarded", operation_id=operation_id, operator=operator, reason=reason)
     return operation
+
+
+@dataclass(frozen=True)
+class Decision:
+    """An operator's decision on dead letters, as the audit log records it."""
+
+    action: str  # retry | discard
+    operator: str  # who: a console operator's e-mail, or the CLI's --operator
+    via: str  # console | cli
+    reason: str | None
+    # how the operations were chosen when not named one by one (a filter), for the record
+    selection: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class Decided:
+    operations: list[Operation]
+    audit_entry_id: str | None  # None when no operation was chosen
+
+
+async def decide_dead_letters(
+    session: AsyncSession, operation_ids: Sequence[str], decision: Decision
+) -> Decided:
+    """Retry or discard these dead letters together, and record the decision in the audit log, all in the
+    caller's transaction: every one of them or, if one is refused (not a dead letter any more), none,
+    and no record."""
+    if decision.action not in {"retry", "discard"}:
+        raise ValueError(f"unknown decision {decision.action!r}")
+    reason = (decision.reason or "").strip() or None
+    decided = []
+    for operation_id in dict.fromkeys(operation_ids):
+        if decision.action == "retry":
+            decided.append(await retry_dead_letter(session, operation_id, operator=decision.operator))
+        else:
+            decided.append(
+                await discard_dead_letter(
+                    session, operation_id, operator=decision.operator, reason=reason or ""
+                )
+            )
+    if not decided:
+        return Decided([], None)
+    entry = await audit.record(
+        session,
+        actor=decision.operator,
+        via=decision.via,
+        action=f"dead_letter.{decision.action}",
+        reason=reason,
+        operation_ids=[operation.id for operation in decided],
+        details={"selection": decision.selection} if decision.selection else None,
+    )
+    return Decided(decided, entry.id)

@@ -398,3 +398,11 @@ async def verify(session: AsyncSession) -> VerificationReport:
 
 # The leading scheduler seals a block every 2 s; each run seals up to DEFAULT_BLOCK_SIZE entries.
 register_periodic("ledger.seal", timedelta(seconds=2), seal_pending)
+
+
+async def transactions_about(
+    session: AsyncSession, tenant: Tenant, references: Sequence[str]
+) -> list[repository.RecordedTransaction]:
+    """The journal transactions written for these objects (their `reference`), oldest first, each with
+    its legs: what the operator console shows as the money behind an operation."""
+    return await repository.transactions_about(session, tenant, references)

@@ -1,10 +1,12 @@
 """Every table of moneyrail, one module per aggregate. Import this package to register them all."""
 
+from moneyrail.models.audit import AuditEntry
 from moneyrail.models.base import Base
 from moneyrail.models.billing import Price, Product, Subscription, SubscriptionChange, SubscriptionInvoice
 from moneyrail.models.checkout import CheckoutSession
 from moneyrail.models.commerce import Order
 from moneyrail.models.connect import ConnectedAccount, OnboardingLink
+from moneyrail.models.console import Operator, OperatorSession, OperatorSetupLink
 from moneyrail.models.customer import Customer
 from moneyrail.models.dispute import Dispute, DisputeFile
 from moneyrail.models.event import Event, WebhookDelivery, WebhookDeliveryAttempt, WebhookEndpoint
@@ -52,6 +54,7 @@ __all__ = [
     "Allocation",
     "AllocationGroup",
     "ApiKey",
+    "AuditEntry",
     "Base",
     "CheckoutSession",
     "ConnectedAccount",
@@ -79,6 +82,9 @@ __all__ = [
     "OnboardingLink",
     "Operation",
     "OperationAttempt",
+    "Operator",
+    "OperatorSession",
+    "OperatorSetupLink",
     "Order",
     "PaymentDistribution",
     "PaymentIntent",

@@ -72,7 +72,12 @@ class OperationAttempt(Base):
     """One try of an operation: who ran it, how it ended, and the error if any."""
 
     __tablename__ = "operation_attempts"
-    __table_args__ = (Index("ix_operation_attempts_operation", "operation_id", "number"),)
+    __table_args__ = (
+        Index("ix_operation_attempts_operation", "operation_id", "number"),
+        # the console's last hour of attempts: rows are written in time order, so a BRIN index (a few
+        # pages, nothing to maintain per insert) finds the recent ones without a scan
+        Index("ix_operation_attempts_started", "started_at", postgresql_using="brin"),
+    )
 
     id: Mapped[int] = mapped_column(primary_key=True, autoincrement=True)
     operation_id: Mapped[str] = mapped_column(ForeignKey("operations.id"))

@@ -416,6 +416,15 @@ async def get_subscription(
     return subscription
 
 
+async def get_subscription_invoice(
+    session: AsyncSession, tenant: Tenant, invoice_id: str
+) -> SubscriptionInvoice:
+    invoice = await repository.get_invoice(session, tenant, invoice_id)
+    if invoice is None:
+        raise ResourceMissing(f"No such subscription_invoice: {invoice_id!r}", param="subscription_invoice")
+    return invoice
+
+
 async def list_subscriptions(
     session: AsyncSession, tenant: Tenant, *, limit: int, after: Position | None
 ) -> Sequence[Subscription]:
