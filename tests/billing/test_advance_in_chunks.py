@@ -26,7 +26,9 @@ SUBSCRIPTIONS = 3
 def in_this_process(bridge, monkeypatch):
     """The advance runs here, one subscription a chunk, with this process's sandbox network."""
     monkeypatch.setattr(renewals, "SWEEP_BATCH", 1)
-    monkeypatch.setattr(provider, "_processor", SandboxProcessor(bridge.sessionmaker))
+    simulator = SandboxProcessor(bridge.sessionmaker)
+    monkeypatch.setattr(provider, "_simulator", simulator)
+    monkeypatch.setattr(provider, "_sandbox", simulator)
 
 
 class Crash(Exception):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import signal
@@ -40,7 +41,8 @@ def kill_nine(worker: Process) -> None:
     """kill -9 every process of a worker: the one in the middle of the operation included."""
     parent = psutil.Process(worker.popen.pid)
     for process in [*parent.children(recursive=True), parent]:
-        os.kill(process.pid, signal.SIGKILL)
+        with contextlib.suppress(ProcessLookupError):  # a child that ended meanwhile (dramatiq's own)
+            os.kill(process.pid, signal.SIGKILL)
     worker.popen.wait(10)
 
 
