@@ -143,10 +143,12 @@ def emit(as_json: bool, data: Any, human: str) -> None:
     typer.echo(json.dumps(data, indent=2) if as_json else human)
 
 
-def in_unit_of_work(work: Callable[[UnitOfWork], Awaitable[T]]) -> T:
+def in_unit_of_work(work: Callable[[UnitOfWork], Awaitable[T]], *, every_domain: bool = False) -> T:
     """Run `work` in one committed unit of work; a refusal exits 1 with its message, no traceback.
-    Every domain is loaded first: an operator's decision reaches each domain's outcome listener."""
-    import moneyrail.domains  # noqa: F401 - here, not at import: `--help`, `web` and `worker` skip it
+    `every_domain`: load every domain first, so that an operator's decision on an operation reaches each
+    domain's outcome listener (the others read, or change one domain's rows: they skip that second)."""
+    if every_domain:
+        import moneyrail.domains  # noqa: F401 - the outcome listeners register on import
 
     async def run() -> T:
         engine = create_engine(get_settings())

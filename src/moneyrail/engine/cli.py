@@ -278,7 +278,7 @@ def _decide_many(
         )
         return decided.operations
 
-    decided = in_unit_of_work(work)
+    decided = in_unit_of_work(work, every_domain=True)
     views = [operation_view(operation) for operation in decided]
     past = {"retry": "retried", "discard": "discarded"}[action]
     if as_json:
