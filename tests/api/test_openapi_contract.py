@@ -280,3 +280,18 @@ def test_a_new_route_that_follows_the_patterns_is_documented_without_extra_work(
     headers = {p["name"]: p for p in renew["parameters"] if p["in"] == "header"}
     assert headers["Idempotency-Key"]["required"] is True
     assert "413" not in renew["responses"]  # no body
+
+
+@pytest.mark.parametrize(
+    "path", ["/v1/payment-intents/{payment_intent}/confirm", "/v1/setup-intents/{setup_intent}/confirm"]
+)
+def test_a_client_side_confirm_documents_both_shapes_of_card(path):
+    """CONVENTIONS.md §6: typed digits on the sandbox simulator, Stripe.js's token wherever Stripe runs."""
+    media = SPEC["paths"][path]["post"]["requestBody"]["content"]["application/json"]
+    body = resolve(media["schema"])
+    assert {"card", "card_token"} <= set(body["properties"])
+    for words in ("`card`", "sandbox simulator only", "`card_token`", "Stripe.js", "every live environment"):
+        assert words in body["description"], words
+    shapes = [set(example) - {"client_secret"} for example in body["examples"]]
+    assert shapes == [{"card"}, {"card_token"}]
+    assert "exclusive with `card_token`" in body["properties"]["card"]["description"]

@@ -22,6 +22,7 @@ from playwright.sync_api import Browser, Page, sync_playwright
 
 from tests.checkout.support import enable_checkout
 from tests.harness import OUTPUT_DIR
+from tests.stripe_environments.conftest import on_stripe  # noqa: F401 - the processes on Stripe, per module
 
 CHROMIUM = "/usr/bin/chromium"
 SCREENSHOTS = OUTPUT_DIR / "browser"

@@ -1,5 +1,6 @@
-"""moneyrail's processes pointed at Stripe (the double in front of localstripe: MONEYRAIL_STRIPE_API_BASE):
-a web process, and a worker with the scheduler (the relay), once per module."""
+"""moneyrail's processes pointed at Stripe (the double in front of localstripe: MONEYRAIL_STRIPE_API_BASE,
+and localstripe's fake Stripe.js through it: MONEYRAIL_STRIPE_JS_URL): a web process, and a worker with
+the scheduler (the relay), once per module."""
 
 from __future__ import annotations
 
@@ -31,13 +32,22 @@ class StripeEnvironments:
     bridge: AsyncBridge
     clients: list[Api] = field(default_factory=list)  # closed with the module
 
-    def api(self, *, livemode: bool, kind: str = "direct", webhook_secret: str | None = None) -> Api:
+    def api(
+        self,
+        *,
+        livemode: bool,
+        kind: str = "direct",
+        webhook_secret: str | None = None,
+        with_publishable_key: bool = True,
+    ) -> Api:
         """A new installation's environment on Stripe, and a client of it with an all-scopes key."""
         keys = create_tenant(self.bridge, livemode=livemode, kind=kind)
         use_stripe(
             self.bridge,
             keys.tenant,
-            publishable_key=f"pk_{'live' if livemode else 'test'}_moneyrail_tests",
+            publishable_key=(
+                f"pk_{'live' if livemode else 'test'}_moneyrail_tests" if with_publishable_key else None
+            ),
             webhook_secret=webhook_secret,
         )
         return self._client(keys)
@@ -52,11 +62,19 @@ class StripeEnvironments:
         return client
 
 
+def stripe_js_url(stripe_stack: StripeServers) -> str:
+    return f"{stripe_stack.double}/js.stripe.com/v3/"
+
+
 @pytest.fixture(scope="module")
 def on_stripe(
     servers: Servers, stripe_stack: StripeServers, bridge: AsyncBridge
 ) -> Iterator[StripeEnvironments]:
-    env = {"MONEYRAIL_STRIPE_API_BASE": stripe_stack.double}
+    env = {
+        "MONEYRAIL_STRIPE_API_BASE": stripe_stack.double,
+        # localstripe's fake Stripe.js, through the double: it sends cards to the API base it came from
+        "MONEYRAIL_STRIPE_JS_URL": stripe_js_url(stripe_stack),
+    }
     port = free_port()
     web = Process.start("web", servers, OUTPUT_DIR / "web-stripe.log", MONEYRAIL_PORT=str(port), **env)
     worker = start_worker(servers, name="worker-stripe", **env)

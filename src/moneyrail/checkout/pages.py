@@ -1,12 +1,21 @@
 """The hosted checkout page (spec 4.N): `/checkout/{token}`, where a payer pays one payment.
 
 The link is the credential: it is never logged (the request log carries the route template only), sent
-on as a referrer (`Referrer-Policy: no-referrer`) or shown to anyone but the payer. The page loads
-nothing from third parties, runs no script, and holds no API key or client_secret.
+on as a referrer (`Referrer-Policy: no-referrer`) or shown to anyone but the payer. It holds no API key
+or client_secret.
+
+On the sandbox simulator the page loads nothing from third parties and runs no script: the payer types
+the card into its own fields. Where a real processor runs (every live environment, a sandbox on Stripe),
+it loads Stripe.js from MONEYRAIL_STRIPE_JS_URL with the environment's publishable key and a small
+script of its own (web/static/stripe-card.js, no inline script): the card goes from Stripe.js's field to
+Stripe, and the form posts only Stripe's token. Its Content-Security-Policy allows that and nothing
+more: scripts carrying the response's nonce and from Stripe.js's origin (whose card fields are frames of
+that origin), connections to the Stripe API base (where Stripe.js sends the card).
 """
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Form, Request
@@ -16,7 +25,7 @@ from moneyrail.api.context import request_session
 from moneyrail.api.routing import MoneyrailRoute
 from moneyrail.kit.money import format_amount
 from moneyrail.processor.provider import routed
-from moneyrail.web import origin_of, public_base_url, render_page
+from moneyrail.web import ProcessorScript, origin_of, public_base_url, render_page
 
 from . import service
 from .schemas import CheckoutPaymentForm
@@ -54,9 +63,17 @@ NOTICES: dict[str, tuple[int, str, str]] = {
         "Your payment is being processed",
         "Your bank has not answered yet. Return to the shop later to check the payment.",
     ),
+    "authenticating": (
+        200,
+        "Your bank asks you to confirm this payment",
+        "Your bank wants you to confirm this payment in its own check (3-D Secure), which this page "
+        "cannot show. Nothing has been charged. Return to the shop to pay another way.",
+    ),
 }
 FORM_STATUS = {None: 200, "declined": 402, "invalid": 400, "unavailable": 503}
 RETURN_COOKIE = "moneyrail_checkout"
+STRIPE_CARD_SCRIPT = "/assets/stripe-card.js"
+_STRIPE_CARD_SOURCE = (Path(__file__).parents[1] / "web" / "static" / "stripe-card.js").read_bytes()
 
 
 def _form_targets(request: Request, view: service.CheckoutView) -> str:
@@ -92,12 +109,26 @@ def _form_page(request: Request, token: str, form: service.PaymentForm) -> Respo
         "action": f"/checkout/{token}",
         "cancel_href": f"/checkout/{token}/cancel",
     }
+    processor_script = None
+    entry = view.card_entry
+    if entry.processor_fields:
+        settings = request.app.state.settings
+        context["processor_fields"] = {
+            "publishable_key": entry.publishable_key,
+            "script_url": settings.stripe_js_url,
+            "own_script_url": STRIPE_CARD_SCRIPT,
+        }
+        if entry.publishable_key is not None:
+            processor_script = ProcessorScript(
+                script=origin_of(settings.stripe_js_url), connect=origin_of(settings.stripe_api_base)
+            )
     return render_page(
         request,
         "checkout.html",
         context,
         status_code=FORM_STATUS[form.problem],
         form_targets=_form_targets(request, view),
+        processor_script=processor_script,
     )
 
 
@@ -157,6 +188,7 @@ async def pay(
     exp_month: Annotated[str | None, Form()] = None,
     exp_year: Annotated[str | None, Form()] = None,
     cvc: Annotated[str | None, Form()] = None,
+    card_token: Annotated[str | None, Form()] = None,
     save_card: Annotated[str | None, Form()] = None,
     renew_consent: Annotated[str | None, Form()] = None,
 ) -> Response:
@@ -166,6 +198,7 @@ async def pay(
         exp_month=exp_month,
         exp_year=exp_year,
         cvc=cvc,
+        card_token=card_token,
         save_card=save_card is not None,
         renew_consent=renew_consent is not None,
     )
@@ -220,3 +253,13 @@ async def return_from_bank(request: Request, checkout_session: str) -> Response:
 @router.get("/checkout/{token}/cancel")
 async def cancel(request: Request, token: str) -> Response:
     return _answer(request, token, await service.leave_checkout(request_session(request), token))
+
+
+@router.get(STRIPE_CARD_SCRIPT)
+async def stripe_card_script() -> Response:
+    """The checkout page's own script on a real processor (a file, so that no page runs inline script)."""
+    return Response(
+        _STRIPE_CARD_SOURCE,
+        media_type="text/javascript",
+        headers={"Cache-Control": "public, max-age=300", "X-Content-Type-Options": "nosniff"},
+    )

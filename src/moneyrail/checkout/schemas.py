@@ -93,5 +93,7 @@ class CheckoutPaymentForm(BaseModel):
     exp_month: str | None = None
     exp_year: str | None = None
     cvc: str | None = Field(default=None, repr=False)
+    # what Stripe.js made of the card in the payer's browser: the page on a real processor posts this only
+    card_token: str | None = Field(default=None, repr=False)
     save_card: bool = False
     renew_consent: bool = False  # a subscription: consent to save the card and to renewals

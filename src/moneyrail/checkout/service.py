@@ -14,6 +14,15 @@ refuses a session past `expires_at` even before the sweep has run.
 
 A returning browser confirms nothing: the page reads the payment's own status, and callers confirm an
 order on `payment_intent.succeeded` and by reading the payment (spec 4.N rule 5).
+
+How the page takes a new card depends on the environment's processor (CONVENTIONS.md §6): the sandbox
+simulator takes the digits typed into the page's own fields; anywhere else (every live environment, a
+sandbox on Stripe's test mode) the card is typed into Stripe.js's fields, goes from the payer's browser
+to Stripe, and the form posts only Stripe's token - typed card fields are refused there, unread.
+Bank authentication on Stripe (3-D Secure) needs Stripe.js's own `handleCardAction` in the page, which
+this page does not run yet (localstripe, the tests' Stripe, has none to test it against): a card that
+asks for it is let go - Stripe's authorization canceled, nothing charged - and the payer is told to
+use another card.
 """
 
 from __future__ import annotations
@@ -40,12 +49,14 @@ from moneyrail.errors import (
     ParameterMissing,
     ParametersExclusive,
     PaymentDeclined,
+    ProcessorNotConfigured,
     ProcessorUnavailableError,
     ReferencedResourceMissing,
     ResourceMissing,
     UrlNotRegistered,
 )
 from moneyrail.events.service import record_event
+from moneyrail.installations import processors as processor_choice
 from moneyrail.installations import service as installations
 from moneyrail.installations.service import hash_secret
 from moneyrail.kit.clock import utcnow
@@ -53,10 +64,11 @@ from moneyrail.kit.ids import new_id, random_base62
 from moneyrail.kit.tenant import Tenant
 from moneyrail.models import CheckoutSession, PaymentIntent
 from moneyrail.payment_methods import service as methods
+from moneyrail.payment_methods.schemas import PROCESSOR_CARD_TOKEN_PATTERN
 from moneyrail.payments import service as payments
 from moneyrail.payments.schemas import authentication_url
 from moneyrail.processor import provider
-from moneyrail.processor.interface import CardDetails, Processor
+from moneyrail.processor.interface import CardDetails, CardInput, CardToken, Processor
 from moneyrail.sandbox.service import register_due_work, tenant_now
 
 from . import repository
@@ -364,6 +376,26 @@ register_due_work("checkout.expiry", expire_due_sessions)
 
 # --- the hosted page ------------------------------------------------------------------------------
 @dataclass(frozen=True)
+class CardEntry:
+    """Where the payer types a new card: the page's own fields (`processor_fields` False: the sandbox
+    simulator, which takes card numbers), or the processor's (Stripe.js, with the environment's
+    `publishable_key`; None when the operator has not set one, and then no new card can be taken)."""
+
+    processor_fields: bool
+    publishable_key: str | None = None
+
+
+TYPED_CARD = CardEntry(processor_fields=False)
+
+
+async def card_entry(session: AsyncSession, tenant: Tenant) -> CardEntry:
+    if await provider.uses_simulator(session, tenant):
+        return TYPED_CARD
+    chosen = await processor_choice.processor_settings(session, tenant)
+    return CardEntry(processor_fields=True, publishable_key=chosen.publishable_key)
+
+
+@dataclass(frozen=True)
 class SavedCard:
     id: str
     brand: str
@@ -389,6 +421,7 @@ class CheckoutView:
     # a subscription: how often it renews ("every month"); the page asks consent to save and renew
     frequency: str | None = None
     renewal_amount: int | None = None  # a change's difference: what each renewal costs afterwards
+    card_entry: CardEntry = TYPED_CARD
 
 
 @dataclass(frozen=True)
@@ -408,7 +441,7 @@ class Redirect:
 class Notice:
     """The page cannot take a card: the link names nothing, or the session is over, or the payment is."""
 
-    reason: Literal["missing", "expired", "complete", "canceled", "processing", "returned"]
+    reason: Literal["missing", "expired", "complete", "canceled", "processing", "returned", "authenticating"]
 
 
 @dataclass(frozen=True)
@@ -479,6 +512,9 @@ async def _settled(session: AsyncSession, loaded: _Loaded, *, when_complete: Pag
     if await tenant_now(session, loaded.tenant) >= checkout.expires_at:
         return Notice("expired")  # whatever the sweep did
     if payment.status == "requires_action":
+        if not await provider.uses_simulator(session, loaded.tenant):
+            # confirmed elsewhere (the API) and waiting for Stripe.js's authentication, not this page's
+            return Notice("authenticating")
         url = _authentication_url(payment)
         return Redirect(url) if url is not None else Notice("processing")
     if payment.status == "canceled":
@@ -523,6 +559,7 @@ async def _view(session: AsyncSession, loaded: _Loaded) -> CheckoutView:
         success_url=checkout.success_url,
         cancel_url=checkout.cancel_url,
         livemode=checkout.livemode,
+        card_entry=await card_entry(session, tenant),
     )
 
 
@@ -637,6 +674,31 @@ async def leave_checkout(session: AsyncSession, token: str) -> PageStep:
     return Redirect(checkout.cancel_url)
 
 
+AUTHENTICATION_NOT_RUN = (
+    "Your bank asks you to confirm this payment in its own check (3-D Secure), which this page cannot "
+    "show. Nothing was charged: pay with another card, or return to the shop."
+)
+
+
+async def _let_authentication_go(
+    session: AsyncSession, processor: Processor, loaded: _Loaded, *, base_url: str
+) -> PageStep:
+    """Stripe asks for bank authentication, which runs in Stripe.js's own `handleCardAction`, not in this
+    page (see the module's docstring): the authorization is let go at Stripe, the payment declined
+    (authentication_failed), and the form says why and takes another card."""
+    try:
+        async with session.begin_nested():
+            await payments.abandon_authentication(
+                session, loaded.tenant, processor, loaded.payment, base_url=base_url
+            )
+    except (ProcessorUnavailableError, ProcessorNotConfigured):
+        return Notice("authenticating")  # still waiting at Stripe: the page says so; the sweep expires it
+    logger.info("checkout_authentication_not_run", checkout_session=loaded.checkout.id)
+    return PaymentForm(
+        await _view(session, loaded), error=AUTHENTICATION_NOT_RUN, problem="declined", chosen="new"
+    )
+
+
 _CARD_NUMBER_SEPARATORS = re.compile(r"[\s-]")
 
 
@@ -661,9 +723,37 @@ def _card(form: CheckoutPaymentForm) -> CardDetails:
     return CardDetails(number=number, exp_month=int(month), exp_year=full_year, cvc=cvc)
 
 
+TYPED_CARD_REFUSED = (
+    "Card numbers are not accepted on this page: type your card into the card field, which sends it to "
+    "the card processor directly. Nothing was charged."
+)
+
+
+def _processor_card(form: CheckoutPaymentForm) -> CardToken:
+    """The token the processor's own fields (Stripe.js) made of the card in the payer's browser."""
+    token = form.card_token or ""
+    if not token:
+        raise ParameterMissing("Enter your card details in the card field.", param="card_token")
+    if not re.fullmatch(PROCESSOR_CARD_TOKEN_PATTERN, token):
+        raise ParameterInvalid(
+            "The card field's answer was not understood. Nothing was charged; enter your card again.",
+            param="card_token",
+        )
+    return CardToken(token)
+
+
 def _confirmation(
-    form: CheckoutPaymentForm, payment: PaymentIntent, back: str, *, recurring: bool, ip_address: str | None
+    form: CheckoutPaymentForm,
+    payment: PaymentIntent,
+    back: str,
+    *,
+    recurring: bool,
+    ip_address: str | None,
+    entry: CardEntry,
 ) -> payments.Confirmation:
+    if entry.processor_fields and (form.card_number or form.exp_month or form.exp_year or form.cvc):
+        # card data where only the processor may take it: refused before anything is asked of anyone
+        raise ParameterInvalid(TYPED_CARD_REFUSED, param="card_number")
     if recurring and not form.renew_consent:
         raise ParameterMissing(
             "To subscribe, agree to save your card and to be charged at each renewal.", param="renew_consent"
@@ -673,8 +763,9 @@ def _confirmation(
         if payment.customer_id is None:
             raise ParameterInvalid("Choose how to pay.", param="payment_method")
         return payments.Confirmation(payment_method=choice, return_url=back, ip_address=ip_address)
+    card: CardInput = _processor_card(form) if entry.processor_fields else _card(form)
     return payments.Confirmation(
-        card=_card(form),
+        card=card,
         # a subscription's consent covers keeping the card: renewals charge it
         save_payment_method=(form.save_card or recurring) and payment.customer_id is not None,
         return_url=back,
@@ -702,6 +793,7 @@ async def pay_checkout(
     step = await _settled(session, loaded, when_complete=Redirect(loaded.checkout.success_url))
     if step is not None:
         return step
+    entry = await card_entry(session, loaded.tenant)
     try:
         confirmation = _confirmation(
             form,
@@ -709,8 +801,11 @@ async def pay_checkout(
             return_url(base_url, loaded.checkout.id),
             recurring=loaded.checkout.subscription_id is not None,
             ip_address=ip_address,
+            entry=entry,
         )
     except InvalidRequest as invalid:
+        if invalid.message == TYPED_CARD_REFUSED:
+            logger.info("checkout_typed_card_refused", checkout_session=loaded.checkout.id)
         return PaymentForm(
             await _view(session, loaded), error=invalid.message, problem="invalid", chosen=form.payment_method
         )
@@ -748,6 +843,8 @@ async def pay_checkout(
             problem="declined",
             chosen=form.payment_method,
         )
+    if entry.processor_fields and loaded.payment.status == "requires_action":
+        return await _let_authentication_go(session, processor, loaded, base_url=base_url)
     step = await _settled(session, loaded, when_complete=Redirect(loaded.checkout.success_url))
     if step is not None:
         return step

@@ -163,7 +163,9 @@ async def confirm_setup_intent(
     """Save a card (client side).
 
     Called from the browser or app with the publishable key and the setup intent's `client_secret`:
-    the network tokenizes the card and it is saved for the customer. The number is never stored.
+    the network tokenizes the card and it is saved for the customer. The number is never stored. The
+    card is `card` (typed digits) on the sandbox simulator, and `card_token` (the token Stripe.js
+    made in the payer's browser) on every live environment and on a sandbox on Stripe's test mode.
     """
     network = await processor_for(request_uow(request), principal.tenant)
     confirmed = await service.confirm_setup_intent(

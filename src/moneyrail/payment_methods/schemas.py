@@ -16,7 +16,17 @@ CardNumber = Annotated[str, StringConstraints(min_length=1, max_length=32)]
 Cvc = Annotated[str, StringConstraints(pattern=r"^[0-9]{3,4}$")]
 ClientSecret = Annotated[str, StringConstraints(min_length=1, max_length=255)]
 # What Stripe.js made of the card in the payer's browser: a token (`createToken`) or a payment method
-ProcessorCardToken = Annotated[str, StringConstraints(pattern=r"^(tok|pm)_[A-Za-z0-9_]{1,250}$")]
+PROCESSOR_CARD_TOKEN_PATTERN = r"^(tok|pm)_[A-Za-z0-9_]{1,250}$"  # noqa: S105 - a shape, not a secret
+ProcessorCardToken = Annotated[str, StringConstraints(pattern=PROCESSOR_CARD_TOKEN_PATTERN)]
+# What a client-side confirmation's body says about its two shapes of card (/openapi.json)
+CARD_SHAPES = (
+    "The card comes in one of two shapes, by the environment's processor (CONVENTIONS.md §6): `card`, "
+    "the digits as typed, on the sandbox simulator only; or `card_token`, the token Stripe.js made in "
+    "the payer's browser (`stripe.createToken(cardElement)`), on every live environment and on a sandbox "
+    "set to Stripe's test mode, where a typed `card` is refused (400 `parameter_invalid`, "
+    "`card_token_required`) and nothing is recorded. The two are exclusive (400 `parameters_exclusive`)."
+)
+TOKEN_EXAMPLE = "tok_1PgXjr2eZvKYlo2CqH3ZbD1Q"  # noqa: S105 - an example, not a secret
 PROCESSOR_CARD_HELP = (
     "The card as the processor's own fields collected it in the payer's browser: the `tok_…` token "
     "Stripe.js `createToken` made (or a `pm_…` payment method), so that the number never reaches "
@@ -104,18 +114,25 @@ class SetupIntentCreate(RequestBody):
 class SetupIntentConfirm(RequestBody):
     model_config = ConfigDict(
         json_schema_extra={
+            "description": f"Saves the card for the setup intent's customer. {CARD_SHAPES}",
             "examples": [
-                {
+                {  # the sandbox simulator
                     "client_secret": "seti_0000000000000000000000000_secret_abc",
                     "card": {"number": "4242424242424242", "exp_month": 12, "exp_year": 2034, "cvc": "123"},
-                }
-            ]
-        }
+                },
+                {  # Stripe (live, or a sandbox on Stripe's test mode)
+                    "client_secret": "seti_0000000000000000000000000_secret_abc",
+                    "card_token": TOKEN_EXAMPLE,
+                },
+            ],
+        },
     )
 
     client_secret: ClientSecret = Field(description="The setup intent's `client_secret`")
     card: CardIn | None = Field(
-        default=None, description="The card to save, as typed (the sandbox simulator only)"
+        default=None,
+        description="The card to save, as typed: the sandbox simulator only (elsewhere `card_token`); "
+        "exclusive with `card_token`",
     )
     card_token: ProcessorCardToken | None = Field(default=None, description=PROCESSOR_CARD_HELP)
 

@@ -173,6 +173,9 @@ async def confirm_payment_intent(
     """Confirm a payment (client side).
 
     Called with the publishable key and the payment's `client_secret`, never the secret key. The
+    card is a saved one (`payment_method`) or a new one: `card`, the typed digits, on the sandbox
+    simulator only; `card_token`, the token Stripe.js made in the payer's browser, on every live
+    environment and on a sandbox on Stripe's test mode (a typed `card` is refused there, 400). The
     network authorizes the card: a decline answers 402 and is recorded on the payment; bank
     authentication answers `requires_action` with the page to visit.
     """

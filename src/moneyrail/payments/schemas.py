@@ -18,7 +18,13 @@ from moneyrail.kit.schemas import (
     operation_error_out,
 )
 from moneyrail.models import PaymentIntent, Refund
-from moneyrail.payment_methods.schemas import PROCESSOR_CARD_HELP, CardIn, ProcessorCardToken
+from moneyrail.payment_methods.schemas import (
+    CARD_SHAPES,
+    PROCESSOR_CARD_HELP,
+    TOKEN_EXAMPLE,
+    CardIn,
+    ProcessorCardToken,
+)
 
 Reference = Annotated[str, StringConstraints(min_length=1, max_length=255)]
 Description = Annotated[str, StringConstraints(max_length=1000)]
@@ -88,13 +94,19 @@ class PaymentIntentUpdate(RequestBody):
 class PaymentIntentConfirm(RequestBody):
     model_config = ConfigDict(
         json_schema_extra={
+            "description": "Pays with a saved card of the payment's customer (`payment_method`), or with "
+            f"a new card. {CARD_SHAPES}",
             "examples": [
-                {
+                {  # the sandbox simulator
                     "client_secret": "pi_0000000000000000000000000_secret_abc",
                     "card": {"number": "4242424242424242", "exp_month": 12, "exp_year": 2034, "cvc": "123"},
-                }
-            ]
-        }
+                },
+                {  # Stripe (live, or a sandbox on Stripe's test mode)
+                    "client_secret": "pi_0000000000000000000000000_secret_abc",
+                    "card_token": TOKEN_EXAMPLE,
+                },
+            ],
+        },
     )
 
     client_secret: Annotated[str, StringConstraints(min_length=1, max_length=255)] = Field(
@@ -105,7 +117,8 @@ class PaymentIntentConfirm(RequestBody):
     )
     card: CardIn | None = Field(
         default=None,
-        description="A new card as typed (the sandbox simulator only); exclusive with payment_method",
+        description="A new card as typed: the sandbox simulator only (elsewhere `card_token`); exclusive "
+        "with `card_token` and `payment_method`",
     )
     card_token: ProcessorCardToken | None = Field(default=None, description=PROCESSOR_CARD_HELP)
     save_payment_method: bool = Field(default=False, description="The customer's consent to keep the card")

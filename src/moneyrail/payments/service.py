@@ -1256,6 +1256,28 @@ async def complete_authentication(
     view = await authentication_view(session, token)
     payment = view.payment
     tenant = Tenant(payment.installation_id, payment.livemode)
+    await _finish_authentication(session, tenant, processor, payment, approved=approved, base_url=base_url)
+    succeeded = payment.status in {"succeeded", "requires_capture"}
+    redirect = None
+    if payment.return_url:
+        redirect = _with_query(
+            payment.return_url,
+            {"payment_intent": payment.id, "redirect_status": "succeeded" if succeeded else "failed"},
+        )
+    return AuthenticationOutcome(payment, succeeded, redirect)
+
+
+async def _finish_authentication(
+    session: AsyncSession,
+    tenant: Tenant,
+    processor: Processor,
+    payment: PaymentIntent,
+    *,
+    approved: bool,
+    base_url: str,
+) -> None:
+    """The network's word on a payment that required action (the payer approved at the bank, or did
+    not), recorded on the payment: authorized (then captured where automatic), or declined."""
     assert payment.processor_authorization is not None  # requires_action always has one
     authorization = await _authorization_or_decline(
         payment,
@@ -1269,14 +1291,17 @@ async def complete_authentication(
     method = await methods.get_method(session, tenant, payment.payment_method_id or "")
     assert method is not None
     await _apply_authorization(session, tenant, processor, payment, authorization, method, base_url=base_url)
-    succeeded = payment.status in {"succeeded", "requires_capture"}
-    redirect = None
-    if payment.return_url:
-        redirect = _with_query(
-            payment.return_url,
-            {"payment_intent": payment.id, "redirect_status": "succeeded" if succeeded else "failed"},
-        )
-    return AuthenticationOutcome(payment, succeeded, redirect)
+
+
+async def abandon_authentication(
+    session: AsyncSession, tenant: Tenant, processor: Processor, payment: PaymentIntent, *, base_url: str
+) -> None:
+    """The payer cannot authenticate where they are (the hosted checkout on Stripe, which does not run
+    Stripe.js's own authentication): the processor lets the authorization go, and the payment is declined
+    (authentication_failed) and may be paid with another card. `payment` is locked, in requires_action."""
+    if payment.status != "requires_action":
+        raise Conflict(f"This payment is {payment.status}; only one that requires action is abandoned.")
+    await _finish_authentication(session, tenant, processor, payment, approved=False, base_url=base_url)
 
 
 def _with_query(url: str, extra: dict[str, str]) -> str:

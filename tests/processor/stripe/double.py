@@ -4,7 +4,8 @@ It serves itself what localstripe 1.15.10 lacks - connected accounts, transfers 
 `source_transaction`), transfer reversals, payouts (the platform's, and a connected account's under
 `Stripe-Account`), disputes (evidence, close), file uploads, and balance transactions of its own - and
 passes every other route on to localstripe (cards, customers, payment and setup intents, refunds,
-charges, the balance, tokens and the fake Stripe.js), with two amends: `automatic_payment_methods`,
+charges, the balance, tokens and the fake Stripe.js, with localstripe's CORS headers for a page's
+Stripe.js), with two amends: `automatic_payment_methods`,
 which localstripe predates, is dropped before passing on (localstripe has cards only), and the list of
 payment intents is filtered by `created` here (localstripe refuses the filter).
 
@@ -97,7 +98,7 @@ async def read_params(request: Request) -> tuple[dict[str, Any], list[tuple[str,
 
 
 def respond(answer: Answer, request_id: str, *, replayed: bool = False) -> Response:
-    headers = {"Request-Id": request_id}
+    headers = {**answer.headers, "Request-Id": request_id}
     if replayed:
         headers["Idempotent-Replayed"] = "true"
     return Response(
@@ -219,9 +220,11 @@ async def pass_on(state: State, request: Request, body: bytes) -> Answer:
     except httpx.HTTPError as error:
         return stripe_error(502, f"localstripe did not answer: {error}", kind="api_error")
     content_type = answer.headers.get("content-type", "application/json").split(";")[0]
+    # a page's Stripe.js reads the answer across origins: localstripe's CORS headers go with it
+    cors = {name: value for name, value in answer.headers.items() if name.startswith("access-control-")}
     if content_type != "application/json":
-        return Answer(answer.status_code, answer.content, content_type)
-    return Answer(answer.status_code, answer.json())
+        return Answer(answer.status_code, answer.content, content_type, cors)
+    return Answer(answer.status_code, answer.json(), headers=cors)
 
 
 # control routes --------------------------------------------------------------------------------------

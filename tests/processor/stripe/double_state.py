@@ -47,6 +47,8 @@ class Answer:
     status: int
     body: dict[str, Any] | bytes
     content_type: str = "application/json"
+    # localstripe's CORS headers, passed on for what a payer's browser calls (Stripe.js)
+    headers: dict[str, str] = field(default_factory=dict)
 
     def encoded(self) -> bytes:
         return self.body if isinstance(self.body, bytes) else json.dumps(self.body).encode()
