@@ -2781,6 +2781,10 @@ class ReturnUrl1(RootModel[str]):
 
 
 class PaymentIntentConfirm(BaseModel):
+    """
+    Pays with a saved card of the payment's customer (`payment_method`), or with a new card. The card comes in one of two shapes, by the environment's processor (CONVENTIONS.md §6): `card`, the digits as typed, on the sandbox simulator only; or `card_token`, the token Stripe.js made in the payer's browser (`stripe.createToken(cardElement)`), on every live environment and on a sandbox set to Stripe's test mode, where a typed `card` is refused (400 `parameter_invalid`, `card_token_required`) and nothing is recorded. The two are exclusive (400 `parameters_exclusive`).
+    """
+
     model_config = ConfigDict(
         extra="forbid",
     )
@@ -2802,7 +2806,7 @@ class PaymentIntentConfirm(BaseModel):
     card: Annotated[
         CardIn | None,
         Field(
-            description="A new card as typed (the sandbox simulator only); exclusive with payment_method"
+            description="A new card as typed: the sandbox simulator only (elsewhere `card_token`); exclusive with `card_token` and `payment_method`"
         ),
     ] = None
     card_token: Annotated[
@@ -4075,6 +4079,10 @@ class SecretRotation(BaseModel):
 
 
 class SetupIntentConfirm(BaseModel):
+    """
+    Saves the card for the setup intent's customer. The card comes in one of two shapes, by the environment's processor (CONVENTIONS.md §6): `card`, the digits as typed, on the sandbox simulator only; or `card_token`, the token Stripe.js made in the payer's browser (`stripe.createToken(cardElement)`), on every live environment and on a sandbox set to Stripe's test mode, where a typed `card` is refused (400 `parameter_invalid`, `card_token_required`) and nothing is recorded. The two are exclusive (400 `parameters_exclusive`).
+    """
+
     model_config = ConfigDict(
         extra="forbid",
     )
@@ -4089,7 +4097,9 @@ class SetupIntentConfirm(BaseModel):
     ]
     card: Annotated[
         CardIn | None,
-        Field(description="The card to save, as typed (the sandbox simulator only)"),
+        Field(
+            description="The card to save, as typed: the sandbox simulator only (elsewhere `card_token`); exclusive with `card_token`"
+        ),
     ] = None
     card_token: Annotated[
         CardToken | None,
