@@ -26,6 +26,7 @@ STRIPE_EVENT_EXAMPLE = {
 
 @router.post(
     "/processor/stripe/webhooks/{installation}/{environment}",
+    operation_id="processor_webhooks_stripe_receive",
     response_model=EventReceived,
     responses={
         400: {
