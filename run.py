@@ -114,7 +114,13 @@ def main() -> None:
     if command == "dev":
         os.execv(BIN / "moneyrail", [str(BIN / "moneyrail"), "dev", *rest])
     elif command == "test":
-        parallel = [] if _names_its_workers(rest) else ["-n", str(_pytest_workers()), "--dist", "loadfile"]
+        # Whole files to a worker, in collection order: tests/conftest.py puts the longest files first, and
+        # xdist's default reorder (files with the most tests first) would start them last, alone at the end
+        parallel = (
+            []
+            if _names_its_workers(rest)
+            else ["-n", str(_pytest_workers()), "--dist", "loadfile", "--no-loadscope-reorder"]
+        )
         os.execv(BIN / "python", [str(BIN / "python"), "-m", "pytest", *parallel, *rest])
     elif command == "fuzz":
         os.environ["MONEYRAIL_FUZZ_CASES_PER_OPERATION"] = FUZZ_CASES_PER_OPERATION
