@@ -38,6 +38,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from moneyrail.billing import changes as billing_changes
 from moneyrail.billing import service as billing
+from moneyrail.engine.clock import tenant_now
 from moneyrail.engine.schedule import register_periodic
 from moneyrail.errors import (
     CardDeclined,
@@ -69,7 +70,7 @@ from moneyrail.payments import service as payments
 from moneyrail.payments.schemas import authentication_url
 from moneyrail.processor import provider
 from moneyrail.processor.interface import CardDetails, CardInput, CardToken, Processor
-from moneyrail.sandbox.service import register_due_work, tenant_now
+from moneyrail.sandbox.service import register_due_work
 
 from . import repository
 from .schemas import CheckoutPaymentForm, CheckoutSessionCreate, render_checkout_session

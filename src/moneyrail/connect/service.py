@@ -19,6 +19,7 @@ from datetime import date, timedelta
 import structlog
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from moneyrail.engine.clock import tenant_now
 from moneyrail.errors import ResourceMissing, UrlNotRegistered
 from moneyrail.events.service import record_event
 from moneyrail.installations import service as installations
@@ -30,7 +31,6 @@ from moneyrail.kit.pagination import Position
 from moneyrail.kit.tenant import Tenant
 from moneyrail.ledger import service as ledger
 from moneyrail.models import ConnectedAccount, OnboardingLink
-from moneyrail.sandbox.service import tenant_now
 
 from . import repository
 from .schemas import ConnectedAccountCreate, OnboardingLinkCreate, render_connected_account

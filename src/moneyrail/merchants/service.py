@@ -30,6 +30,7 @@ from authlib.oauth2.rfc7636.challenge import CODE_CHALLENGE_PATTERN
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from moneyrail.connect import merchants as merchant_accounts
+from moneyrail.engine.clock import tenant_now
 from moneyrail.errors import (
     Conflict,
     ParameterInvalid,
@@ -52,7 +53,6 @@ from moneyrail.models import (
     MerchantAuthorizationCode,
     MerchantConnection,
 )
-from moneyrail.sandbox.service import tenant_now
 
 from . import repository
 from .oauth import (

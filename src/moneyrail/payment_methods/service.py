@@ -28,6 +28,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from moneyrail.customers import service as customers
 from moneyrail.db.raw import WriteAt, from_row
+from moneyrail.engine.clock import tenant_now
 from moneyrail.engine.schedule import register_periodic
 from moneyrail.errors import (
     CardDeclined,
@@ -59,7 +60,7 @@ from moneyrail.processor.interface import (
     TokenizedCard,
 )
 from moneyrail.processor.provider import NoProcessor
-from moneyrail.sandbox.service import register_due_work, tenant_now
+from moneyrail.sandbox.service import register_due_work
 
 from . import repository
 

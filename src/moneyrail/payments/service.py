@@ -39,6 +39,7 @@ from moneyrail.customers import service as customers
 from moneyrail.db.raw import AnsweringClaim, StatementClaim, WriteAt, from_row, transaction_open
 from moneyrail.db.uow import UnitOfWork
 from moneyrail.deliveries import service as deliveries
+from moneyrail.engine.clock import tenant_now
 from moneyrail.errors import (
     AmountInvalid,
     CardDeclined,
@@ -79,7 +80,6 @@ from moneyrail.processor.interface import (
     ProcessorUnavailable,
     authorize_as_asked,
 )
-from moneyrail.sandbox.service import tenant_now
 from moneyrail.transfers import distribution as distributions
 from moneyrail.transfers.distribution import DistributionPlan
 
