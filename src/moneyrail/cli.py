@@ -30,13 +30,13 @@ from moneyrail.clihelpers import (
 from moneyrail.config import Settings, get_settings
 from moneyrail.console.cli import operators_app
 from moneyrail.db.engine import DatabaseNotConfigured
+from moneyrail.db.secrets_cli import secrets_app
 from moneyrail.devkit.cli import register as register_devkit
 from moneyrail.engine.cli import dead_letters_app
 from moneyrail.errors import MoneyrailError
 from moneyrail.installations import processors
 from moneyrail.installations import service as installations
 from moneyrail.kit.clock import to_unix
-from moneyrail.kit.secrets_cli import secrets_app
 from moneyrail.kit.tenant import Tenant
 from moneyrail.ledger.cli import ledger_app
 from moneyrail.logging import configure_logging
