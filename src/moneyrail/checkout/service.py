@@ -59,8 +59,8 @@ from moneyrail.errors import (
 from moneyrail.events.service import record_event
 from moneyrail.installations import processors as processor_choice
 from moneyrail.installations import service as installations
-from moneyrail.installations.service import hash_secret
 from moneyrail.kit.clock import utcnow
+from moneyrail.kit.crypto import hash_secret
 from moneyrail.kit.ids import new_id, random_base62
 from moneyrail.kit.tenant import Tenant
 from moneyrail.models import CheckoutSession, PaymentIntent

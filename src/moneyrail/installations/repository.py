@@ -14,46 +14,6 @@ from moneyrail.db.uow import UnitOfWork
 from moneyrail.models import ApiKey, EnvironmentSettings, Installation
 
 
-@dataclass(frozen=True, slots=True)
-class ActiveKey:
-    id: str
-    installation_id: str
-    livemode: bool
-    scopes: list[str]
-
-
-async def find_active_secret_key(work: AsyncSession | UnitOfWork, secret_hash: str) -> ActiveKey | None:
-    """Run on every request whose key is not remembered, so straight on the driver (see db/raw.py), and
-    outside the request's transaction when none has begun: a read of committed state needs no BEGIN
-    (and, given the unit of work, no session)."""
-    async with lone_statement_connection(work) as connection:
-        row = await connection.fetchrow(
-            "SELECT id, installation_id, livemode, scopes FROM api_keys "
-            "WHERE secret_hash = $1 AND revoked_at IS NULL",
-            secret_hash,
-        )
-    return ActiveKey(row[0], row[1], row[2], list(row[3])) if row is not None else None
-
-
-@dataclass(frozen=True, slots=True)
-class ActivePublishableKey:
-    id: str
-    installation_id: str
-    livemode: bool
-
-
-async def find_active_publishable_key(
-    work: AsyncSession | UnitOfWork, key_id: str
-) -> ActivePublishableKey | None:
-    """Run on every client-side request whose key is not remembered: as the secret key's lookup."""
-    async with lone_statement_connection(work) as connection:
-        row = await connection.fetchrow(
-            "SELECT id, installation_id, livemode FROM publishable_keys WHERE id = $1 AND revoked_at IS NULL",
-            key_id,
-        )
-    return ActivePublishableKey(row[0], row[1], row[2]) if row is not None else None
-
-
 async def get_installation(session: AsyncSession, installation_id: str) -> Installation | None:
     return await session.get(Installation, installation_id)
 

@@ -41,9 +41,10 @@ from moneyrail.errors import (
     ReferencedResourceMissing,
     ResourceMissing,
 )
-from moneyrail.installations.service import get_account, hash_secret, require_installation
+from moneyrail.installations.service import get_account, require_installation
 from moneyrail.kit import states
 from moneyrail.kit.clock import utcnow
+from moneyrail.kit.crypto import hash_secret
 from moneyrail.kit.ids import new_id, random_base62
 from moneyrail.kit.pagination import Position
 from moneyrail.kit.tenant import Tenant

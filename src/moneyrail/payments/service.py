@@ -57,9 +57,9 @@ from moneyrail.errors import (
 from moneyrail.events.repository import NewEvent
 from moneyrail.events.service import planned_deliveries, record_event, record_events
 from moneyrail.installations import service as installations
-from moneyrail.installations.service import hash_secret
 from moneyrail.kit import crypto
 from moneyrail.kit.clock import utcnow
+from moneyrail.kit.crypto import hash_secret
 from moneyrail.kit.ids import new_id, random_base62
 from moneyrail.kit.pagination import Position
 from moneyrail.kit.tenant import Tenant
