@@ -41,6 +41,7 @@ from moneyrail.kit.tenant import Tenant
 from moneyrail.ledger.cli import ledger_app
 from moneyrail.logging import configure_logging
 from moneyrail.models import ApiKey, EnvironmentSettings, Installation
+from moneyrail.processor.settings import STRIPE
 
 app = typer.Typer(
     help="moneyrail: payments, marketplace distribution and recurring billing.", no_args_is_help=True
@@ -118,7 +119,7 @@ def settings_view(settings: EnvironmentSettings) -> dict[str, Any]:
         "processor_webhook_url": (
             f"{get_settings().base_url}/processor/stripe/webhooks/{settings.installation_id}/"
             f"{'live' if settings.livemode else 'sandbox'}"
-            if settings.processor == processors.STRIPE
+            if settings.processor == STRIPE
             else None
         ),
     }
@@ -177,7 +178,7 @@ def _read_secret(path: str, option: str) -> str:
 def _checked_before_storing(tenant: Tenant, processor: str | None, api_key: str) -> None:
     """One call to Stripe, outside any transaction, before the key is kept; a refusal exits 1."""
     try:
-        asyncio.run(processors.check_processor_key(tenant, processor or processors.STRIPE, api_key))
+        asyncio.run(processors.check_processor_key(tenant, processor or STRIPE, api_key))
     except MoneyrailError as refused:
         typer.echo(f"error: {refused.message}", err=True)
         raise typer.Exit(1) from refused

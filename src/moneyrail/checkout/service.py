@@ -57,7 +57,6 @@ from moneyrail.errors import (
     UrlNotRegistered,
 )
 from moneyrail.events.service import record_event
-from moneyrail.installations import processors as processor_choice
 from moneyrail.installations import service as installations
 from moneyrail.kit.clock import utcnow
 from moneyrail.kit.crypto import hash_secret
@@ -69,6 +68,7 @@ from moneyrail.payment_methods.schemas import PROCESSOR_CARD_TOKEN_PATTERN
 from moneyrail.payments import service as payments
 from moneyrail.payments.schemas import authentication_url
 from moneyrail.processor import provider
+from moneyrail.processor import settings as processor_choice
 from moneyrail.processor.interface import CardDetails, CardInput, CardToken, Processor
 from moneyrail.sandbox.service import register_due_work
 

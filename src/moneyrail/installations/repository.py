@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from datetime import datetime
 
 from sqlalchemy import select, update
@@ -58,33 +57,6 @@ async def get_commission_terms(
     if row is None:  # every installation is created with both rows
         raise LookupError(f"no settings for {installation_id} livemode={livemode}")
     return int(row[0]), int(row[1])
-
-
-@dataclass(frozen=True, slots=True)
-class StoredProcessor:
-    """An environment's processor columns as stored (its secrets still sealed)."""
-
-    processor: str | None
-    sealed_key: str | None
-    publishable_key: str | None
-    sealed_webhook_secret: str | None
-
-
-async def get_processor(
-    work: AsyncSession | UnitOfWork, installation_id: str, livemode: bool
-) -> StoredProcessor:
-    """The environment's processor: a lone statement, as the key lookups (every request that calls the
-    processor asks, remembered for `key_cache_seconds`)."""
-    async with lone_statement_connection(work) as connection:
-        row = await connection.fetchrow(
-            "SELECT processor, processor_key, processor_publishable_key, processor_webhook_secret "
-            "FROM environment_settings WHERE installation_id = $1 AND livemode = $2",
-            installation_id,
-            livemode,
-        )
-    if row is None:
-        return StoredProcessor(None, None, None, None)
-    return StoredProcessor(row[0], row[1], row[2], row[3])
 
 
 async def list_keys(session: AsyncSession, installation_id: str) -> Sequence[ApiKey]:
