@@ -8,6 +8,7 @@ from contextlib import asynccontextmanager
 from fastapi import FastAPI
 from redis.asyncio import Redis
 
+import moneyrail.domains  # noqa: F401 - every domain's listeners (a console discard reaches each)
 from moneyrail import __version__
 from moneyrail.api import health, home, metrics
 from moneyrail.api.errors import install_error_handlers
