@@ -68,6 +68,8 @@ from moneyrail.merchants import service as merchants
 from moneyrail.models import PaymentIntent, PaymentMethod
 from moneyrail.payment_methods import service as methods
 from moneyrail.payment_methods.schemas import card_input
+from moneyrail.payments import distribution as distributions
+from moneyrail.payments.distribution import DistributionPlan
 from moneyrail.processor import provider
 from moneyrail.processor.interface import (
     Authorization,
@@ -80,8 +82,6 @@ from moneyrail.processor.interface import (
     ProcessorUnavailable,
     authorize_as_asked,
 )
-from moneyrail.transfers import distribution as distributions
-from moneyrail.transfers.distribution import DistributionPlan
 
 from . import fees, repository
 from .schemas import (
