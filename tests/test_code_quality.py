@@ -1,5 +1,5 @@
-"""ruff and mypy --strict stay clean (the service, and the Python client in clients/python): part of the
-suite, so the README's test command checks them too."""
+"""ruff and mypy --strict stay clean (the service, and the Python client in clients/python), and the
+import contracts of pyproject.toml hold: part of the suite, so the README's test command checks them too."""
 
 from __future__ import annotations
 
@@ -28,6 +28,20 @@ def test_ruff_format_is_applied():
 
 def test_mypy_strict_finds_nothing_in_src_and_workers():
     result = _run("mypy")
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_the_import_contracts_hold():
+    """The layers of docs/ARCHITECTURE.md, no imports in a circle, nothing importing workers/
+    ([tool.importlinter] in pyproject.toml); function-level imports count as any other."""
+    # import-linter has no `python -m` entry: its console script's function, in this interpreter
+    result = subprocess.run(
+        [sys.executable, "-c", "from importlinter.cli import lint_imports_command; lint_imports_command()"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert result.returncode == 0, result.stdout + result.stderr
 
 

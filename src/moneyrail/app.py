@@ -8,11 +8,13 @@ from contextlib import asynccontextmanager
 from fastapi import FastAPI
 from redis.asyncio import Redis
 
+import moneyrail.domains  # noqa: F401 - every domain's listeners (a console discard reaches each)
 from moneyrail import __version__
 from moneyrail.api import health, home, metrics
 from moneyrail.api.errors import install_error_handlers
 from moneyrail.api.middleware import RequestContextMiddleware
 from moneyrail.api.openapi import install_openapi
+from moneyrail.api.operations import router as operations_router
 from moneyrail.billing.endpoints import router as billing_router
 from moneyrail.checkout.endpoints import router as checkout_router
 from moneyrail.checkout.pages import router as checkout_pages_router
@@ -28,7 +30,6 @@ from moneyrail.db.engine import create_engine, create_sessionmaker
 from moneyrail.deliveries.endpoints import router as deliveries_router
 from moneyrail.disputes.endpoints import router as disputes_router
 from moneyrail.disputes.endpoints import test_helpers as dispute_helpers_router
-from moneyrail.engine.endpoints import router as operations_router
 from moneyrail.events.endpoints import router as events_router
 from moneyrail.fiscal.endpoints import router as fiscal_router
 from moneyrail.installations.endpoints import router as account_router

@@ -30,17 +30,26 @@ from moneyrail.clihelpers import (
 from moneyrail.config import Settings, get_settings
 from moneyrail.console.cli import operators_app
 from moneyrail.db.engine import DatabaseNotConfigured
+from moneyrail.db.secrets_cli import secrets_app
 from moneyrail.devkit.cli import register as register_devkit
-from moneyrail.engine.cli import dead_letters_app
+from moneyrail.engine.cli import DECISIONS, dead_letters_app
 from moneyrail.errors import MoneyrailError
 from moneyrail.installations import processors
 from moneyrail.installations import service as installations
 from moneyrail.kit.clock import to_unix
-from moneyrail.kit.secrets_cli import secrets_app
 from moneyrail.kit.tenant import Tenant
 from moneyrail.ledger.cli import ledger_app
 from moneyrail.logging import configure_logging
 from moneyrail.models import ApiKey, EnvironmentSettings, Installation
+from moneyrail.processor.settings import STRIPE
+
+
+def _every_domain_for_decisions(ctx: typer.Context) -> None:
+    # An operator's retry or discard reaches every domain's outcome listener (domains.py): loaded here,
+    # at the CLI's top, as the web, worker and scheduler processes load it at theirs.
+    if ctx.invoked_subcommand in DECISIONS:
+        import moneyrail.domains  # noqa: F401 - the outcome listeners register on import
+
 
 app = typer.Typer(
     help="moneyrail: payments, marketplace distribution and recurring billing.", no_args_is_help=True
@@ -51,7 +60,7 @@ settings_app = typer.Typer(help="Per-environment settings of an installation.", 
 app.add_typer(installations_app, name="installations")
 app.add_typer(keys_app, name="keys")
 app.add_typer(settings_app, name="settings")
-app.add_typer(dead_letters_app, name="dead-letters")
+app.add_typer(dead_letters_app, name="dead-letters", callback=_every_domain_for_decisions)
 app.add_typer(ledger_app, name="ledger")
 app.add_typer(secrets_app, name="secrets")
 register_devkit(app)  # listen, trigger
@@ -118,7 +127,7 @@ def settings_view(settings: EnvironmentSettings) -> dict[str, Any]:
         "processor_webhook_url": (
             f"{get_settings().base_url}/processor/stripe/webhooks/{settings.installation_id}/"
             f"{'live' if settings.livemode else 'sandbox'}"
-            if settings.processor == processors.STRIPE
+            if settings.processor == STRIPE
             else None
         ),
     }
@@ -177,7 +186,7 @@ def _read_secret(path: str, option: str) -> str:
 def _checked_before_storing(tenant: Tenant, processor: str | None, api_key: str) -> None:
     """One call to Stripe, outside any transaction, before the key is kept; a refusal exits 1."""
     try:
-        asyncio.run(processors.check_processor_key(tenant, processor or processors.STRIPE, api_key))
+        asyncio.run(processors.check_processor_key(tenant, processor or STRIPE, api_key))
     except MoneyrailError as refused:
         typer.echo(f"error: {refused.message}", err=True)
         raise typer.Exit(1) from refused

@@ -143,12 +143,10 @@ def emit(as_json: bool, data: Any, human: str) -> None:
     typer.echo(json.dumps(data, indent=2) if as_json else human)
 
 
-def in_unit_of_work(work: Callable[[UnitOfWork], Awaitable[T]], *, every_domain: bool = False) -> T:
+def in_unit_of_work(work: Callable[[UnitOfWork], Awaitable[T]]) -> T:
     """Run `work` in one committed unit of work; a refusal exits 1 with its message, no traceback.
-    `every_domain`: load every domain first, so that an operator's decision on an operation reaches each
-    domain's outcome listener (the others read, or change one domain's rows: they skip that second)."""
-    if every_domain:
-        import moneyrail.domains  # noqa: F401 - the outcome listeners register on import
+    A command whose decision must reach every domain's outcome listener has the operator CLI load every
+    domain first (cli.py, `dead-letters`): this module, below the engine, knows no domain."""
 
     async def run() -> T:
         engine = create_engine(get_settings())

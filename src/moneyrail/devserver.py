@@ -25,15 +25,15 @@ import httpx
 import structlog
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from moneyrail.api import keys
 from moneyrail.clihelpers import DevInstance
 from moneyrail.config import Settings
 from moneyrail.db.engine import create_engine, create_sessionmaker
 from moneyrail.db.uow import UnitOfWork
 from moneyrail.embedded import EmbeddedPostgres, EmbeddedRedis, EmbeddedServersMissing
 from moneyrail.engine.leadership import LEADERS_HELD
-from moneyrail.installations import repository as keys_repository
 from moneyrail.installations import service as installations
-from moneyrail.kit.crypto import generate_key
+from moneyrail.kit.crypto import generate_key, hash_secret
 from moneyrail.kit.tenant import Tenant
 from moneyrail.logging import configure_logging
 
@@ -90,9 +90,7 @@ async def ensure_dev_key(settings: Settings, remembered: str | None) -> tuple[st
     try:
         async with UnitOfWork(create_sessionmaker(engine)) as uow:
             if remembered:
-                key = await keys_repository.find_active_secret_key(
-                    uow.session, installations.hash_secret(remembered)
-                )
+                key = await keys.lookup_secret_key(uow.session, hash_secret(remembered))
                 if key is not None:
                     return remembered, key.installation_id
             installation = await installations.create_installation(

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from fastapi import Request
 
+from moneyrail.api import keys
 from moneyrail.api.context import Principal, request_uow
 from moneyrail.errors import AuthenticationRequired, InvalidApiKey
-from moneyrail.installations import service as keys
 from moneyrail.kit.tenant import Tenant
 
 

@@ -59,8 +59,8 @@ from prometheus_client import Counter
 
 from moneyrail.api.context import Principal, request_session
 from moneyrail.errors import RateLimited
-from moneyrail.installations import repository as installations
 from moneyrail.kit.redis_script import RedisScript, ScriptUnavailable
+from moneyrail.models import EnvironmentSettings
 
 logger = structlog.get_logger("moneyrail.rate_limits")
 
@@ -239,9 +239,11 @@ class KeyRateLimiter:
         now = time.monotonic()
         if cached is not None and cached[0] > now:
             return cached[1]
-        settings = await installations.get_settings(
-            request_session(request), tenant.installation_id, tenant.livemode
+        settings = await request_session(request).get(
+            EnvironmentSettings, (tenant.installation_id, tenant.livemode)
         )
+        if settings is None:  # every installation is created with both rows
+            raise LookupError(f"no settings for {tenant.installation_id} livemode={tenant.livemode}")
         own = settings.rate_limit_per_second
         limit = self.default_per_second if own is None else own
         self._limits[cache_key] = (now + SETTINGS_CACHE_SECONDS, limit)

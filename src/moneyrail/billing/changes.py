@@ -27,6 +27,7 @@ import structlog
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from moneyrail.disputes import service as disputes
+from moneyrail.engine.clock import tenant_now
 from moneyrail.engine.schedule import register_periodic
 from moneyrail.errors import (
     AmountTooSmall,
@@ -51,7 +52,7 @@ from moneyrail.payments import service as payments
 from moneyrail.payments.schemas import PaymentIntentCreate
 from moneyrail.processor import provider
 from moneyrail.processor.interface import Processor
-from moneyrail.sandbox.service import register_due_work, tenant_now
+from moneyrail.sandbox.service import register_due_work
 
 from . import catalog, repository, service
 from .schemas import ChangeCreate, SubscriptionChangeOut

@@ -15,8 +15,8 @@ from moneyrail.errors import Conflict, DistributionInvalid, SubscriptionVersionC
 from moneyrail.kit.clock import utcnow
 from moneyrail.kit.tenant import Tenant
 from moneyrail.models import Subscription
+from moneyrail.payments import distribution as distributions
 from moneyrail.payments import service as payments
-from moneyrail.transfers import distribution as distributions
 
 from . import catalog, service
 from .schemas import DistributionUpdate

@@ -38,6 +38,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from moneyrail.billing import changes as billing_changes
 from moneyrail.billing import service as billing
+from moneyrail.engine.clock import tenant_now
 from moneyrail.engine.schedule import register_periodic
 from moneyrail.errors import (
     CardDeclined,
@@ -56,10 +57,9 @@ from moneyrail.errors import (
     UrlNotRegistered,
 )
 from moneyrail.events.service import record_event
-from moneyrail.installations import processors as processor_choice
 from moneyrail.installations import service as installations
-from moneyrail.installations.service import hash_secret
 from moneyrail.kit.clock import utcnow
+from moneyrail.kit.crypto import hash_secret
 from moneyrail.kit.ids import new_id, random_base62
 from moneyrail.kit.tenant import Tenant
 from moneyrail.models import CheckoutSession, PaymentIntent
@@ -68,8 +68,9 @@ from moneyrail.payment_methods.schemas import PROCESSOR_CARD_TOKEN_PATTERN
 from moneyrail.payments import service as payments
 from moneyrail.payments.schemas import authentication_url
 from moneyrail.processor import provider
+from moneyrail.processor import settings as processor_choice
 from moneyrail.processor.interface import CardDetails, CardInput, CardToken, Processor
-from moneyrail.sandbox.service import register_due_work, tenant_now
+from moneyrail.sandbox.service import register_due_work
 
 from . import repository
 from .schemas import CheckoutPaymentForm, CheckoutSessionCreate, render_checkout_session

@@ -30,6 +30,7 @@ import structlog
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from moneyrail.checkout import service as checkout
+from moneyrail.engine.clock import tenant_now
 from moneyrail.errors import (
     AmountInvalid,
     Conflict,
@@ -47,7 +48,6 @@ from moneyrail.kit.tenant import Tenant
 from moneyrail.models import Order, PaymentIntent
 from moneyrail.payments import service as payments
 from moneyrail.processor.interface import Processor
-from moneyrail.sandbox.service import tenant_now
 
 from . import repository
 from .schemas import OrderBind, OrderCreate, render_order

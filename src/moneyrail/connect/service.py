@@ -19,18 +19,18 @@ from datetime import date, timedelta
 import structlog
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from moneyrail.engine.clock import tenant_now
 from moneyrail.errors import ResourceMissing, UrlNotRegistered
 from moneyrail.events.service import record_event
 from moneyrail.installations import service as installations
-from moneyrail.installations.service import hash_secret
 from moneyrail.kit import single_use
 from moneyrail.kit.clock import utcnow
+from moneyrail.kit.crypto import hash_secret
 from moneyrail.kit.ids import new_id, random_base62
 from moneyrail.kit.pagination import Position
 from moneyrail.kit.tenant import Tenant
 from moneyrail.ledger import service as ledger
 from moneyrail.models import ConnectedAccount, OnboardingLink
-from moneyrail.sandbox.service import tenant_now
 
 from . import repository
 from .schemas import ConnectedAccountCreate, OnboardingLinkCreate, render_connected_account

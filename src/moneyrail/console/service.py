@@ -3,7 +3,8 @@ operation with its attempts, its object and its money, the audit log, and operat
 
 Every decision goes through the engine's own `decide_dead_letters` (the CLI's path too), which changes
 the operations and records the audit entry in the request's one transaction: a refusal of any one of
-a set changes none of them and records nothing.
+a set changes none of them and records nothing. A discard reaches every domain's outcome listener: the
+web process loads every domain (app.py imports domains.py).
 """
 
 from __future__ import annotations
@@ -14,7 +15,6 @@ from datetime import datetime
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
-import moneyrail.domains  # noqa: F401 - an operator's discard reaches every domain's outcome listener
 from moneyrail.audit import service as audit
 from moneyrail.console import objects
 from moneyrail.console.accounts import SignedIn

@@ -34,6 +34,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from moneyrail.config import get_settings
 from moneyrail.db.uow import UnitOfWork
+from moneyrail.engine.clock import tenant_now
 from moneyrail.engine.outcomes import PermanentFailure, TransientFailure
 from moneyrail.engine.policy import RetryPolicy, register_policy
 from moneyrail.engine.schedule import register_periodic_outside
@@ -60,7 +61,7 @@ from moneyrail.payments import service as payments
 from moneyrail.processor import provider
 from moneyrail.processor import sandbox as sandbox_network
 from moneyrail.processor.interface import NetworkDispute, Processor, ProcessorRefused, ProcessorUnavailable
-from moneyrail.sandbox.service import register_due_work, require_sandbox, tenant_now
+from moneyrail.sandbox.service import register_due_work, require_sandbox
 from moneyrail.transfers import reversals as transfers
 
 from . import files, repository

@@ -29,6 +29,11 @@ from moneyrail.errors import Conflict
 from moneyrail.kit.clock import to_unix
 from moneyrail.models import Operation, OperationAttempt
 
+# The commands that decide: an operator's decision on an operation must reach each domain's outcome
+# listener, so the operator CLI (cli.py) loads every domain before these (the others only read, and
+# skip that second).
+DECISIONS = ("retry", "discard")
+
 dead_letters_app = typer.Typer(
     help="Inspect, retry or discard dead-lettered operations.", no_args_is_help=True
 )
@@ -278,7 +283,7 @@ def _decide_many(
         )
         return decided.operations
 
-    decided = in_unit_of_work(work, every_domain=True)
+    decided = in_unit_of_work(work)
     views = [operation_view(operation) for operation in decided]
     past = {"retry": "retried", "discard": "discarded"}[action]
     if as_json:

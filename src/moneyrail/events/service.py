@@ -20,6 +20,7 @@ from standardwebhooks import Webhook
 
 from moneyrail.config import API_VERSIONS, get_settings
 from moneyrail.db.raw import WriteAt, from_row
+from moneyrail.engine.clock import clock_offset
 from moneyrail.engine.outcomes import AttemptError, PermanentFailure, TransientFailure
 from moneyrail.engine.policy import RetryPolicy, policy_for, register_policy
 from moneyrail.engine.repository import NewOperations
@@ -37,7 +38,6 @@ from moneyrail.kit.pagination import Position
 from moneyrail.kit.tenant import Tenant
 from moneyrail.models import Event, Operation, WebhookDelivery, WebhookDeliveryAttempt, WebhookEndpoint
 from moneyrail.models.base import Base
-from moneyrail.sandbox.service import clock_offset
 
 from . import repository
 from .addresses import (

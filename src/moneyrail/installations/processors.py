@@ -9,74 +9,28 @@ starts with none, and live mode never simulates: a request that needs a processo
 
 A key is checked before it is kept: by its prefix (its mode must be the environment's), then with one
 call to Stripe (`check_processor_key`), made outside any transaction. The settings are read on every
-call to a processor, remembered for `key_cache_seconds` (config.py): a change made by the CLI reaches
-the web and worker processes within that lifetime, and this process at once.
+call to a processor (processor/settings.py), remembered for `key_cache_seconds` (config.py): a change
+made by the CLI reaches the web and worker processes within that lifetime, and this process at once.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from moneyrail.config import get_settings
-from moneyrail.db.uow import UnitOfWork
 from moneyrail.errors import ParameterInvalid, ParameterMissing
 from moneyrail.kit import crypto
 from moneyrail.kit.clock import utcnow
 from moneyrail.kit.tenant import Tenant
-from moneyrail.kit.ttl_cache import TtlCache
 from moneyrail.models import EnvironmentSettings
 from moneyrail.models.installation import PROCESSORS
 from moneyrail.processor.interface import ProcessorUnavailable
+from moneyrail.processor.settings import SANDBOX, STRIPE, forget_processor
 from moneyrail.processor.stripe import StripeKeyRefused, check_key, key_mode
 
-from . import repository
 from .service import get_environment_settings
 
-SANDBOX = "sandbox"
-STRIPE = "stripe"
 WEBHOOK_SECRET_PREFIX = "whsec_"  # noqa: S105 - a prefix, not a secret
-
-
-@dataclass(frozen=True)
-class ProcessorSettings:
-    """An environment's processor as the service uses it: `processor` None for none (a live
-    environment not set yet), the secrets opened."""
-
-    processor: str | None
-    api_key: str | None = field(default=None, repr=False)
-    publishable_key: str | None = None
-    webhook_secret: str | None = field(default=None, repr=False)
-
-
-def _key_cache_seconds() -> float:
-    return get_settings().key_cache_seconds
-
-
-_processors: TtlCache[Tenant, ProcessorSettings] = TtlCache(_key_cache_seconds)
-
-
-def forget_cached_processors() -> None:
-    _processors.clear()
-
-
-async def processor_settings(work: AsyncSession | UnitOfWork, tenant: Tenant) -> ProcessorSettings:
-    """The environment's processor, remembered for `key_cache_seconds`; given the unit of work, a lone
-    statement on a miss (no session). An unknown installation reads as one with none."""
-    found = _processors.get(tenant)
-    if found is None:
-        stored = await repository.get_processor(work, tenant.installation_id, tenant.livemode)
-        found = ProcessorSettings(
-            processor=stored.processor,
-            api_key=crypto.open_text(stored.sealed_key) if stored.sealed_key else None,
-            publishable_key=stored.publishable_key,
-            webhook_secret=(
-                crypto.open_text(stored.sealed_webhook_secret) if stored.sealed_webhook_secret else None
-            ),
-        )
-        _processors.put(tenant, found)
-    return found
 
 
 def hint(secret: str) -> str:
@@ -192,5 +146,5 @@ async def set_processor(
             settings.processor_webhook_secret_hint = hint(webhook_secret)
     settings.updated_at = utcnow()
     await session.flush()
-    _processors.discard(tenant)  # this process at once; the others within the cache lifetime
+    forget_processor(tenant)  # this process at once; the others within the cache lifetime
     return settings

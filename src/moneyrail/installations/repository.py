@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from datetime import datetime
 
 from sqlalchemy import select, update
@@ -12,46 +11,6 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from moneyrail.db.raw import lone_statement_connection
 from moneyrail.db.uow import UnitOfWork
 from moneyrail.models import ApiKey, EnvironmentSettings, Installation
-
-
-@dataclass(frozen=True, slots=True)
-class ActiveKey:
-    id: str
-    installation_id: str
-    livemode: bool
-    scopes: list[str]
-
-
-async def find_active_secret_key(work: AsyncSession | UnitOfWork, secret_hash: str) -> ActiveKey | None:
-    """Run on every request whose key is not remembered, so straight on the driver (see db/raw.py), and
-    outside the request's transaction when none has begun: a read of committed state needs no BEGIN
-    (and, given the unit of work, no session)."""
-    async with lone_statement_connection(work) as connection:
-        row = await connection.fetchrow(
-            "SELECT id, installation_id, livemode, scopes FROM api_keys "
-            "WHERE secret_hash = $1 AND revoked_at IS NULL",
-            secret_hash,
-        )
-    return ActiveKey(row[0], row[1], row[2], list(row[3])) if row is not None else None
-
-
-@dataclass(frozen=True, slots=True)
-class ActivePublishableKey:
-    id: str
-    installation_id: str
-    livemode: bool
-
-
-async def find_active_publishable_key(
-    work: AsyncSession | UnitOfWork, key_id: str
-) -> ActivePublishableKey | None:
-    """Run on every client-side request whose key is not remembered: as the secret key's lookup."""
-    async with lone_statement_connection(work) as connection:
-        row = await connection.fetchrow(
-            "SELECT id, installation_id, livemode FROM publishable_keys WHERE id = $1 AND revoked_at IS NULL",
-            key_id,
-        )
-    return ActivePublishableKey(row[0], row[1], row[2]) if row is not None else None
 
 
 async def get_installation(session: AsyncSession, installation_id: str) -> Installation | None:
@@ -98,33 +57,6 @@ async def get_commission_terms(
     if row is None:  # every installation is created with both rows
         raise LookupError(f"no settings for {installation_id} livemode={livemode}")
     return int(row[0]), int(row[1])
-
-
-@dataclass(frozen=True, slots=True)
-class StoredProcessor:
-    """An environment's processor columns as stored (its secrets still sealed)."""
-
-    processor: str | None
-    sealed_key: str | None
-    publishable_key: str | None
-    sealed_webhook_secret: str | None
-
-
-async def get_processor(
-    work: AsyncSession | UnitOfWork, installation_id: str, livemode: bool
-) -> StoredProcessor:
-    """The environment's processor: a lone statement, as the key lookups (every request that calls the
-    processor asks, remembered for `key_cache_seconds`)."""
-    async with lone_statement_connection(work) as connection:
-        row = await connection.fetchrow(
-            "SELECT processor, processor_key, processor_publishable_key, processor_webhook_secret "
-            "FROM environment_settings WHERE installation_id = $1 AND livemode = $2",
-            installation_id,
-            livemode,
-        )
-    if row is None:
-        return StoredProcessor(None, None, None, None)
-    return StoredProcessor(row[0], row[1], row[2], row[3])
 
 
 async def list_keys(session: AsyncSession, installation_id: str) -> Sequence[ApiKey]:

@@ -2,17 +2,18 @@
 
 from __future__ import annotations
 
-import hashlib
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from moneyrail.api import keys
 from moneyrail.config import get_settings
 from moneyrail.db.uow import UnitOfWork
 from moneyrail.errors import ParameterInvalid, ResourceMissing
 from moneyrail.kit.clock import utcnow
+from moneyrail.kit.crypto import hash_secret
 from moneyrail.kit.ids import new_id, random_base62
 from moneyrail.kit.scopes import unknown_scopes
 from moneyrail.kit.tenant import Tenant
@@ -21,7 +22,6 @@ from moneyrail.models import ApiKey, EnvironmentSettings, Installation, Publisha
 from moneyrail.models.installation import INSTALLATION_KINDS
 
 from . import repository
-from .repository import ActiveKey, ActivePublishableKey
 
 SECRET_KEY_RANDOM_LENGTH = 32
 
@@ -36,10 +36,8 @@ def _key_cache_seconds() -> float:
     return get_settings().key_cache_seconds
 
 
-# Looked up on every request, changed almost never: remembered for `key_cache_seconds` (config.py).
-# Only active keys are remembered, so a new key works at once; a revoked one within the lifetime.
-_secret_keys: TtlCache[str, ActiveKey] = TtlCache(_key_cache_seconds)
-_publishable_keys: TtlCache[str, ActivePublishableKey] = TtlCache(_key_cache_seconds)
+# The environment's active publishable key, shown by every payment answer: remembered as the keys are
+# (api/keys.py).
 _environment_publishable_keys: TtlCache[Tenant, str] = TtlCache(_key_cache_seconds)
 # The environment's commission terms, read by every payment creation: an operator's change (the CLI,
 # another process) applies to payments created from at most `key_cache_seconds` later.
@@ -48,37 +46,9 @@ _commission_terms: TtlCache[Tenant, CommissionTerms] = TtlCache(_key_cache_secon
 
 def forget_cached_keys() -> None:
     """Every remembered key: the next request of each looks it up again."""
-    _secret_keys.clear()
-    _publishable_keys.clear()
+    keys.forget_cached_keys()
     _environment_publishable_keys.clear()
     _commission_terms.clear()
-
-
-async def find_active_secret_key(work: AsyncSession | UnitOfWork, secret: str) -> ActiveKey | None:
-    """The gate's lookup: given the unit of work, it makes no session (a lone statement on a miss)."""
-    secret_hash = hash_secret(secret)
-    key = _secret_keys.get(secret_hash)
-    if key is None:
-        key = await repository.find_active_secret_key(work, secret_hash)
-        if key is not None:
-            _secret_keys.put(secret_hash, key)
-    return key
-
-
-async def find_active_publishable_key(
-    work: AsyncSession | UnitOfWork, key_id: str
-) -> ActivePublishableKey | None:
-    key = _publishable_keys.get(key_id)
-    if key is None:
-        key = await repository.find_active_publishable_key(work, key_id)
-        if key is not None:
-            _publishable_keys.put(key_id, key)
-    return key
-
-
-def hash_secret(secret: str) -> str:
-    """API secrets are 190 random bits, so a fast hash is enough to make a stolen table useless."""
-    return hashlib.sha256(secret.encode()).hexdigest()
 
 
 def environment_prefix(livemode: bool) -> str:
@@ -161,7 +131,7 @@ async def revoke_api_key(session: AsyncSession, key_id: str) -> ApiKey:
     key = await repository.revoke_key(session, key_id, utcnow())
     if key is None:
         raise ResourceMissing(f"No API key {key_id!r}", param="key")
-    _secret_keys.discard(key.secret_hash)  # this process at once; the others within the cache lifetime
+    keys.forget_secret_key(key.secret_hash)  # this process at once; the others within the cache lifetime
     return key
 
 

@@ -28,6 +28,7 @@ from moneyrail.config import get_settings
 from moneyrail.customers import service as customers
 from moneyrail.deliveries import senders
 from moneyrail.deliveries.recipients import is_valid_email, mask
+from moneyrail.engine.clock import tenant_now
 from moneyrail.engine.outcomes import AttemptError, PermanentFailure
 from moneyrail.engine.policy import RetryPolicy, register_policy
 from moneyrail.engine.service import (
@@ -57,7 +58,6 @@ from moneyrail.kit.tenant import Tenant
 from moneyrail.models import Invoice, InvoiceDelivery, Operation, PaymentIntent
 from moneyrail.payments import service as payments
 from moneyrail.payments.schemas import PaymentIntentCreate
-from moneyrail.sandbox.service import tenant_now
 
 from . import repository
 from .schemas import InvoiceCreate, InvoiceLineIn, InvoiceUpdate, render_invoice

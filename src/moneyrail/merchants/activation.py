@@ -13,15 +13,15 @@ import structlog
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from moneyrail.connect import merchants as merchant_accounts
+from moneyrail.engine.clock import tenant_now
 from moneyrail.errors import Conflict, UrlNotRegistered
 from moneyrail.installations import service as installations
-from moneyrail.installations.service import hash_secret
 from moneyrail.kit import single_use
 from moneyrail.kit.clock import utcnow
+from moneyrail.kit.crypto import hash_secret
 from moneyrail.kit.ids import new_id, random_base62
 from moneyrail.kit.tenant import Tenant
 from moneyrail.models import Merchant, MerchantOnboardingSession
-from moneyrail.sandbox.service import tenant_now
 
 from . import repository
 from .schemas import OnboardingSessionCreate

@@ -29,7 +29,9 @@ from authlib.oauth2 import OAuth2Error
 from authlib.oauth2.rfc7636.challenge import CODE_CHALLENGE_PATTERN
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from moneyrail.api import keys
 from moneyrail.connect import merchants as merchant_accounts
+from moneyrail.engine.clock import tenant_now
 from moneyrail.errors import (
     Conflict,
     ParameterInvalid,
@@ -38,11 +40,10 @@ from moneyrail.errors import (
     UrlNotRegistered,
 )
 from moneyrail.events.service import record_event
-from moneyrail.installations import repository as keys
 from moneyrail.installations import service as installations
-from moneyrail.installations.service import hash_secret
 from moneyrail.kit import single_use
 from moneyrail.kit.clock import utcnow
+from moneyrail.kit.crypto import hash_secret
 from moneyrail.kit.ids import new_id, random_base62
 from moneyrail.kit.pagination import Position
 from moneyrail.kit.scopes import grants
@@ -52,7 +53,6 @@ from moneyrail.models import (
     MerchantAuthorizationCode,
     MerchantConnection,
 )
-from moneyrail.sandbox.service import tenant_now
 
 from . import repository
 from .oauth import (
@@ -450,7 +450,7 @@ async def exchange_code(
     stored: MerchantAuthorizationCode | None = None
     secret = _bearer(authorization)
     key = (
-        await keys.find_active_secret_key(session, hash_secret(secret))
+        await keys.lookup_secret_key(session, hash_secret(secret))
         if secret and secret.startswith(("sk_test_", "sk_live_"))
         else None
     )

@@ -28,6 +28,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from moneyrail.customers import service as customers
 from moneyrail.db.raw import WriteAt, from_row
+from moneyrail.engine.clock import tenant_now
 from moneyrail.engine.schedule import register_periodic
 from moneyrail.errors import (
     CardDeclined,
@@ -40,9 +41,10 @@ from moneyrail.errors import (
     ReferencedResourceMissing,
     ResourceMissing,
 )
-from moneyrail.installations.service import get_account, hash_secret, require_installation
+from moneyrail.installations.service import get_account, require_installation
 from moneyrail.kit import states
 from moneyrail.kit.clock import utcnow
+from moneyrail.kit.crypto import hash_secret
 from moneyrail.kit.ids import new_id, random_base62
 from moneyrail.kit.pagination import Position
 from moneyrail.kit.tenant import Tenant
@@ -59,7 +61,7 @@ from moneyrail.processor.interface import (
     TokenizedCard,
 )
 from moneyrail.processor.provider import NoProcessor
-from moneyrail.sandbox.service import register_due_work, tenant_now
+from moneyrail.sandbox.service import register_due_work
 
 from . import repository
 

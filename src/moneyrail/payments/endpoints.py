@@ -13,8 +13,8 @@ from moneyrail.api.routing import MoneyrailRoute, client_side, scoped
 from moneyrail.installations import service as installations
 from moneyrail.kit.tenant import Tenant
 from moneyrail.models import PaymentIntent
+from moneyrail.payments import distribution as distributions
 from moneyrail.processor.provider import processor_for
-from moneyrail.transfers import distribution as distributions
 from moneyrail.web import public_base_url
 
 from . import (

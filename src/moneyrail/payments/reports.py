@@ -18,11 +18,12 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from moneyrail.config import get_settings
 from moneyrail.db.uow import UnitOfWork
+from moneyrail.engine.clock import tenant_now
 from moneyrail.engine.schedule import register_periodic_outside
 from moneyrail.kit.tenant import Tenant
 from moneyrail.processor import provider
 from moneyrail.processor.interface import CostReport, Processor, ProcessorUnavailable
-from moneyrail.sandbox.service import register_due_work, tenant_now
+from moneyrail.sandbox.service import register_due_work
 
 from . import fees, repository
 from .service import announce

@@ -39,6 +39,7 @@ from moneyrail.customers import service as customers
 from moneyrail.db.raw import AnsweringClaim, StatementClaim, WriteAt, from_row, transaction_open
 from moneyrail.db.uow import UnitOfWork
 from moneyrail.deliveries import service as deliveries
+from moneyrail.engine.clock import tenant_now
 from moneyrail.errors import (
     AmountInvalid,
     CardDeclined,
@@ -56,9 +57,9 @@ from moneyrail.errors import (
 from moneyrail.events.repository import NewEvent
 from moneyrail.events.service import planned_deliveries, record_event, record_events
 from moneyrail.installations import service as installations
-from moneyrail.installations.service import hash_secret
 from moneyrail.kit import crypto
 from moneyrail.kit.clock import utcnow
+from moneyrail.kit.crypto import hash_secret
 from moneyrail.kit.ids import new_id, random_base62
 from moneyrail.kit.pagination import Position
 from moneyrail.kit.tenant import Tenant
@@ -67,6 +68,8 @@ from moneyrail.merchants import service as merchants
 from moneyrail.models import PaymentIntent, PaymentMethod
 from moneyrail.payment_methods import service as methods
 from moneyrail.payment_methods.schemas import card_input
+from moneyrail.payments import distribution as distributions
+from moneyrail.payments.distribution import DistributionPlan
 from moneyrail.processor import provider
 from moneyrail.processor.interface import (
     Authorization,
@@ -79,9 +82,6 @@ from moneyrail.processor.interface import (
     ProcessorUnavailable,
     authorize_as_asked,
 )
-from moneyrail.sandbox.service import tenant_now
-from moneyrail.transfers import distribution as distributions
-from moneyrail.transfers.distribution import DistributionPlan
 
 from . import fees, repository
 from .schemas import (

@@ -43,6 +43,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from moneyrail.config import get_settings
 from moneyrail.connect import service as connect
 from moneyrail.connect.requirements import Requirements
+from moneyrail.engine.clock import tenant_now
 from moneyrail.engine.outcomes import AttemptError, PermanentFailure, TransientFailure
 from moneyrail.engine.policy import RetryPolicy, register_policy
 from moneyrail.engine.schedule import register_periodic
@@ -69,7 +70,7 @@ from moneyrail.payments.fees import BALANCE_AVAILABLE
 from moneyrail.processor import provider
 from moneyrail.processor.interface import PayoutResult, Processor, ProcessorRefused, operation_key
 from moneyrail.processor.sandbox import TEST_BANK_ACCOUNT
-from moneyrail.sandbox.service import register_due_work, tenant_now
+from moneyrail.sandbox.service import register_due_work
 
 from . import repository
 from .schemas import PayoutCreate, render_payout

@@ -32,8 +32,8 @@ from moneyrail.config import get_settings
 from moneyrail.db.engine import create_engine, create_sessionmaker
 from moneyrail.db.uow import UnitOfWork
 from moneyrail.errors import MoneyrailError, ProcessorNotConfigured, ProcessorUnavailableError
-from moneyrail.installations import processors as settings_of
 from moneyrail.kit.tenant import Tenant
+from moneyrail.processor import settings as settings_of
 from moneyrail.processor.interface import (
     Authorization,
     AuthorizationChoice,

@@ -27,11 +27,11 @@ from moneyrail.disputes import service as disputes
 from moneyrail.engine.policy import RetryPolicy, register_policy
 from moneyrail.engine.service import create_operation
 from moneyrail.errors import ParameterInvalid, ResourceMissing, SignatureInvalid
-from moneyrail.installations import processors as settings_of
 from moneyrail.kit.tenant import Tenant
 from moneyrail.models import Operation, ProcessorEvent
 from moneyrail.payments import reports
 from moneyrail.payouts import service as payouts
+from moneyrail.processor import settings as settings_of
 from moneyrail.processor.interface import Processor
 from moneyrail.processor.stripe import webhooks as stripe_webhooks
 from moneyrail.processor.stripe.connection import reference, text

@@ -21,6 +21,7 @@ from typing import Any
 import structlog
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from moneyrail.engine.clock import tenant_now
 from moneyrail.engine.policy import RetryPolicy, register_policy
 from moneyrail.engine.service import Call, Recording, create_operation, get_operation
 from moneyrail.errors import ResourceMissing
@@ -31,7 +32,7 @@ from moneyrail.kit.tenant import Tenant
 from moneyrail.models import Operation, ReconciliationRun
 from moneyrail.processor import provider
 from moneyrail.processor.interface import Processor, ProcessorTransferRecord
-from moneyrail.sandbox.service import require_sandbox, tenant_now
+from moneyrail.sandbox.service import require_sandbox
 from moneyrail.transfers import service as transfers
 
 from . import repository

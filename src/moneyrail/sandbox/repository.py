@@ -6,18 +6,8 @@ from sqlalchemy import delete, func, select
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from moneyrail.db.raw import driver_connection
 from moneyrail.kit.tenant import Tenant
 from moneyrail.models import SandboxClock, SandboxProcessorFault
-
-
-async def clock_offset(session: AsyncSession, installation_id: str) -> int:
-    """Read on every sandbox capture, by moneyrail and by the sandbox processor: on the driver (db/raw.py)."""
-    connection = await driver_connection(session)
-    offset = await connection.fetchval(
-        "SELECT offset_seconds FROM sandbox_clocks WHERE installation_id = $1", installation_id
-    )
-    return int(offset or 0)
 
 
 async def advance_clock(session: AsyncSession, installation_id: str, seconds: int) -> int:

@@ -10,6 +10,7 @@ import structlog
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from moneyrail.db.uow import UnitOfWork
+from moneyrail.engine.clock import stored_clock_offset
 from moneyrail.engine.schedule import CommitChunk, commit_at_the_end
 from moneyrail.errors import ParameterInvalid, ResourceMissing
 from moneyrail.kit.clock import utcnow
@@ -46,18 +47,6 @@ def require_sandbox(tenant: Tenant) -> None:
         raise ResourceMissing("Unrecognized request URL: test helpers exist only in the sandbox.")
 
 
-async def tenant_now(session: AsyncSession, tenant: Tenant) -> datetime:
-    """The time as this tenant lives it: real time in live, real time plus the offset in the sandbox."""
-    return utcnow() + await clock_offset(session, tenant)
-
-
-async def clock_offset(session: AsyncSession, tenant: Tenant) -> timedelta:
-    """How far this tenant's clock is ahead of the wall clock: zero in live."""
-    if tenant.livemode:
-        return timedelta(0)
-    return timedelta(seconds=await repository.clock_offset(session, tenant.installation_id))
-
-
 @dataclass(frozen=True)
 class ClockView:
     now: datetime
@@ -67,7 +56,7 @@ class ClockView:
 
 async def read_clock(session: AsyncSession, tenant: Tenant) -> ClockView:
     require_sandbox(tenant)
-    offset = await repository.clock_offset(session, tenant.installation_id)
+    offset = await stored_clock_offset(session, tenant.installation_id)
     return ClockView(now=utcnow() + timedelta(seconds=offset), offset_seconds=offset, work_done={})
 
 

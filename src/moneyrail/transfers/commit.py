@@ -217,7 +217,7 @@ async def _ask_processor(processor: Processor, asked: _Asked) -> dict[str, str]:
 
 def _paid(commit: _Commit) -> repository.CommittedGroup:
     """The group committed and its unfinished transfers paid, on the rows, at the tenant's present
-    (sandbox_service.tenant_now: its clock was read with the lock)."""
+    (engine/clock.py's tenant_now: its clock was read with the lock)."""
     locked = commit.locked
     now = utcnow() + timedelta(seconds=0 if commit.tenant.livemode else locked.clock_offset)
     for transfer in commit.unfinished:

@@ -71,12 +71,12 @@ from moneyrail.models import (
     Transfer,
     TransferReversal,
 )
-from moneyrail.payments import fees
+from moneyrail.payments import distribution, fees
 from moneyrail.payments import refunds as payment_refunds
 from moneyrail.payments import service as payments
 from moneyrail.processor import provider
 
-from . import distribution, repository
+from . import repository
 from .schemas import (
     AllocationCreate,
     AllocationGroupCreate,

@@ -10,6 +10,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from moneyrail.billing import catalog, repository
 from moneyrail.connect import service as connect
+from moneyrail.engine.clock import tenant_now
 from moneyrail.errors import (
     Conflict,
     ReferencedResourceMissing,
@@ -18,7 +19,6 @@ from moneyrail.errors import (
 from moneyrail.installations import service as installations
 from moneyrail.kit.tenant import Tenant
 from moneyrail.models import Price, Subscription
-from moneyrail.sandbox.service import tenant_now
 
 from .subscriptions import (
     get_subscription,

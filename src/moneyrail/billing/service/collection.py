@@ -12,6 +12,7 @@ import structlog
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from moneyrail.billing import repository
+from moneyrail.engine.clock import tenant_now
 from moneyrail.engine.service import register_outcome_listener
 from moneyrail.events.service import record_events
 from moneyrail.kit.clock import utcnow
@@ -27,7 +28,6 @@ from moneyrail.models import (
 from moneyrail.payment_methods import service as methods
 from moneyrail.payments import refunds as payment_refunds
 from moneyrail.payments import service as payments
-from moneyrail.sandbox.service import tenant_now
 from moneyrail.transfers import reversals
 from moneyrail.transfers import service as transfers
 

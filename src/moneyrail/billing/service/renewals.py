@@ -20,6 +20,7 @@ import structlog
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from moneyrail.billing import calendar, catalog, repository
+from moneyrail.engine.clock import tenant_now
 from moneyrail.engine.outcomes import AttemptError, TransientFailure
 from moneyrail.engine.schedule import CommitChunk, commit_at_the_end, register_periodic_in_chunks
 from moneyrail.engine.service import (
@@ -52,7 +53,7 @@ from moneyrail.payment_methods import service as methods
 from moneyrail.payments import service as payments
 from moneyrail.processor import provider
 from moneyrail.processor.interface import ChargeAnswer, Processor
-from moneyrail.sandbox.service import register_due_work_in_chunks, tenant_now
+from moneyrail.sandbox.service import register_due_work_in_chunks
 
 from .collection import _fail, _on_payment_captured
 from .subscriptions import (

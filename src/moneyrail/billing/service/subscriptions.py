@@ -31,6 +31,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from moneyrail.billing import calendar, catalog, repository
 from moneyrail.billing.schemas import PriceCreate, SubscriptionCreate, SubscriptionInvoiceOut, SubscriptionOut
 from moneyrail.customers import service as customers
+from moneyrail.engine.clock import tenant_now
 from moneyrail.engine.policy import RetryPolicy, register_policy
 from moneyrail.engine.service import statuses_of
 from moneyrail.errors import (
@@ -57,7 +58,6 @@ from moneyrail.models import Price, Subscription, SubscriptionInvoice
 from moneyrail.payments import service as payments
 from moneyrail.payments.schemas import AllocationIn, DistributionIn, PaymentIntentCreate
 from moneyrail.processor.interface import Processor
-from moneyrail.sandbox.service import tenant_now
 
 logger = structlog.get_logger("moneyrail.billing")
 

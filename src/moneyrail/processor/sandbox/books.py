@@ -13,10 +13,10 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from moneyrail.db.raw import driver_connection
 from moneyrail.db.uow import UnitOfWork
+from moneyrail.engine.clock import tenant_now
 from moneyrail.kit.ids import ID_RANDOM_LENGTH, random_base62
 from moneyrail.kit.tenant import Tenant
 from moneyrail.processor.interface import ProcessorRefused, ProcessorUnavailable
-from moneyrail.sandbox.service import tenant_now
 
 from . import statements as sql
 

@@ -1,5 +1,7 @@
 """`moneyrail secrets`: make a key for MONEYRAIL_SECRET_KEYS, and re-seal every stored secret after a
-rotation (put the new key first, restart the processes, run `rotate`, then drop the old key)."""
+rotation (put the new key first, restart the processes, run `rotate`, then drop the old key).
+
+In db/, not kit/: it opens its own engine and units of work, and kit/ stays below db/."""
 
 from __future__ import annotations
 

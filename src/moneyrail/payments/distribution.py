@@ -7,7 +7,7 @@ allocations' amounts sum exactly to the payment's amount; `merchant_of_record`, 
 recipient of a `merchant` allocation; the commission is taken from the `merchant` allocations in
 proportion (largest remainder, kit/money.py), so they must be able to carry it.
 
-This module imports nothing of payments: payments calls it (no import cycle).
+Payments' own (its table is the payment's): transfers/ reads the recorded plan when the money is captured.
 """
 
 from __future__ import annotations

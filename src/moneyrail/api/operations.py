@@ -1,3 +1,6 @@
+"""`GET /v1/operations/{operation}`: the engine's operations over HTTP. In api/, above engine/ (which
+knows no HTTP route), as the other cross-cutting resources of the edge."""
+
 from __future__ import annotations
 
 from typing import Annotated
@@ -6,9 +9,8 @@ from fastapi import APIRouter, Request
 
 from moneyrail.api.context import Principal, request_session
 from moneyrail.api.routing import MoneyrailRoute, scoped
-
-from . import service
-from .schemas import OperationOut, render_operation
+from moneyrail.engine import service
+from moneyrail.engine.schemas import OperationOut, render_operation
 
 router = APIRouter(route_class=MoneyrailRoute, tags=["operations"])
 

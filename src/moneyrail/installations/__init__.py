@@ -1,0 +1,1 @@
+"""Installations: the API keys of each installation and environment, their processor settings."""
