@@ -83,7 +83,7 @@ from moneyrail.sandbox.service import tenant_now
 from moneyrail.transfers import distribution as distributions
 from moneyrail.transfers.distribution import DistributionPlan
 
-from . import fees, repository
+from . import fees, phases, repository
 from .schemas import (
     DistributionIn,
     PaymentIntentConfirm,
@@ -171,6 +171,7 @@ async def _locked(session: AsyncSession, tenant: Tenant, payment_id: str) -> Pay
     payment = await repository.get_payment(session, tenant, payment_id, for_update=True)
     if payment is None:
         raise ResourceMissing(f"No such payment_intent: {payment_id!r}", param="payment_intent")
+    phases.check_claim(payment)
     return payment
 
 
@@ -187,6 +188,7 @@ async def _locked_claiming(
         claim.settle(claim_row)
     if payment is None:
         raise ResourceMissing(f"No such payment_intent: {payment_id!r}", param="payment_intent")
+    phases.check_claim(payment)
     return payment
 
 
@@ -819,6 +821,8 @@ async def lock_payment_intents(
     missing = set(payment_ids) - set(found)
     if missing:
         raise ResourceMissing(f"No such payment_intent: {sorted(missing)[0]!r}", param="payment_intent")
+    for payment in found.values():
+        phases.check_claim(payment)
     return found
 
 
@@ -1254,8 +1258,10 @@ async def complete_authentication(
     session: AsyncSession, processor: Processor, token: str, *, approved: bool, base_url: str
 ) -> AuthenticationOutcome:
     view = await authentication_view(session, token)
-    payment = view.payment
-    tenant = Tenant(payment.installation_id, payment.livemode)
+    tenant = Tenant(view.payment.installation_id, view.payment.livemode)
+    payment = await _locked(session, tenant, view.payment.id)  # a second completion waits, then sees it
+    if payment.status != "requires_action":
+        raise ResourceMissing("This authentication link is no longer valid.")
     await _finish_authentication(session, tenant, processor, payment, approved=approved, base_url=base_url)
     succeeded = payment.status in {"succeeded", "requires_capture"}
     redirect = None
@@ -1432,8 +1438,10 @@ async def cancel_payment_intent(
     reason: str | None,
     *,
     by_owner: bool = False,
+    claim: AnsweringClaim | None = None,
 ) -> PaymentIntent:
-    payment = await _locked(session, tenant, payment_id)
+    """`claim`: the request's Idempotency-Key claim, run with the payment's lock (`_locked_claiming`)."""
+    payment = await _locked_claiming(session, tenant, payment_id, claim)
     if payment.status not in CANCELABLE:
         raise Conflict(f"Cancel applies before capture; this payment is {payment.status}.")
     if not by_owner:
@@ -1457,9 +1465,16 @@ async def cancel_payment_intent(
 
 
 async def increment_authorization(
-    session: AsyncSession, tenant: Tenant, processor: Processor, payment_id: str, amount: int
+    session: AsyncSession,
+    tenant: Tenant,
+    processor: Processor,
+    payment_id: str,
+    amount: int,
+    *,
+    claim: AnsweringClaim | None = None,
 ) -> PaymentIntent:
-    payment = await _locked(session, tenant, payment_id)
+    """`claim`: as for `cancel_payment_intent`."""
+    payment = await _locked_claiming(session, tenant, payment_id, claim)
     if payment.status != "requires_capture" or payment.capture_method != "manual":
         raise Conflict(
             f"Increment applies to an uncaptured manual authorization; this payment is {payment.status}."

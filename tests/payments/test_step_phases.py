@@ -1,0 +1,258 @@
+"""A payment's synchronous steps in atomic phases on an outside processor (payments/phases.py;
+ARCHITECTURE.md, "The processor is an outside system"), over HTTP against web processes whose sandbox
+processor is reached over the network model (MONEYRAIL_SANDBOX_LATENCY_MS). While a capture's call is on
+the network, the web process holds no transaction, no row lock and no advisory lock, the payment reads
+as before, and a second step on it is refused with 409. A web process killed after the processor
+captured leaves a claim that the same request, retried with its Idempotency-Key, finishes: one
+capture, one succeeded event, the ledger whole."""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import httpx
+import psutil
+import psycopg
+from sqlalchemy.engine import make_url
+
+from tests.harness import (
+    OUTPUT_DIR,
+    Process,
+    Servers,
+    TenantKeys,
+    free_port,
+    libpq_url,
+    verify_ledger_as_an_operator_does,
+    wait_until_ready,
+)
+from tests.payments.support import GENERIC_DECLINE, card, confirm, create_payment, event_types, wait_for
+
+# long enough for the checks to run while the call is on the network, on a loaded machine
+SLOW_CALL_MS = "8000"
+
+
+@contextmanager
+def web_process(servers: Servers, log_name: str, **env: str) -> Iterator[tuple[str, Process]]:
+    port = free_port()
+    process = Process.start("web", servers, OUTPUT_DIR / f"{log_name}.log", MONEYRAIL_PORT=str(port), **env)
+    base_url = f"http://127.0.0.1:{port}"
+    try:
+        wait_until_ready(base_url, process)
+        yield base_url, process
+    finally:
+        process.stop()
+
+
+def backends_of(db: psycopg.Connection[Any], servers: Servers, process: Process) -> list[tuple[int, str]]:
+    """(pid, state) of the PostgreSQL backends whose client is the web process (or one of its children)."""
+    postgres = make_url(servers.database_url).port or 5432
+    parent = psutil.Process(process.popen.pid)
+    ports = {
+        connection.laddr.port
+        for member in [parent, *parent.children(recursive=True)]
+        for connection in member.net_connections(kind="tcp")
+        if connection.raddr and connection.raddr.port == postgres
+    }
+    rows = db.execute(
+        "SELECT pid, state, client_port FROM pg_stat_activity WHERE datname = current_database()"
+    ).fetchall()
+    return [(row[0], row[1]) for row in rows if row[2] in ports]
+
+
+def authorized(api: httpx.Client) -> dict[str, Any]:
+    """A manual-capture payment confirmed on the session's web process (the simulator, one transaction)."""
+    payment = create_payment(api, 2000, capture_method="manual")
+    confirmed = confirm(api, payment)
+    assert confirmed.status_code == 200, confirmed.text
+    assert confirmed.json()["status"] == "requires_capture"
+    return payment
+
+
+def claim_of(db: psycopg.Connection[Any], payment_id: str) -> tuple[str | None, Any]:
+    row = db.execute(
+        "SELECT processor_call, processor_call_until FROM payment_intents WHERE id = %s", (payment_id,)
+    ).fetchone()
+    assert row is not None
+    return row[0], row[1]
+
+
+def simulator_status(db: psycopg.Connection[Any], payment_id: str) -> tuple[str, int]:
+    row = db.execute(
+        "SELECT a.status, a.amount_captured FROM sandbox_authorizations a "
+        "JOIN payment_intents p ON p.processor_authorization = a.id WHERE p.id = %s",
+        (payment_id,),
+    ).fetchone()
+    assert row is not None
+    return row[0], row[1]
+
+
+def in_background(call: Any) -> tuple[threading.Thread, dict[str, Any]]:
+    outcome: dict[str, Any] = {}
+
+    def run() -> None:
+        try:
+            outcome["response"] = call()
+        except httpx.HTTPError as error:
+            outcome["error"] = error
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    return thread, outcome
+
+
+def test_a_capture_on_the_network_holds_no_transaction_lock_or_connection_and_a_second_step_waits(
+    servers: Servers, api, db, tenant: TenantKeys
+):
+    payment = authorized(api)
+    path = f"/v1/payment-intents/{payment['id']}/capture"
+    with (
+        web_process(servers, "web-step-phases-slow", MONEYRAIL_SANDBOX_LATENCY_MS=SLOW_CALL_MS) as (
+            url,
+            web,
+        ),
+        httpx.Client(base_url=url, headers={"Authorization": f"Bearer {tenant.secret}"}) as slow,
+    ):
+        thread, outcome = in_background(
+            lambda: slow.post(path, headers={"Idempotency-Key": "capture-1"}, timeout=60)
+        )
+        wait_for(lambda: claim_of(db, payment["id"])[0] is not None, timeout=30)
+        # the call is on the network now (the claim commits just before it)
+        backends = backends_of(db, servers, web)
+        assert backends, "the web process has connected to the database"
+        assert [(pid, state) for pid, state in backends if state != "idle"] == []
+        held = db.execute(
+            "SELECT locktype, mode FROM pg_locks WHERE pid = ANY(%s)", ([pid for pid, _ in backends],)
+        ).fetchall()
+        assert held == []
+        with psycopg.connect(libpq_url(servers.database_url)) as other:
+            locked = other.execute(
+                "SELECT id, status FROM payment_intents WHERE id = %s FOR UPDATE NOWAIT", (payment["id"],)
+            ).fetchall()
+            assert locked == [(payment["id"], "requires_capture")]
+            other.rollback()
+        # the payment reads as before the call; another step on it waits for the call's answer
+        assert api.get(f"/v1/payment-intents/{payment['id']}").json()["status"] == "requires_capture"
+        second = api.post(path, headers={"Idempotency-Key": "capture-2"})
+        assert second.status_code == 409, second.text
+        assert second.json()["error"]["code"] == "resource_state_invalid"
+        canceled = api.post(f"/v1/payment-intents/{payment['id']}/cancel")
+        assert canceled.status_code == 409, canceled.text
+        thread.join(60)
+    captured = outcome["response"]
+    assert captured.status_code == 200, captured.text
+    assert (captured.json()["status"], captured.json()["amount_received"]) == ("succeeded", 2000)
+    assert claim_of(db, payment["id"]) == (None, None)
+    assert simulator_status(db, payment["id"]) == ("captured", 2000)
+    # the stored answer replays, byte for byte
+    replayed = api.post(path, headers={"Idempotency-Key": "capture-1"})
+    assert replayed.headers.get("Idempotent-Replayed") == "true"
+    assert replayed.content == captured.content
+    assert event_types(api, payment["id"]).count("payment_intent.succeeded") == 1
+
+
+def test_a_web_process_killed_after_the_processor_captured_is_finished_by_the_same_request_retried(
+    servers: Servers, api, db, tenant: TenantKeys
+):
+    payment = authorized(api)
+    path = f"/v1/payment-intents/{payment['id']}/capture"
+    headers = {"Authorization": f"Bearer {tenant.secret}", "Idempotency-Key": "capture-crash"}
+    with web_process(servers, "web-step-phases-killed", MONEYRAIL_SANDBOX_LATENCY_MS=SLOW_CALL_MS) as (
+        url,
+        web,
+    ):
+        thread, outcome = in_background(lambda: httpx.post(f"{url}{path}", headers=headers, timeout=60))
+        # the simulator captured (half the round trip); the answer is still on its way back
+        wait_for(lambda: simulator_status(db, payment["id"])[0] == "captured", timeout=30)
+        os.killpg(web.popen.pid, signal.SIGKILL)
+        web.popen.wait(10)
+        thread.join(30)
+    assert "error" in outcome  # the caller never heard back
+    # nothing recorded: the payment reads as before, its claim left behind
+    shown = api.get(f"/v1/payment-intents/{payment['id']}").json()
+    assert (shown["status"], shown["amount_received"]) == ("requires_capture", 0)
+    assert claim_of(db, payment["id"])[0] is not None
+    # another request may not capture it while the claim's lease lasts
+    other = api.post(path, headers={"Idempotency-Key": "another-capture"})
+    assert other.status_code == 409, other.text
+    # the process restarted, the same request again: the same processor key answers the same capture
+    with web_process(servers, "web-step-phases-restarted", MONEYRAIL_SANDBOX_LATENCY_MS="200") as (url, _):
+        retried = httpx.post(f"{url}{path}", headers=headers, timeout=60)
+    assert retried.status_code == 200, retried.text
+    assert (retried.json()["status"], retried.json()["amount_received"]) == ("succeeded", 2000)
+    assert claim_of(db, payment["id"]) == (None, None)
+    assert simulator_status(db, payment["id"]) == ("captured", 2000)
+    assert event_types(api, payment["id"]).count("payment_intent.succeeded") == 1
+    again = api.post(path, headers={"Idempotency-Key": "capture-crash"})
+    assert again.headers.get("Idempotent-Replayed") == "true"
+    assert again.json()["status"] == "succeeded"
+    verify_ledger_as_an_operator_does(servers)
+
+
+def test_a_confirm_and_capture_over_the_network_end_as_in_one_transaction(servers: Servers, api, db, tenant):
+    """The bench's flow (create, confirm with a card, capture) on the phased path, with a key each."""
+    with (
+        web_process(servers, "web-step-phases-flow", MONEYRAIL_SANDBOX_LATENCY_MS="100") as (url, _),
+        httpx.Client(base_url=url, headers={"Authorization": f"Bearer {tenant.secret}"}, timeout=30) as slow,
+    ):
+        payment = create_payment(slow, 2000, capture_method="manual")
+        body = {"client_secret": payment["client_secret"], "card": card()}
+        client_side = {"Authorization": f"Bearer {payment['publishable_key']}", "Idempotency-Key": "c-1"}
+        confirmed = slow.post(f"/v1/payment-intents/{payment['id']}/confirm", json=body, headers=client_side)
+        assert confirmed.status_code == 200, confirmed.text
+        assert confirmed.json()["status"] == "requires_capture"
+        replay = slow.post(f"/v1/payment-intents/{payment['id']}/confirm", json=body, headers=client_side)
+        assert replay.content == confirmed.content
+        increment = slow.post(
+            f"/v1/payment-intents/{payment['id']}/increment-authorization", json={"amount": 2500}
+        )
+        assert increment.status_code == 200, increment.text
+        assert increment.json()["amount_capturable"] == 2500
+        captured = slow.post(f"/v1/payment-intents/{payment['id']}/capture", headers={"Idempotency-Key": "k"})
+        assert captured.status_code == 200, captured.text
+        assert (captured.json()["status"], captured.json()["amount_received"]) == ("succeeded", 2500)
+        second = create_payment(slow, 1000, capture_method="manual")
+        second_body = {**body, "client_secret": second["client_secret"]}
+        declined = slow.post(
+            f"/v1/payment-intents/{second['id']}/confirm",
+            json={**second_body, "card": card(GENERIC_DECLINE)},
+            headers={"Authorization": f"Bearer {second['publishable_key']}"},
+        )
+        assert declined.status_code == 402, declined.text
+        assert slow.get(f"/v1/payment-intents/{second['id']}").json()["status"] == "requires_payment_method"
+        accepted = slow.post(
+            f"/v1/payment-intents/{second['id']}/confirm",
+            json=second_body,
+            headers={"Authorization": f"Bearer {second['publishable_key']}"},
+        )
+        assert accepted.status_code == 200, accepted.text
+        canceled = slow.post(f"/v1/payment-intents/{second['id']}/cancel")
+        assert canceled.status_code == 200, canceled.text
+        assert canceled.json()["status"] == "canceled"
+    for made in (payment, second):
+        assert claim_of(db, made["id"]) == (None, None)
+    verify_ledger_as_an_operator_does(servers)
+
+
+def test_an_unreachable_processor_answers_503_and_releases_the_claim(servers: Servers, api, db, tenant):
+    payment = authorized(api)
+    path = f"/v1/payment-intents/{payment['id']}/capture"
+    with web_process(servers, "web-step-phases-resets", MONEYRAIL_SANDBOX_RESET_RATE="1") as (url, _):
+        refused = httpx.post(
+            f"{url}{path}",
+            headers={"Authorization": f"Bearer {tenant.secret}", "Idempotency-Key": "capture-503"},
+            timeout=30,
+        )
+    assert refused.status_code == 503, refused.text
+    assert refused.json()["error"]["code"] == "processor_unavailable"
+    assert int(refused.headers["Retry-After"]) >= 1
+    assert claim_of(db, payment["id"]) == (None, None)
+    assert api.get(f"/v1/payment-intents/{payment['id']}").json()["status"] == "requires_capture"
+    # the same key, the processor reachable: captured once
+    retried = api.post(path, headers={"Idempotency-Key": "capture-503"})
+    assert retried.status_code == 200, retried.text
+    assert simulator_status(db, payment["id"]) == ("captured", 2000)
