@@ -30,7 +30,15 @@ from tests.harness import (
     verify_ledger_as_an_operator_does,
     wait_until_ready,
 )
-from tests.payments.support import GENERIC_DECLINE, card, confirm, create_payment, event_types, wait_for
+from tests.payments.support import (
+    AUTHENTICATE,
+    GENERIC_DECLINE,
+    card,
+    confirm,
+    create_payment,
+    event_types,
+    wait_for,
+)
 
 # long enough for the checks to run while the call is on the network, on a loaded machine
 SLOW_CALL_MS = "8000"
@@ -256,3 +264,30 @@ def test_an_unreachable_processor_answers_503_and_releases_the_claim(servers: Se
     retried = api.post(path, headers={"Idempotency-Key": "capture-503"})
     assert retried.status_code == 200, retried.text
     assert simulator_status(db, payment["id"]) == ("captured", 2000)
+
+
+def test_bank_authentication_completes_in_phases_with_automatic_capture(servers: Servers, api, db, tenant):
+    """The bank's page on the phased path: its answer, then the automatic capture, two calls, then the
+    payment recorded once."""
+    with (
+        web_process(servers, "web-step-phases-3ds", MONEYRAIL_SANDBOX_LATENCY_MS="100") as (url, _),
+        httpx.Client(base_url=url, headers={"Authorization": f"Bearer {tenant.secret}"}, timeout=30) as slow,
+    ):
+        payment = create_payment(slow, 4500)
+        started = slow.post(
+            f"/v1/payment-intents/{payment['id']}/confirm",
+            json={"client_secret": payment["client_secret"], "card": card(AUTHENTICATE)},
+            headers={"Authorization": f"Bearer {payment['publishable_key']}"},
+        )
+        assert started.status_code == 200, started.text
+        assert started.json()["status"] == "requires_action"
+        page_url = started.json()["next_action"]["redirect_to_url"]["url"]
+        assert page_url.startswith(f"{url}/authenticate/")
+        done = httpx.post(page_url, data={"decision": "approve"}, timeout=30)
+        assert done.status_code == 200, done.text
+        after = slow.get(f"/v1/payment-intents/{payment['id']}").json()
+        assert (after["status"], after["amount_received"]) == ("succeeded", 4500)
+        assert httpx.post(page_url, data={"decision": "approve"}, timeout=30).status_code == 404
+    assert claim_of(db, payment["id"]) == (None, None)
+    assert simulator_status(db, payment["id"]) == ("captured", 4500)
+    assert event_types(api, payment["id"]).count("payment_intent.succeeded") == 1

@@ -76,6 +76,8 @@ logger = structlog.get_logger("moneyrail.payments")
 T = TypeVar("T")
 # past any processor call's own timeout (the network model's, Stripe's client's)
 CLAIM_LEASE = timedelta(seconds=120)
+# a confirm asks at most: tokenize, card risk, authorize, capture
+MAX_CALLS = 8
 
 
 class ProcessorCallInFlight(Conflict):
@@ -248,6 +250,11 @@ async def _phased(
             result = await step(uow.session, cast(Processor, Replaying(answers)))
         except CallNeeded as needed:
             await uow.end_transaction(commit=False)  # nothing half done; the lock and connection go
+            if len(answers) >= MAX_CALLS:  # a step whose calls differ at each run would never end
+                await _release_after(uow, state, keeps_effect=False)
+                raise RuntimeError(
+                    f"a payment step asked for more than {MAX_CALLS} processor calls"
+                ) from None
             if not state.claimed:
                 await _claim(uow, tenant, state)
             try:

@@ -12,8 +12,10 @@
 
 Confirming, capturing, cancelling and incrementing talk to the processor during the request, as a
 payer at a checkout expects an answer at once. Each processor call carries a key derived from the
-payment and its step, so a request retried after a crash repeats the call harmlessly. Refunds go
-through a worker (refunds.py).
+payment and its step, so a request retried after a crash repeats the call harmlessly. On an outside
+processor the /v1 steps and the bank's authentication page run in atomic phases (phases.py): no
+transaction, row lock or connection is held while a call is on the network, and a payment with a call
+in flight refuses other steps (409) while reading as before. Refunds go through a worker (refunds.py).
 
 The processor commits on its own: a confirmation whose transaction is lost after the network charged
 the card (a database restart) leaves a charge no payment recorded. A retried confirmation with the same
