@@ -20,6 +20,7 @@ import psutil
 import psycopg
 from sqlalchemy.engine import make_url
 
+from tests.checkout.support import SUCCESS_URL, card_form, create_session, enable_checkout, session_status
 from tests.harness import (
     OUTPUT_DIR,
     Process,
@@ -33,6 +34,7 @@ from tests.harness import (
 from tests.payments.support import (
     AUTHENTICATE,
     GENERIC_DECLINE,
+    SUCCEEDS,
     card,
     confirm,
     create_payment,
@@ -290,4 +292,33 @@ def test_bank_authentication_completes_in_phases_with_automatic_capture(servers:
         assert httpx.post(page_url, data={"decision": "approve"}, timeout=30).status_code == 404
     assert claim_of(db, payment["id"]) == (None, None)
     assert simulator_status(db, payment["id"]) == ("captured", 4500)
+    assert event_types(api, payment["id"]).count("payment_intent.succeeded") == 1
+
+
+def test_the_hosted_checkout_pays_in_phases_and_a_double_click_meanwhile_is_told_to_wait(
+    servers: Servers, api, db, bridge, tenant
+):
+    enable_checkout(bridge, api.keys)
+    payment = create_payment(api, 2000)
+    checkout = create_session(api, payment["id"])
+    page = "/checkout/" + checkout["checkout_url"].rsplit("/checkout/", 1)[1]
+    slow = {"MONEYRAIL_SANDBOX_LATENCY_MS": SLOW_CALL_MS}
+    with web_process(servers, "web-step-phases-checkout", **slow) as (url, web):
+        thread, outcome = in_background(
+            lambda: httpx.post(f"{url}{page}", data=card_form(SUCCEEDS), timeout=60)
+        )
+        wait_for(lambda: claim_of(db, payment["id"])[0] is not None, timeout=30)
+        assert [(pid, state) for pid, state in backends_of(db, servers, web) if state != "idle"] == []
+        # the payer clicks again while the bank has not answered: asked to wait, nothing charged twice
+        again = httpx.post(f"{api.base_url}{page}", data=card_form(SUCCEEDS), timeout=30)
+        assert again.status_code == 200, again.text
+        assert "being processed" in again.text
+        thread.join(60)
+    paid = outcome["response"]
+    assert paid.status_code == 303, paid.text
+    assert paid.headers["location"] == SUCCESS_URL
+    assert session_status(api, checkout) == "complete"
+    after = api.get(f"/v1/payment-intents/{payment['id']}").json()
+    assert (after["status"], after["amount_received"]) == ("succeeded", 2000)
+    assert claim_of(db, payment["id"]) == (None, None)
     assert event_types(api, payment["id"]).count("payment_intent.succeeded") == 1

@@ -237,9 +237,8 @@ async def get_payment(
 ) -> PaymentIntent | None:
     statement = select(PaymentIntent).where(_payment_of(tenant), PaymentIntent.id == payment_id)
     if for_update:
-        # a payment's state changes one request (or worker) at a time; as committed, even where this
-        # session read it before the lock
-        statement = statement.with_for_update().execution_options(populate_existing=True)
+        # a payment's state changes one request (or worker) at a time
+        statement = statement.with_for_update()
     return await session.scalar(statement)
 
 

@@ -1261,9 +1261,11 @@ async def complete_authentication(
 ) -> AuthenticationOutcome:
     view = await authentication_view(session, token)
     tenant = Tenant(view.payment.installation_id, view.payment.livemode)
-    payment = await _locked(session, tenant, view.payment.id)  # a second completion waits, then sees it
-    if payment.status != "requires_action":
+    # locked as committed (the view read it before): a second completion waits, then sees it done
+    payment = await repository.lock_payment_as_committed(session, tenant, view.payment.id)
+    if payment is None or payment.status != "requires_action":
         raise ResourceMissing("This authentication link is no longer valid.")
+    phases.check_claim(payment)
     await _finish_authentication(session, tenant, processor, payment, approved=approved, base_url=base_url)
     succeeded = payment.status in {"succeeded", "requires_capture"}
     redirect = None
