@@ -22,7 +22,7 @@ depends_on: str | Sequence[str] | None = None
 
 
 def upgrade() -> None:
-    op.add_column("payment_intents", sa.Column("processor_call", sa.Text(), nullable=True))
+    op.add_column("payment_intents", sa.Column("processor_call", sa.String(), nullable=True))
     op.add_column(
         "payment_intents", sa.Column("processor_call_until", sa.DateTime(timezone=True), nullable=True)
     )
