@@ -13,6 +13,7 @@ import signal
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
+from datetime import timedelta
 from typing import Any
 
 import httpx
@@ -20,6 +21,8 @@ import psutil
 import psycopg
 from sqlalchemy.engine import make_url
 
+from moneyrail.payments.orphans import sweep_orphans
+from moneyrail.processor.sandbox import SandboxProcessor
 from tests.checkout.support import SUCCESS_URL, card_form, create_session, enable_checkout, session_status
 from tests.harness import (
     OUTPUT_DIR,
@@ -322,3 +325,53 @@ def test_the_hosted_checkout_pays_in_phases_and_a_double_click_meanwhile_is_told
     assert (after["status"], after["amount_received"]) == ("succeeded", 2000)
     assert claim_of(db, payment["id"]) == (None, None)
     assert event_types(api, payment["id"]).count("payment_intent.succeeded") == 1
+
+
+def test_a_confirmation_killed_between_its_phases_is_left_alone_until_its_lease_ends_then_released(
+    servers: Servers, api, db, bridge, tenant
+):
+    """The sweep (orphans.py) never releases an authorization whose payment's call is in flight; once
+    the claim's lease has ended (the test ends it in the database instead of waiting two minutes), the
+    sweep clears the claim and voids the authorization nobody recorded; the payer's retry charges once."""
+    payment = create_payment(api, 2000, capture_method="manual")
+    body = {"client_secret": payment["client_secret"], "card": card()}
+    headers = {"Authorization": f"Bearer {payment['publishable_key']}"}
+    path = f"/v1/payment-intents/{payment['id']}/confirm"
+    slow = {"MONEYRAIL_SANDBOX_LATENCY_MS": SLOW_CALL_MS}
+    with web_process(servers, "web-step-phases-lost", **slow) as (url, web):
+        thread, outcome = in_background(
+            lambda: httpx.post(f"{url}{path}", json=body, headers=headers, timeout=60)
+        )
+        wait_for(lambda: authorizations(db, payment["id"]) == ["authorized"], timeout=60)
+        os.killpg(web.popen.pid, signal.SIGKILL)
+        web.popen.wait(10)
+        thread.join(30)
+    assert "error" in outcome
+    assert claim_of(db, payment["id"])[0] is not None
+
+    def sweep() -> int:
+        network = SandboxProcessor(bridge.sessionmaker)
+        return bridge.run(sweep_orphans(bridge.sessionmaker, processor=network, grace=timedelta(0)))
+
+    sweep()
+    assert authorizations(db, payment["id"]) == ["authorized"]  # its request may yet record it
+    assert claim_of(db, payment["id"])[0] is not None
+    db.execute(
+        "UPDATE payment_intents SET processor_call_until = now() - interval '1 second' WHERE id = %s",
+        (payment["id"],),
+    )
+    sweep()
+    assert claim_of(db, payment["id"]) == (None, None)
+    assert authorizations(db, payment["id"]) == ["canceled"]
+    retried = confirm(api, payment)
+    assert retried.status_code == 200, retried.text
+    assert retried.json()["status"] == "requires_capture"
+    assert authorizations(db, payment["id"]) == ["canceled", "authorized"]
+    verify_ledger_as_an_operator_does(servers)
+
+
+def authorizations(db: psycopg.Connection[Any], payment_id: str) -> list[str]:
+    rows = db.execute(
+        "SELECT status FROM sandbox_authorizations WHERE reference = %s ORDER BY created_at", (payment_id,)
+    ).fetchall()
+    return [row[0] for row in rows]
