@@ -37,6 +37,7 @@ from tests.harness import (
 from tests.payments.support import (
     AUTHENTICATE,
     GENERIC_DECLINE,
+    RISK_REVIEW,
     SUCCEEDS,
     card,
     confirm,
@@ -375,3 +376,23 @@ def authorizations(db: psycopg.Connection[Any], payment_id: str) -> list[str]:
         "SELECT status FROM sandbox_authorizations WHERE reference = %s ORDER BY created_at", (payment_id,)
     ).fetchall()
     return [row[0] for row in rows]
+
+
+def test_a_review_approval_captures_in_phases(servers: Servers, api, db, tenant):
+    """A step that reaches its payment through another object (here a risk review) claims the first
+    payment it locks."""
+    payment = create_payment(api, 2000)
+    held = confirm(api, payment, RISK_REVIEW)
+    assert held.json()["status"] == "requires_capture"
+    reviews = api.get("/v1/radar/reviews", params={"limit": 100}).json()["data"]
+    (review,) = [review for review in reviews if review["payment_intent"] == payment["id"]]
+    with (
+        web_process(servers, "web-step-phases-review", MONEYRAIL_SANDBOX_LATENCY_MS="100") as (url, _),
+        httpx.Client(base_url=url, headers={"Authorization": f"Bearer {tenant.secret}"}, timeout=30) as slow,
+    ):
+        approved = slow.post(f"/v1/radar/reviews/{review['id']}/approve")
+        assert approved.status_code == 200, approved.text
+    after = api.get(f"/v1/payment-intents/{payment['id']}").json()
+    assert (after["status"], after["amount_received"]) == ("succeeded", 2000)
+    assert claim_of(db, payment["id"]) == (None, None)
+    assert event_types(api, payment["id"]).count("payment_intent.succeeded") == 1

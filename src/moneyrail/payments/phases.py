@@ -101,7 +101,7 @@ def request_token(request: Request, tenant: Tenant) -> str:
 
 @dataclass
 class _Step:
-    payment_id: str
+    payment_id: str | None  # None: the first payment the step locks
     token: str
     seen: datetime | None = None  # the payment's updated_at when the step's transaction locked it
     inherited: bool = False  # the payment held this request's claim already (a retry after a crash)
@@ -115,6 +115,8 @@ def check_claim(payment: PaymentIntent) -> None:
     """After every lock of a payment: refuse (409) while another request's processor call for it is in
     flight; a claim past its lease is nobody's. Within `run_in_phases`, note what the step saw."""
     step = _running.get()
+    if step is not None and step.payment_id is None:
+        step.payment_id = payment.id
     if step is None or step.payment_id != payment.id:
         step = None
     until = payment.processor_call_until
@@ -201,13 +203,15 @@ async def run_in_phases(
     uow: UnitOfWork,
     processor: Processor,
     tenant: Tenant,
-    payment_id: str,
+    payment_id: str | None,
     token: str,
     step: Callable[[AsyncSession, Processor], Awaitable[T]],
 ) -> T:
     """Run `step` (a service function's call, given the session and processor to use) in atomic phases
     on an outside processor, else as it is (see the module's docstring). Its last transaction is left
-    to the request to commit, as the one-transaction path's is."""
+    to the request to commit, as the one-transaction path's is. `payment_id`: the payment the step
+    claims; None for the first one it locks (a step that reaches its payment through another object:
+    an order, a review)."""
     state = _Step(payment_id, token)
     running = _running.set(state)
     try:
