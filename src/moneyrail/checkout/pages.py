@@ -15,16 +15,21 @@ that origin), connections to the Stripe API base (where Stripe.js sends the card
 
 from __future__ import annotations
 
+from collections.abc import Awaitable
 from pathlib import Path
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Form, Request
 from fastapi.responses import RedirectResponse, Response
+from sqlalchemy.ext.asyncio import AsyncSession
 
-from moneyrail.api.context import request_session
+from moneyrail.api.context import request_session, request_uow
 from moneyrail.api.routing import MoneyrailRoute
+from moneyrail.errors import ProcessorNotConfigured
 from moneyrail.kit.money import format_amount
-from moneyrail.processor.provider import routed
+from moneyrail.payments import phases
+from moneyrail.processor.interface import Processor
+from moneyrail.processor.provider import processor_for, routed
 from moneyrail.web import ProcessorScript, origin_of, public_base_url, render_page
 
 from . import service
@@ -202,17 +207,31 @@ async def pay(
         save_card=save_card is not None,
         renew_consent=renew_consent is not None,
     )
-    session = request_session(request)
-    step = await service.pay_checkout(
-        session,
-        routed(),
-        token,
-        form,
-        base_url=public_base_url(request),
-        # the payer's address for the risk lists: the socket peer, or, behind a proxy that uvicorn
-        # trusts (MONEYRAIL_FORWARDED_ALLOW_IPS names it; unset, none is), the forwarded client
-        ip_address=request.client.host if request.client is not None else None,
-    )
+    uow = request_uow(request)
+    base_url = public_base_url(request)
+    # the payer's address for the risk lists: the socket peer, or, behind a proxy that uvicorn
+    # trusts (MONEYRAIL_FORWARDED_ALLOW_IPS names it; unset, none is), the forwarded client
+    ip_address = request.client.host if request.client is not None else None
+
+    def paying(session: AsyncSession, processor: Processor) -> Awaitable[service.PageStep]:
+        return service.pay_checkout(session, processor, token, form, base_url=base_url, ip_address=ip_address)
+
+    target = await service.payment_of_link(uow.session, token)
+    if target is None:
+        step = await paying(uow.session, routed())
+    else:
+        tenant, payment_id = target
+        try:
+            processor: Processor = await processor_for(uow, tenant)
+        except ProcessorNotConfigured:
+            processor = routed()  # the attempt meets a processor that cannot be reached: a 503 form
+        try:
+            step = await phases.run_in_phases(
+                uow, processor, tenant, payment_id, phases.request_token(request, tenant), paying
+            )
+        except phases.ProcessorCallInFlight:
+            step = service.Notice("processing")  # a double click while the first attempt is at the bank
+    session = uow.session
     answer = _answer(request, token, step)
     checkout_id = await service.checkout_id_for(session, token)
     if checkout_id is not None:

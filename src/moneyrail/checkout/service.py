@@ -640,6 +640,15 @@ async def return_from_authentication(session: AsyncSession, token: str) -> PageS
     )
 
 
+async def payment_of_link(session: AsyncSession, token: str) -> tuple[Tenant, str] | None:
+    """The tenant and payment a link names (None: none), so the page chooses the tenant's processor, and
+    runs the payer's attempt in atomic phases on an outside one (payments/phases.py)."""
+    checkout = await repository.get_by_token_hash(session, hash_secret(token))
+    if checkout is None or checkout.payment_intent_id is None:
+        return None
+    return Tenant(checkout.installation_id, checkout.livemode), checkout.payment_intent_id
+
+
 async def checkout_id_for(session: AsyncSession, token: str) -> str | None:
     checkout = await repository.get_by_token_hash(session, hash_secret(token))
     return checkout.id if checkout is not None else None

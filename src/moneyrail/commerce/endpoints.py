@@ -9,6 +9,7 @@ from moneyrail.api.openapi import CALLS_PROCESSOR, CHARGES_CARD
 from moneyrail.api.pagination import ListEnvelope, PageRequest, list_envelope, page_request
 from moneyrail.api.routing import MoneyrailRoute, scoped
 from moneyrail.config import API_VERSIONS
+from moneyrail.payments import phases
 from moneyrail.processor.provider import processor_for
 
 from . import service
@@ -87,9 +88,16 @@ async def start_preparation(
 
     Captures the authorized payment (the card network may refuse or not answer); the order is `preparing`.
     """
-    network = await processor_for(request_uow(request), principal.tenant)
-    prepared = await service.start_preparation(
-        request_session(request), principal.tenant, network, order, body.expected_version
+    uow, tenant = request_uow(request), principal.tenant
+    prepared = await phases.run_in_phases(  # the payment's call outside any transaction
+        uow,
+        await processor_for(uow, tenant),
+        tenant,
+        None,
+        phases.request_token(request, tenant),
+        lambda session, processor: service.start_preparation(
+            session, tenant, processor, order, body.expected_version
+        ),
     )
     return render_order(prepared)
 
@@ -106,8 +114,15 @@ async def cancel_order(
     Cancels the order and, with it, the payment's authorization (released at the processor, nothing
     captured).
     """
-    network = await processor_for(request_uow(request), principal.tenant)
-    canceled = await service.cancel_order(
-        request_session(request), principal.tenant, network, order, body.expected_version
+    uow, tenant = request_uow(request), principal.tenant
+    canceled = await phases.run_in_phases(  # the payment's call outside any transaction
+        uow,
+        await processor_for(uow, tenant),
+        tenant,
+        None,
+        phases.request_token(request, tenant),
+        lambda session, processor: service.cancel_order(
+            session, tenant, processor, order, body.expected_version
+        ),
     )
     return render_order(canceled)

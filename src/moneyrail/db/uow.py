@@ -114,6 +114,26 @@ class UnitOfWork:
         if self._session is not None:
             await rollback(self._session)
 
+    async def end_transaction(self, *, commit: bool) -> None:
+        """Commit (or roll back) and give the connection back to the pool; the unit of work stays open
+        and its next use of `session` makes a new session. For a request that calls an outside system
+        between two transactions (payments/phases.py): nothing of the database is held meanwhile, and
+        what the first session loaded is detached."""
+        self._require_open()
+        session = self._session
+        if session is None:
+            return
+        if commit:
+            await self.commit()
+        else:
+            await self.rollback()
+        self._session = None
+        forget_driver_connection(session)
+        try:
+            await session.close()
+        finally:
+            await release_bound_connection(session)
+
 
 async def commit(session: AsyncSession) -> None:
     """Commit the unit of work's transaction, whether the ORM or only the driver ran in it."""

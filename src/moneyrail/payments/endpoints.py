@@ -19,6 +19,7 @@ from moneyrail.web import public_base_url
 
 from . import (
     balance,
+    phases,
     refunds,
     reports,  # noqa: F401 - registers the cost reports that a sandbox clock advance collects
     service,
@@ -179,18 +180,28 @@ async def confirm_payment_intent(
     network authorizes the card: a decline answers 402 and is recorded on the payment; bank
     authentication answers `requires_action` with the page to visit.
     """
-    network = await processor_for(request_uow(request), principal.tenant)
+    uow, tenant = request_uow(request), principal.tenant
+    network = await processor_for(uow, tenant)
     answer = AnswerWithEffect(request)
-    await service.confirm_payment_intent(
-        request_session(request),
-        principal.tenant,
+    claim, base_url = pending_claim(request), public_base_url(request)
+    ip_address = request.client.host if request.client is not None else None
+    await phases.run_in_phases(
+        uow,
         network,
+        tenant,
         payment_intent,
-        body,
-        base_url=public_base_url(request),
-        ip_address=request.client.host if request.client is not None else None,
-        claim=pending_claim(request),
-        answer=answer.write,
+        phases.request_token(request, tenant),
+        lambda session, processor: service.confirm_payment_intent(
+            session,
+            tenant,
+            processor,
+            payment_intent,
+            body,
+            base_url=base_url,
+            ip_address=ip_address,
+            claim=claim,
+            answer=answer.write,
+        ),
     )
     return _answered(answer)
 
@@ -210,16 +221,20 @@ async def capture_payment_intent(
     of the hold is released. A payment bound to a commerce order is captured by starting the order's
     preparation: here it is 409 `resource_state_invalid`.
     """
-    network = await processor_for(request_uow(request), principal.tenant)
+    uow, tenant = request_uow(request), principal.tenant
+    network = await processor_for(uow, tenant)
     answer = AnswerWithEffect(request)
-    await service.capture_payment_intent(
-        request_session(request),
-        principal.tenant,
+    claim = pending_claim(request)
+    amount = body.amount_to_capture if body is not None else None
+    await phases.run_in_phases(
+        uow,
         network,
+        tenant,
         payment_intent,
-        body.amount_to_capture if body is not None else None,
-        claim=pending_claim(request),
-        answer=answer.write,
+        phases.request_token(request, tenant),
+        lambda session, processor: service.capture_payment_intent(
+            session, tenant, processor, payment_intent, amount, claim=claim, answer=answer.write
+        ),
     )
     return _answered(answer)
 
@@ -230,7 +245,7 @@ async def capture_payment_intent(
 async def cancel_payment_intent(
     request: Request,
     payment_intent: str,
-    principal: Annotated[Principal, scoped("payments:write")],
+    principal: Annotated[Principal, scoped("payments:write", claim_in_statement=True)],
     body: PaymentIntentCancel | None = None,
 ) -> PaymentIntentOut:
     """Cancel a payment.
@@ -238,11 +253,21 @@ async def cancel_payment_intent(
     Cancels a payment not yet captured; an authorization is released at the network. A payment bound
     to a commerce order is cancelled with the order: here it is 409 `resource_state_invalid`.
     """
-    network = await processor_for(request_uow(request), principal.tenant)
-    session = request_session(request)
+    uow, tenant = request_uow(request), principal.tenant
+    network = await processor_for(uow, tenant)
     reason = body.cancellation_reason if body is not None else None
-    payment = await service.cancel_payment_intent(session, principal.tenant, network, payment_intent, reason)
-    return await _render(session, principal.tenant, payment)
+    claim = pending_claim(request)
+    payment = await phases.run_in_phases(
+        uow,
+        network,
+        tenant,
+        payment_intent,
+        phases.request_token(request, tenant),
+        lambda session, processor: service.cancel_payment_intent(
+            session, tenant, processor, payment_intent, reason, claim=claim
+        ),
+    )
+    return await _render(uow.session, tenant, payment)
 
 
 @router.post(
@@ -254,19 +279,27 @@ async def increment_authorization(
     request: Request,
     payment_intent: str,
     body: IncrementAuthorization,
-    principal: Annotated[Principal, scoped("payments:write")],
+    principal: Annotated[Principal, scoped("payments:write", claim_in_statement=True)],
 ) -> PaymentIntentOut:
     """Increase an authorization.
 
     Raises the amount held on an authorized card (`requires_capture`) to `amount`. A payment bound to
     a commerce order keeps the order's total: 409 `resource_state_invalid`.
     """
-    network = await processor_for(request_uow(request), principal.tenant)
-    session = request_session(request)
-    payment = await service.increment_authorization(
-        session, principal.tenant, network, payment_intent, body.amount
+    uow, tenant = request_uow(request), principal.tenant
+    network = await processor_for(uow, tenant)
+    claim = pending_claim(request)
+    payment = await phases.run_in_phases(
+        uow,
+        network,
+        tenant,
+        payment_intent,
+        phases.request_token(request, tenant),
+        lambda session, processor: service.increment_authorization(
+            session, tenant, processor, payment_intent, body.amount, claim=claim
+        ),
     )
-    return await _render(session, principal.tenant, payment)
+    return await _render(uow.session, tenant, payment)
 
 
 @router.post("/refunds", response_model=RefundOut, responses=NEEDS_PROCESSOR)

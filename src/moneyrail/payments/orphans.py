@@ -14,6 +14,11 @@ a renewal takes again to record its charge. Before releasing, the payment's atte
 (committed), so a confirmation retried later asks the network afresh instead of replaying the released
 authorization, and a renewal whose answer was not yet recorded asks again under its next key.
 
+A confirmation on an outside processor runs in atomic phases (phases.py): it claims its payment and
+commits before the call, and records the answer in a second transaction. A claim whose request died
+between them is cleared here once its lease ended (`phases.CLAIM_LEASE`, shorter than the grace): the
+authorization it may have left is then an orphan like any other, released unless a retry recorded it.
+
 The sweep keeps no transaction open while it calls the network (ARCHITECTURE.md, "The processor is an
 outside system"): it reads and locks what it needs in one unit of work, commits, calls, and writes what
 the call answered in the next.
@@ -39,7 +44,7 @@ from moneyrail.processor.interface import (
     ProcessorUnavailable,
 )
 
-from . import repository
+from . import phases, repository
 from .service import CONFIRMABLE
 
 logger = structlog.get_logger("moneyrail.payments")
@@ -49,6 +54,10 @@ BATCHES_PER_SWEEP = 10
 # where a first sweep starts looking: charges older than this before it ran are not looked at
 FIRST_LOOKBACK = timedelta(days=1)
 _TICK = timedelta(microseconds=1)
+
+
+class _CallInFlight(Exception):
+    """The candidate's payment has a processor call in flight (phases.py): it may yet record it."""
 
 
 async def sweep_orphans(
@@ -65,6 +74,8 @@ async def sweep_orphans(
     network = processor or provider.sandbox_processor()
     async with UnitOfWork(sessionmaker) as uow:
         horizon = await repository.database_now(uow.session) - grace
+        await phases.release_expired_claims(uow.session)  # requests that died between their phases
+        await uow.commit()
     released = 0
     for _ in range(BATCHES_PER_SWEEP):
         async with UnitOfWork(sessionmaker) as uow:
@@ -91,6 +102,11 @@ async def sweep_orphans(
                 continue  # recorded by its payment, the usual case: no lock needed
             try:
                 released += await _release_if_orphan(sessionmaker, network, candidate)
+            except _CallInFlight:
+                # its payment's confirmation is between its phases: looked at again by the next sweep
+                reached = min(reached, candidate.created_at - _TICK)
+                stalled = True
+                break
             except ProcessorUnavailable as fault:
                 logger.warning("processor_orphan_unavailable", authorization=candidate.id, error=str(fault))
                 reached = min(reached, candidate.created_at - _TICK)  # the next sweep tries it again
@@ -121,6 +137,9 @@ async def _release_if_orphan(
         payment = await repository.lock_payment_as_committed(session, tenant, candidate.reference)
         if payment is not None and payment.processor_authorization == candidate.id:
             return 0
+        until = payment.processor_call_until if payment is not None else None
+        if until is not None and until > utcnow():
+            raise _CallInFlight(candidate.id)
         first_found = await repository.record_orphan(
             session,
             tenant,

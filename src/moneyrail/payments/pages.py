@@ -11,14 +11,15 @@ from typing import Annotated, Literal
 from fastapi import APIRouter, Form, Request
 from fastapi.responses import RedirectResponse, Response
 
-from moneyrail.api.context import request_session
+from moneyrail.api.context import request_session, request_uow
 from moneyrail.api.routing import MoneyrailRoute
 from moneyrail.errors import ResourceMissing
 from moneyrail.kit.money import format_amount
-from moneyrail.processor.provider import routed
+from moneyrail.kit.tenant import Tenant
+from moneyrail.processor.provider import processor_for
 from moneyrail.web import origin_of, public_base_url, render_page
 
-from . import service
+from . import phases, service
 
 router = APIRouter(route_class=MoneyrailRoute, include_in_schema=False)
 
@@ -52,13 +53,20 @@ async def authentication_page(request: Request, token: str) -> Response:
 async def complete_authentication(
     request: Request, token: str, decision: Annotated[Literal["approve", "fail"], Form()]
 ) -> Response:
+    uow = request_uow(request)
+    base_url, approved = public_base_url(request), decision == "approve"
     try:
-        outcome = await service.complete_authentication(
-            request_session(request),
-            routed(),
-            token,
-            approved=decision == "approve",
-            base_url=public_base_url(request),
+        view = await service.authentication_view(uow.session, token)
+        tenant = Tenant(view.payment.installation_id, view.payment.livemode)
+        outcome = await phases.run_in_phases(
+            uow,
+            await processor_for(uow, tenant),
+            tenant,
+            view.payment.id,
+            phases.request_token(request, tenant),
+            lambda session, processor: service.complete_authentication(
+                session, processor, token, approved=approved, base_url=base_url
+            ),
         )
     except ResourceMissing:
         return render_page(request, "message.html", LINK_EXPIRED, status_code=404)

@@ -12,8 +12,10 @@
 
 Confirming, capturing, cancelling and incrementing talk to the processor during the request, as a
 payer at a checkout expects an answer at once. Each processor call carries a key derived from the
-payment and its step, so a request retried after a crash repeats the call harmlessly. Refunds go
-through a worker (refunds.py).
+payment and its step, so a request retried after a crash repeats the call harmlessly. On an outside
+processor the /v1 steps and the bank's authentication page run in atomic phases (phases.py): no
+transaction, row lock or connection is held while a call is on the network, and a payment with a call
+in flight refuses other steps (409) while reading as before. Refunds go through a worker (refunds.py).
 
 The processor commits on its own: a confirmation whose transaction is lost after the network charged
 the card (a database restart) leaves a charge no payment recorded. A retried confirmation with the same
@@ -83,7 +85,7 @@ from moneyrail.processor.interface import (
     authorize_as_asked,
 )
 
-from . import fees, repository
+from . import fees, phases, repository
 from .schemas import (
     DistributionIn,
     PaymentIntentConfirm,
@@ -171,6 +173,7 @@ async def _locked(session: AsyncSession, tenant: Tenant, payment_id: str) -> Pay
     payment = await repository.get_payment(session, tenant, payment_id, for_update=True)
     if payment is None:
         raise ResourceMissing(f"No such payment_intent: {payment_id!r}", param="payment_intent")
+    phases.check_claim(payment)
     return payment
 
 
@@ -187,6 +190,7 @@ async def _locked_claiming(
         claim.settle(claim_row)
     if payment is None:
         raise ResourceMissing(f"No such payment_intent: {payment_id!r}", param="payment_intent")
+    phases.check_claim(payment)
     return payment
 
 
@@ -819,6 +823,8 @@ async def lock_payment_intents(
     missing = set(payment_ids) - set(found)
     if missing:
         raise ResourceMissing(f"No such payment_intent: {sorted(missing)[0]!r}", param="payment_intent")
+    for payment in found.values():
+        phases.check_claim(payment)
     return found
 
 
@@ -1254,8 +1260,12 @@ async def complete_authentication(
     session: AsyncSession, processor: Processor, token: str, *, approved: bool, base_url: str
 ) -> AuthenticationOutcome:
     view = await authentication_view(session, token)
-    payment = view.payment
-    tenant = Tenant(payment.installation_id, payment.livemode)
+    tenant = Tenant(view.payment.installation_id, view.payment.livemode)
+    # locked as committed (the view read it before): a second completion waits, then sees it done
+    payment = await repository.lock_payment_as_committed(session, tenant, view.payment.id)
+    if payment is None or payment.status != "requires_action":
+        raise ResourceMissing("This authentication link is no longer valid.")
+    phases.check_claim(payment)
     await _finish_authentication(session, tenant, processor, payment, approved=approved, base_url=base_url)
     succeeded = payment.status in {"succeeded", "requires_capture"}
     redirect = None
@@ -1432,8 +1442,10 @@ async def cancel_payment_intent(
     reason: str | None,
     *,
     by_owner: bool = False,
+    claim: AnsweringClaim | None = None,
 ) -> PaymentIntent:
-    payment = await _locked(session, tenant, payment_id)
+    """`claim`: the request's Idempotency-Key claim, run with the payment's lock (`_locked_claiming`)."""
+    payment = await _locked_claiming(session, tenant, payment_id, claim)
     if payment.status not in CANCELABLE:
         raise Conflict(f"Cancel applies before capture; this payment is {payment.status}.")
     if not by_owner:
@@ -1457,9 +1469,16 @@ async def cancel_payment_intent(
 
 
 async def increment_authorization(
-    session: AsyncSession, tenant: Tenant, processor: Processor, payment_id: str, amount: int
+    session: AsyncSession,
+    tenant: Tenant,
+    processor: Processor,
+    payment_id: str,
+    amount: int,
+    *,
+    claim: AnsweringClaim | None = None,
 ) -> PaymentIntent:
-    payment = await _locked(session, tenant, payment_id)
+    """`claim`: as for `cancel_payment_intent`."""
+    payment = await _locked_claiming(session, tenant, payment_id, claim)
     if payment.status != "requires_capture" or payment.capture_method != "manual":
         raise Conflict(
             f"Increment applies to an uncaptured manual authorization; this payment is {payment.status}."

@@ -8,6 +8,7 @@ from moneyrail.api.context import Principal, request_session, request_uow
 from moneyrail.api.openapi import CHARGES_CARD
 from moneyrail.api.pagination import ListEnvelope, PageRequest, list_envelope, page_request
 from moneyrail.api.routing import MoneyrailRoute, scoped
+from moneyrail.payments import phases
 from moneyrail.processor.provider import processor_for
 
 from . import service
@@ -137,6 +138,13 @@ async def approve_review(
     The payment continues: captured now for automatic capture (the card network may refuse or not answer),
     capturable for manual capture. Approving an approved review answers it unchanged.
     """
-    network = await processor_for(request_uow(request), principal.tenant)
-    approved = await service.approve_review(request_session(request), principal.tenant, network, review)
+    uow, tenant = request_uow(request), principal.tenant
+    approved = await phases.run_in_phases(  # the capture's call outside any transaction
+        uow,
+        await processor_for(uow, tenant),
+        tenant,
+        None,
+        phases.request_token(request, tenant),
+        lambda session, processor: service.approve_review(session, tenant, processor, review),
+    )
     return render_review(approved)

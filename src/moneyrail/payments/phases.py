@@ -1,0 +1,345 @@
+"""Atomic phases for a payment's synchronous steps (ARCHITECTURE.md, "The processor is an outside system").
+
+A confirm, capture, cancel or increment asks the processor during the request. On the sandbox simulator
+with no network model the call is a statement in moneyrail's own database, and the step runs as it always
+did: one transaction, the payment's row locked throughout. On an outside processor (Stripe, or the
+simulator behind its network model) no transaction, row lock or pool connection is held while a call is
+on the network. `run_in_phases` runs the step's own function (service.py) in turns:
+
+1. a transaction runs the step against `Replaying`, a processor that answers the calls already made and
+   stops the step (`CallNeeded`) at the first one not made yet; that transaction is rolled back, so the
+   step's validation and refusals happen exactly as they do in one transaction, and nothing half done
+   stays. Before the first call the payment is claimed for this request (`processor_call`,
+   `processor_call_until`: a lease of `CLAIM_LEASE`), in a statement that commits alone and applies
+   only if the payment is as the rolled-back transaction saw it (its `updated_at`) and claimed by nobody
+   else; the connection is back in the pool.
+2. the call, with no connection held, under the very idempotency key the one-transaction path uses
+   (derived from the payment and its step), its answer (or refusal, or outage) kept in memory;
+3. back to 1 with one more answer, until the step runs through: that last transaction records what the
+   processor answered (status, postings, events, the request's stored answer) and ends the claim,
+   committed by the request as usual.
+
+Meanwhile the payment reads as it did before the step (`requires_confirmation`, `requires_capture`, ...):
+there is no public status for a call in flight, as at Stripe. Another step on the same payment (a second
+capture, a cancel during a confirm) is refused with 409 `resource_state_invalid` while the lease lasts
+(`check_claim`, called by every lock of a payment in service.py); a step on the simulator path refuses
+the same way, so the two paths never meet on one payment.
+
+A crash between the phases leaves the claim. The same request retried with the same Idempotency-Key is
+the claim's owner (the claim names the key's digest): it runs again, makes the same calls under the same
+processor keys, gets the same answers, and finishes. A request without a key, or with another one, waits
+for the lease to end. Claims whose lease ended are cleared by the orphan sweep (orphans.py), which also
+releases an authorization that no payment recorded, as it does for a lost one-transaction confirmation;
+a capture the processor made whose request never came back is finished by any later capture of the
+payment (the same key answers the same capture).
+
+A transient fault of the processor (`ProcessorUnavailable`) reaches the step as it would in one
+transaction (the step answers 503 `processor_unavailable`, Retry-After), and the claim is released; a
+card decline is recorded as ever (402).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+from collections.abc import Awaitable, Callable
+from contextvars import ContextVar
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any, TypeVar, cast
+
+import structlog
+from fastapi import Request
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from moneyrail.api.idempotency import HEADER
+from moneyrail.db.raw import driver_connection, lone_statement_connection
+from moneyrail.db.uow import UnitOfWork
+from moneyrail.errors import Conflict, MoneyrailError
+from moneyrail.kit.clock import utcnow
+from moneyrail.kit.tenant import Tenant
+from moneyrail.models import PaymentIntent
+from moneyrail.processor.interface import (
+    AuthorizationChoice,
+    CardInput,
+    Processor,
+    ProcessorRefused,
+    ProcessorUnavailable,
+    TokenizedAndAuthorized,
+    TokenizedCard,
+    authorize_as_asked,
+)
+from moneyrail.processor.sandbox import SandboxProcessor
+
+logger = structlog.get_logger("moneyrail.payments")
+
+T = TypeVar("T")
+# past any processor call's own timeout (the network model's, Stripe's client's)
+CLAIM_LEASE = timedelta(seconds=120)
+# a confirm asks at most: tokenize, card risk, authorize, capture
+MAX_CALLS = 8
+
+
+class ProcessorCallInFlight(Conflict):
+    """409: another request is calling the processor for this payment."""
+
+
+def outside(processor: Processor) -> bool:
+    """Whether a call to this processor goes over a network (anything but the simulator itself)."""
+    return not isinstance(processor, SandboxProcessor)
+
+
+def request_token(request: Request, tenant: Tenant) -> str:
+    """Who holds a claim: the request's Idempotency-Key (its digest, so its retry is the owner), else a
+    token of this request alone."""
+    key = request.headers.get(HEADER)
+    if key is None:
+        return "request:" + secrets.token_hex(16)
+    scope = f"{tenant.installation_id}|{tenant.livemode}|{key}".encode()
+    return "key:" + hashlib.sha256(scope).hexdigest()
+
+
+@dataclass
+class _Step:
+    payment_id: str | None  # None: the first payment the step locks
+    token: str
+    seen: datetime | None = None  # the payment's updated_at when the step's transaction locked it
+    inherited: bool = False  # the payment held this request's claim already (a retry after a crash)
+    claimed: bool = False  # this run claimed it
+
+
+_running: ContextVar[_Step | None] = ContextVar("moneyrail_payment_step", default=None)
+
+
+def check_claim(payment: PaymentIntent) -> None:
+    """After every lock of a payment: refuse (409) while another request's processor call for it is in
+    flight; a claim past its lease is nobody's. Within `run_in_phases`, note what the step saw."""
+    step = _running.get()
+    if step is not None and step.payment_id is None:
+        step.payment_id = payment.id
+    if step is None or step.payment_id != payment.id:
+        step = None
+    until = payment.processor_call_until
+    if until is not None:
+        if step is not None and payment.processor_call == step.token:
+            step.inherited = True
+        elif until > utcnow():
+            raise ProcessorCallInFlight(
+                "Another request is calling the processor for this payment; retry in a moment (a retry "
+                "of that request with its Idempotency-Key finishes it)."
+            )
+    if step is not None:
+        step.seen = payment.updated_at
+
+
+class CallNeeded(BaseException):
+    """The step asked `Replaying` for a call not made yet (a BaseException: no step's `except Exception`
+    may take it for a fault)."""
+
+    def __init__(self, identity: str, name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+        super().__init__(name)
+        self.identity = identity
+        self.name = name
+        self.args_ = args
+        self.kwargs = kwargs
+
+    async def make(self, processor: Processor) -> Any:
+        return await getattr(processor, self.name)(*self.args_, **self.kwargs)
+
+
+# an answer, or the processor's refusal or outage, replayed by raising it
+Outcome = Any
+
+
+class Replaying:
+    """A `Processor` answering the calls made already (`answers`, by the call's name and arguments) and
+    raising `CallNeeded` for the first one that was not."""
+
+    batches_calls = False
+
+    def __init__(self, answers: dict[str, Outcome]) -> None:
+        self._answers = answers
+
+    def __getattr__(self, name: str) -> Callable[..., Awaitable[Any]]:
+        if name.startswith("_"):
+            raise AttributeError(name)
+
+        async def call(*args: Any, **kwargs: Any) -> Any:
+            return await self.answer(name, args, kwargs)
+
+        return call
+
+    async def answer(self, name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        identity = f"{name}{args!r}{sorted(kwargs.items())!r}"
+        if identity not in self._answers:
+            raise CallNeeded(identity, name, args, kwargs)
+        outcome = self._answers[identity]
+        if isinstance(outcome, BaseException):
+            raise outcome
+        return outcome
+
+    async def tokenize_and_authorize(
+        self, tenant: Tenant, card: CardInput, choose: AuthorizationChoice
+    ) -> TokenizedAndAuthorized:
+        """The two calls in turn, as on Stripe (the simulator's single exchange answers the same)."""
+        tokenized: TokenizedCard = await self.answer("tokenize_card", (tenant, card), {})
+        asked = await choose(tokenized)
+        if asked is None:
+            return TokenizedAndAuthorized(tokenized, None)
+        try:
+            authorization = await authorize_as_asked(
+                cast(Processor, self),
+                tenant,
+                card_token=tokenized.token,
+                card_fingerprint=tokenized.fingerprint,
+                asked=asked,
+            )
+        except (ProcessorRefused, ProcessorUnavailable) as refused:
+            return TokenizedAndAuthorized(tokenized, refused)
+        return TokenizedAndAuthorized(tokenized, authorization)
+
+
+async def run_in_phases(
+    uow: UnitOfWork,
+    processor: Processor,
+    tenant: Tenant,
+    payment_id: str | None,
+    token: str,
+    step: Callable[[AsyncSession, Processor], Awaitable[T]],
+) -> T:
+    """Run `step` (a service function's call, given the session and processor to use) in atomic phases
+    on an outside processor, else as it is (see the module's docstring). Its last transaction is left
+    to the request to commit, as the one-transaction path's is. `payment_id`: the payment the step
+    claims; None for the first one it locks (a step that reaches its payment through another object:
+    an order, a review)."""
+    state = _Step(payment_id, token)
+    running = _running.set(state)
+    try:
+        if not outside(processor):
+            return await _in_one_transaction(uow, processor, state, step)
+        return await _phased(uow, processor, tenant, state, step)
+    finally:
+        _running.reset(running)
+
+
+async def _in_one_transaction(
+    uow: UnitOfWork,
+    processor: Processor,
+    state: _Step,
+    step: Callable[[AsyncSession, Processor], Awaitable[T]],
+) -> T:
+    """The simulator's path: one transaction. A claim this request left on an outside processor (the
+    environment's network model was switched off since) ends with it."""
+    try:
+        result = await step(uow.session, processor)
+    except MoneyrailError as error:
+        if state.inherited and error.keeps_effect:
+            await _release_in(uow.session, state)
+        raise
+    if state.inherited:
+        await _release_in(uow.session, state)
+    return result
+
+
+async def _phased(
+    uow: UnitOfWork,
+    processor: Processor,
+    tenant: Tenant,
+    state: _Step,
+    step: Callable[[AsyncSession, Processor], Awaitable[T]],
+) -> T:
+    answers: dict[str, Outcome] = {}
+    while True:
+        try:
+            result = await step(uow.session, cast(Processor, Replaying(answers)))
+        except CallNeeded as needed:
+            await uow.end_transaction(commit=False)  # nothing half done; the lock and connection go
+            if len(answers) >= MAX_CALLS:  # a step whose calls differ at each run would never end
+                await _release_after(uow, state, keeps_effect=False)
+                raise RuntimeError(
+                    f"a payment step asked for more than {MAX_CALLS} processor calls"
+                ) from None
+            if not state.claimed:
+                await _claim(uow, tenant, state)
+            try:
+                answers[needed.identity] = await needed.make(processor)
+            except (ProcessorRefused, ProcessorUnavailable) as outcome:
+                answers[needed.identity] = outcome
+            except BaseException:
+                await _release_after(uow, state, keeps_effect=False)
+                raise
+            continue
+        except MoneyrailError as error:
+            if state.claimed or state.inherited:
+                await _release_after(uow, state, keeps_effect=error.keeps_effect)
+            raise
+        except BaseException:
+            if state.claimed or state.inherited:
+                await _release_after(uow, state, keeps_effect=False)
+            raise
+        if state.claimed or state.inherited:
+            await _release_in(uow.session, state)
+        return result
+
+
+async def _claim(uow: UnitOfWork, tenant: Tenant, state: _Step) -> None:
+    if state.seen is None:
+        raise RuntimeError("a phased step must lock its payment before it calls the processor")
+    now = utcnow()
+    async with lone_statement_connection(uow) as connection:
+        claimed = await connection.fetchval(
+            "UPDATE payment_intents SET processor_call = $4, processor_call_until = $5 "
+            "WHERE id = $1 AND installation_id = $2 AND livemode = $3 AND updated_at = $6 "
+            "AND (processor_call_until IS NULL OR processor_call = $4 OR processor_call_until <= $7) "
+            "RETURNING true",
+            state.payment_id,
+            tenant.installation_id,
+            tenant.livemode,
+            state.token,
+            now + CLAIM_LEASE,
+            state.seen,
+            now,
+        )
+    state.claimed = bool(claimed)
+    if not claimed:
+        raise ProcessorCallInFlight(
+            "This payment changed while the request ran, or another request is calling the processor "
+            "for it; retry."
+        )
+
+
+_RELEASE_SQL = (
+    "UPDATE payment_intents SET processor_call = NULL, processor_call_until = NULL "
+    "WHERE id = $1 AND processor_call = $2"
+)
+
+
+async def _release_in(session: AsyncSession, state: _Step) -> None:
+    """End the claim in the step's last transaction (which holds the payment's lock)."""
+    connection = await driver_connection(session)
+    await connection.execute(_RELEASE_SQL, state.payment_id, state.token)
+
+
+async def _release_after(uow: UnitOfWork, state: _Step, *, keeps_effect: bool) -> None:
+    """The step ended with an error: its claim ends with the effect it keeps (a recorded decline), or
+    alone once what it wrote is rolled back (the request rolls back a refusal anyway)."""
+    if keeps_effect:
+        await _release_in(uow.session, state)
+        return
+    await uow.end_transaction(commit=False)
+    async with lone_statement_connection(uow) as connection:
+        await connection.execute(_RELEASE_SQL, state.payment_id, state.token)
+    logger.info("payment_processor_call_released", payment_intent=state.payment_id)
+
+
+async def release_expired_claims(session: AsyncSession) -> int:
+    """The orphan sweep's: claims whose lease ended (their request died between the phases)."""
+    connection = await driver_connection(session)
+    cleared = await connection.fetch(
+        "UPDATE payment_intents SET processor_call = NULL, processor_call_until = NULL "
+        "WHERE processor_call_until IS NOT NULL AND processor_call_until <= $1 RETURNING id",
+        utcnow(),
+    )
+    for row in cleared:
+        logger.warning("payment_processor_call_expired", payment_intent=row["id"])
+    return len(cleared)

@@ -1,0 +1,398 @@
+"""A payment's synchronous steps in atomic phases on an outside processor (payments/phases.py;
+ARCHITECTURE.md, "The processor is an outside system"), over HTTP against web processes whose sandbox
+processor is reached over the network model (MONEYRAIL_SANDBOX_LATENCY_MS). While a capture's call is on
+the network, the web process holds no transaction, no row lock and no advisory lock, the payment reads
+as before, and a second step on it is refused with 409. A web process killed after the processor
+captured leaves a claim that the same request, retried with its Idempotency-Key, finishes: one
+capture, one succeeded event, the ledger whole."""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import timedelta
+from typing import Any
+
+import httpx
+import psutil
+import psycopg
+from sqlalchemy.engine import make_url
+
+from moneyrail.payments.orphans import sweep_orphans
+from moneyrail.processor.sandbox import SandboxProcessor
+from tests.checkout.support import SUCCESS_URL, card_form, create_session, enable_checkout, session_status
+from tests.harness import (
+    OUTPUT_DIR,
+    Process,
+    Servers,
+    TenantKeys,
+    free_port,
+    libpq_url,
+    verify_ledger_as_an_operator_does,
+    wait_until_ready,
+)
+from tests.payments.support import (
+    AUTHENTICATE,
+    GENERIC_DECLINE,
+    RISK_REVIEW,
+    SUCCEEDS,
+    card,
+    confirm,
+    create_payment,
+    event_types,
+    wait_for,
+)
+
+# long enough for the checks to run while the call is on the network, on a loaded machine
+SLOW_CALL_MS = "8000"
+
+
+@contextmanager
+def web_process(servers: Servers, log_name: str, **env: str) -> Iterator[tuple[str, Process]]:
+    port = free_port()
+    process = Process.start("web", servers, OUTPUT_DIR / f"{log_name}.log", MONEYRAIL_PORT=str(port), **env)
+    base_url = f"http://127.0.0.1:{port}"
+    try:
+        wait_until_ready(base_url, process)
+        yield base_url, process
+    finally:
+        process.stop()
+
+
+def backends_of(db: psycopg.Connection[Any], servers: Servers, process: Process) -> list[tuple[int, str]]:
+    """(pid, state) of the PostgreSQL backends whose client is the web process (or one of its children)."""
+    postgres = make_url(servers.database_url).port or 5432
+    parent = psutil.Process(process.popen.pid)
+    ports = {
+        connection.laddr.port
+        for member in [parent, *parent.children(recursive=True)]
+        for connection in member.net_connections(kind="tcp")
+        if connection.raddr and connection.raddr.port == postgres
+    }
+    rows = db.execute(
+        "SELECT pid, state, client_port FROM pg_stat_activity WHERE datname = current_database()"
+    ).fetchall()
+    return [(row[0], row[1]) for row in rows if row[2] in ports]
+
+
+def authorized(api: httpx.Client) -> dict[str, Any]:
+    """A manual-capture payment confirmed on the session's web process (the simulator, one transaction)."""
+    payment = create_payment(api, 2000, capture_method="manual")
+    confirmed = confirm(api, payment)
+    assert confirmed.status_code == 200, confirmed.text
+    assert confirmed.json()["status"] == "requires_capture"
+    return payment
+
+
+def claim_of(db: psycopg.Connection[Any], payment_id: str) -> tuple[str | None, Any]:
+    row = db.execute(
+        "SELECT processor_call, processor_call_until FROM payment_intents WHERE id = %s", (payment_id,)
+    ).fetchone()
+    assert row is not None
+    return row[0], row[1]
+
+
+def simulator_status(db: psycopg.Connection[Any], payment_id: str) -> tuple[str, int]:
+    row = db.execute(
+        "SELECT a.status, a.amount_captured FROM sandbox_authorizations a "
+        "JOIN payment_intents p ON p.processor_authorization = a.id WHERE p.id = %s",
+        (payment_id,),
+    ).fetchone()
+    assert row is not None
+    return row[0], row[1]
+
+
+def in_background(call: Any) -> tuple[threading.Thread, dict[str, Any]]:
+    outcome: dict[str, Any] = {}
+
+    def run() -> None:
+        try:
+            outcome["response"] = call()
+        except httpx.HTTPError as error:
+            outcome["error"] = error
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    return thread, outcome
+
+
+def test_a_capture_on_the_network_holds_no_transaction_lock_or_connection_and_a_second_step_waits(
+    servers: Servers, api, db, tenant: TenantKeys
+):
+    payment = authorized(api)
+    path = f"/v1/payment-intents/{payment['id']}/capture"
+    with (
+        web_process(servers, "web-step-phases-slow", MONEYRAIL_SANDBOX_LATENCY_MS=SLOW_CALL_MS) as (
+            url,
+            web,
+        ),
+        httpx.Client(base_url=url, headers={"Authorization": f"Bearer {tenant.secret}"}) as slow,
+    ):
+        thread, outcome = in_background(
+            lambda: slow.post(path, headers={"Idempotency-Key": "capture-1"}, timeout=60)
+        )
+        wait_for(lambda: claim_of(db, payment["id"])[0] is not None, timeout=30)
+        # the call is on the network now (the claim commits just before it)
+        backends = backends_of(db, servers, web)
+        assert backends, "the web process has connected to the database"
+        assert [(pid, state) for pid, state in backends if state != "idle"] == []
+        held = db.execute(
+            "SELECT locktype, mode FROM pg_locks WHERE pid = ANY(%s)", ([pid for pid, _ in backends],)
+        ).fetchall()
+        assert held == []
+        with psycopg.connect(libpq_url(servers.database_url)) as other:
+            locked = other.execute(
+                "SELECT id, status FROM payment_intents WHERE id = %s FOR UPDATE NOWAIT", (payment["id"],)
+            ).fetchall()
+            assert locked == [(payment["id"], "requires_capture")]
+            other.rollback()
+        # the payment reads as before the call; another step on it waits for the call's answer
+        assert api.get(f"/v1/payment-intents/{payment['id']}").json()["status"] == "requires_capture"
+        second = api.post(path, headers={"Idempotency-Key": "capture-2"})
+        assert second.status_code == 409, second.text
+        assert second.json()["error"]["code"] == "resource_state_invalid"
+        canceled = api.post(f"/v1/payment-intents/{payment['id']}/cancel")
+        assert canceled.status_code == 409, canceled.text
+        thread.join(60)
+    captured = outcome["response"]
+    assert captured.status_code == 200, captured.text
+    assert (captured.json()["status"], captured.json()["amount_received"]) == ("succeeded", 2000)
+    assert claim_of(db, payment["id"]) == (None, None)
+    assert simulator_status(db, payment["id"]) == ("captured", 2000)
+    # the stored answer replays, byte for byte
+    replayed = api.post(path, headers={"Idempotency-Key": "capture-1"})
+    assert replayed.headers.get("Idempotent-Replayed") == "true"
+    assert replayed.content == captured.content
+    assert event_types(api, payment["id"]).count("payment_intent.succeeded") == 1
+
+
+def test_a_web_process_killed_after_the_processor_captured_is_finished_by_the_same_request_retried(
+    servers: Servers, api, db, tenant: TenantKeys
+):
+    payment = authorized(api)
+    path = f"/v1/payment-intents/{payment['id']}/capture"
+    headers = {"Authorization": f"Bearer {tenant.secret}", "Idempotency-Key": "capture-crash"}
+    with web_process(servers, "web-step-phases-killed", MONEYRAIL_SANDBOX_LATENCY_MS=SLOW_CALL_MS) as (
+        url,
+        web,
+    ):
+        thread, outcome = in_background(lambda: httpx.post(f"{url}{path}", headers=headers, timeout=60))
+        # the simulator captured (half the round trip); the answer is still on its way back
+        wait_for(lambda: simulator_status(db, payment["id"])[0] == "captured", timeout=30)
+        os.killpg(web.popen.pid, signal.SIGKILL)
+        web.popen.wait(10)
+        thread.join(30)
+    assert "error" in outcome  # the caller never heard back
+    # nothing recorded: the payment reads as before, its claim left behind
+    shown = api.get(f"/v1/payment-intents/{payment['id']}").json()
+    assert (shown["status"], shown["amount_received"]) == ("requires_capture", 0)
+    assert claim_of(db, payment["id"])[0] is not None
+    # another request may not capture it while the claim's lease lasts
+    other = api.post(path, headers={"Idempotency-Key": "another-capture"})
+    assert other.status_code == 409, other.text
+    # the process restarted, the same request again: the same processor key answers the same capture
+    with web_process(servers, "web-step-phases-restarted", MONEYRAIL_SANDBOX_LATENCY_MS="200") as (url, _):
+        retried = httpx.post(f"{url}{path}", headers=headers, timeout=60)
+    assert retried.status_code == 200, retried.text
+    assert (retried.json()["status"], retried.json()["amount_received"]) == ("succeeded", 2000)
+    assert claim_of(db, payment["id"]) == (None, None)
+    assert simulator_status(db, payment["id"]) == ("captured", 2000)
+    assert event_types(api, payment["id"]).count("payment_intent.succeeded") == 1
+    again = api.post(path, headers={"Idempotency-Key": "capture-crash"})
+    assert again.headers.get("Idempotent-Replayed") == "true"
+    assert again.json()["status"] == "succeeded"
+    verify_ledger_as_an_operator_does(servers)
+
+
+def test_a_confirm_and_capture_over_the_network_end_as_in_one_transaction(servers: Servers, api, db, tenant):
+    """The bench's flow (create, confirm with a card, capture) on the phased path, with a key each."""
+    with (
+        web_process(servers, "web-step-phases-flow", MONEYRAIL_SANDBOX_LATENCY_MS="100") as (url, _),
+        httpx.Client(base_url=url, headers={"Authorization": f"Bearer {tenant.secret}"}, timeout=30) as slow,
+    ):
+        payment = create_payment(slow, 2000, capture_method="manual")
+        body = {"client_secret": payment["client_secret"], "card": card()}
+        client_side = {"Authorization": f"Bearer {payment['publishable_key']}", "Idempotency-Key": "c-1"}
+        confirmed = slow.post(f"/v1/payment-intents/{payment['id']}/confirm", json=body, headers=client_side)
+        assert confirmed.status_code == 200, confirmed.text
+        assert confirmed.json()["status"] == "requires_capture"
+        replay = slow.post(f"/v1/payment-intents/{payment['id']}/confirm", json=body, headers=client_side)
+        assert replay.content == confirmed.content
+        increment = slow.post(
+            f"/v1/payment-intents/{payment['id']}/increment-authorization", json={"amount": 2500}
+        )
+        assert increment.status_code == 200, increment.text
+        assert increment.json()["amount_capturable"] == 2500
+        captured = slow.post(f"/v1/payment-intents/{payment['id']}/capture", headers={"Idempotency-Key": "k"})
+        assert captured.status_code == 200, captured.text
+        assert (captured.json()["status"], captured.json()["amount_received"]) == ("succeeded", 2500)
+        second = create_payment(slow, 1000, capture_method="manual")
+        second_body = {**body, "client_secret": second["client_secret"]}
+        declined = slow.post(
+            f"/v1/payment-intents/{second['id']}/confirm",
+            json={**second_body, "card": card(GENERIC_DECLINE)},
+            headers={"Authorization": f"Bearer {second['publishable_key']}"},
+        )
+        assert declined.status_code == 402, declined.text
+        assert slow.get(f"/v1/payment-intents/{second['id']}").json()["status"] == "requires_payment_method"
+        accepted = slow.post(
+            f"/v1/payment-intents/{second['id']}/confirm",
+            json=second_body,
+            headers={"Authorization": f"Bearer {second['publishable_key']}"},
+        )
+        assert accepted.status_code == 200, accepted.text
+        canceled = slow.post(f"/v1/payment-intents/{second['id']}/cancel")
+        assert canceled.status_code == 200, canceled.text
+        assert canceled.json()["status"] == "canceled"
+    for made in (payment, second):
+        assert claim_of(db, made["id"]) == (None, None)
+    verify_ledger_as_an_operator_does(servers)
+
+
+def test_an_unreachable_processor_answers_503_and_releases_the_claim(servers: Servers, api, db, tenant):
+    payment = authorized(api)
+    path = f"/v1/payment-intents/{payment['id']}/capture"
+    with web_process(servers, "web-step-phases-resets", MONEYRAIL_SANDBOX_RESET_RATE="1") as (url, _):
+        refused = httpx.post(
+            f"{url}{path}",
+            headers={"Authorization": f"Bearer {tenant.secret}", "Idempotency-Key": "capture-503"},
+            timeout=30,
+        )
+    assert refused.status_code == 503, refused.text
+    assert refused.json()["error"]["code"] == "processor_unavailable"
+    assert int(refused.headers["Retry-After"]) >= 1
+    assert claim_of(db, payment["id"]) == (None, None)
+    assert api.get(f"/v1/payment-intents/{payment['id']}").json()["status"] == "requires_capture"
+    # the same key, the processor reachable: captured once
+    retried = api.post(path, headers={"Idempotency-Key": "capture-503"})
+    assert retried.status_code == 200, retried.text
+    assert simulator_status(db, payment["id"]) == ("captured", 2000)
+
+
+def test_bank_authentication_completes_in_phases_with_automatic_capture(servers: Servers, api, db, tenant):
+    """The bank's page on the phased path: its answer, then the automatic capture, two calls, then the
+    payment recorded once."""
+    with (
+        web_process(servers, "web-step-phases-3ds", MONEYRAIL_SANDBOX_LATENCY_MS="100") as (url, _),
+        httpx.Client(base_url=url, headers={"Authorization": f"Bearer {tenant.secret}"}, timeout=30) as slow,
+    ):
+        payment = create_payment(slow, 4500)
+        started = slow.post(
+            f"/v1/payment-intents/{payment['id']}/confirm",
+            json={"client_secret": payment["client_secret"], "card": card(AUTHENTICATE)},
+            headers={"Authorization": f"Bearer {payment['publishable_key']}"},
+        )
+        assert started.status_code == 200, started.text
+        assert started.json()["status"] == "requires_action"
+        page_url = started.json()["next_action"]["redirect_to_url"]["url"]
+        assert page_url.startswith(f"{url}/authenticate/")
+        done = httpx.post(page_url, data={"decision": "approve"}, timeout=30)
+        assert done.status_code == 200, done.text
+        after = slow.get(f"/v1/payment-intents/{payment['id']}").json()
+        assert (after["status"], after["amount_received"]) == ("succeeded", 4500)
+        assert httpx.post(page_url, data={"decision": "approve"}, timeout=30).status_code == 404
+    assert claim_of(db, payment["id"]) == (None, None)
+    assert simulator_status(db, payment["id"]) == ("captured", 4500)
+    assert event_types(api, payment["id"]).count("payment_intent.succeeded") == 1
+
+
+def test_the_hosted_checkout_pays_in_phases_and_a_double_click_meanwhile_is_told_to_wait(
+    servers: Servers, api, db, bridge, tenant
+):
+    enable_checkout(bridge, api.keys)
+    payment = create_payment(api, 2000)
+    checkout = create_session(api, payment["id"])
+    page = "/checkout/" + checkout["checkout_url"].rsplit("/checkout/", 1)[1]
+    slow = {"MONEYRAIL_SANDBOX_LATENCY_MS": SLOW_CALL_MS}
+    with web_process(servers, "web-step-phases-checkout", **slow) as (url, web):
+        thread, outcome = in_background(
+            lambda: httpx.post(f"{url}{page}", data=card_form(SUCCEEDS), timeout=60)
+        )
+        wait_for(lambda: claim_of(db, payment["id"])[0] is not None, timeout=30)
+        assert [(pid, state) for pid, state in backends_of(db, servers, web) if state != "idle"] == []
+        # the payer clicks again while the bank has not answered: asked to wait, nothing charged twice
+        again = httpx.post(f"{api.base_url}{page}", data=card_form(SUCCEEDS), timeout=30)
+        assert again.status_code == 200, again.text
+        assert "being processed" in again.text
+        thread.join(60)
+    paid = outcome["response"]
+    assert paid.status_code == 303, paid.text
+    assert paid.headers["location"] == SUCCESS_URL
+    assert session_status(api, checkout) == "complete"
+    after = api.get(f"/v1/payment-intents/{payment['id']}").json()
+    assert (after["status"], after["amount_received"]) == ("succeeded", 2000)
+    assert claim_of(db, payment["id"]) == (None, None)
+    assert event_types(api, payment["id"]).count("payment_intent.succeeded") == 1
+
+
+def test_a_confirmation_killed_between_its_phases_is_left_alone_until_its_lease_ends_then_released(
+    servers: Servers, api, db, bridge, tenant
+):
+    """The sweep (orphans.py) never releases an authorization whose payment's call is in flight; once
+    the claim's lease has ended (the test ends it in the database instead of waiting two minutes), the
+    sweep clears the claim and voids the authorization nobody recorded; the payer's retry charges once."""
+    payment = create_payment(api, 2000, capture_method="manual")
+    body = {"client_secret": payment["client_secret"], "card": card()}
+    headers = {"Authorization": f"Bearer {payment['publishable_key']}"}
+    path = f"/v1/payment-intents/{payment['id']}/confirm"
+    slow = {"MONEYRAIL_SANDBOX_LATENCY_MS": SLOW_CALL_MS}
+    with web_process(servers, "web-step-phases-lost", **slow) as (url, web):
+        thread, outcome = in_background(
+            lambda: httpx.post(f"{url}{path}", json=body, headers=headers, timeout=60)
+        )
+        wait_for(lambda: authorizations(db, payment["id"]) == ["authorized"], timeout=60)
+        os.killpg(web.popen.pid, signal.SIGKILL)
+        web.popen.wait(10)
+        thread.join(30)
+    assert "error" in outcome
+    assert claim_of(db, payment["id"])[0] is not None
+
+    def sweep() -> int:
+        network = SandboxProcessor(bridge.sessionmaker)
+        return bridge.run(sweep_orphans(bridge.sessionmaker, processor=network, grace=timedelta(0)))
+
+    sweep()
+    assert authorizations(db, payment["id"]) == ["authorized"]  # its request may yet record it
+    assert claim_of(db, payment["id"])[0] is not None
+    db.execute(
+        "UPDATE payment_intents SET processor_call_until = now() - interval '1 second' WHERE id = %s",
+        (payment["id"],),
+    )
+    sweep()
+    assert claim_of(db, payment["id"]) == (None, None)
+    assert authorizations(db, payment["id"]) == ["canceled"]
+    retried = confirm(api, payment)
+    assert retried.status_code == 200, retried.text
+    assert retried.json()["status"] == "requires_capture"
+    assert authorizations(db, payment["id"]) == ["canceled", "authorized"]
+    verify_ledger_as_an_operator_does(servers)
+
+
+def authorizations(db: psycopg.Connection[Any], payment_id: str) -> list[str]:
+    rows = db.execute(
+        "SELECT status FROM sandbox_authorizations WHERE reference = %s ORDER BY created_at", (payment_id,)
+    ).fetchall()
+    return [row[0] for row in rows]
+
+
+def test_a_review_approval_captures_in_phases(servers: Servers, api, db, tenant):
+    """A step that reaches its payment through another object (here a risk review) claims the first
+    payment it locks."""
+    payment = create_payment(api, 2000)
+    held = confirm(api, payment, RISK_REVIEW)
+    assert held.json()["status"] == "requires_capture"
+    reviews = api.get("/v1/radar/reviews", params={"limit": 100}).json()["data"]
+    (review,) = [review for review in reviews if review["payment_intent"] == payment["id"]]
+    with (
+        web_process(servers, "web-step-phases-review", MONEYRAIL_SANDBOX_LATENCY_MS="100") as (url, _),
+        httpx.Client(base_url=url, headers={"Authorization": f"Bearer {tenant.secret}"}, timeout=30) as slow,
+    ):
+        approved = slow.post(f"/v1/radar/reviews/{review['id']}/approve")
+        assert approved.status_code == 200, approved.text
+    after = api.get(f"/v1/payment-intents/{payment['id']}").json()
+    assert (after["status"], after["amount_received"]) == ("succeeded", 2000)
+    assert claim_of(db, payment["id"]) == (None, None)
+    assert event_types(api, payment["id"]).count("payment_intent.succeeded") == 1
