@@ -85,3 +85,17 @@ async def account_ids_of_merchants(
         )
     )
     return {merchant_id: account_id for merchant_id, account_id in rows if merchant_id is not None}
+
+
+async def processor_accounts(
+    session: AsyncSession, tenant: Tenant, account_ids: Sequence[str]
+) -> dict[str, str | None]:
+    """account id -> the processor's account it is linked to (None while it is not yet)."""
+    if not account_ids:
+        return {}
+    rows = await session.execute(
+        select(ConnectedAccount.id, ConnectedAccount.processor_account).where(
+            _account_of(tenant), ConnectedAccount.id.in_(list(account_ids))
+        )
+    )
+    return {account_id: processor_account for account_id, processor_account in rows}
