@@ -19,6 +19,7 @@ from tests.disputes.support import png_bytes, upload
 from tests.engine.conftest import wait_for_operation
 from tests.harness import verify_ledger_as_an_operator_does
 from tests.payments.support import wait_for
+from tests.processor.stripe.servers import SECRET_KEY
 from tests.stripe_environments.conftest import StripeEnvironments
 from tests.stripe_environments.support import (
     card_token,
@@ -219,7 +220,36 @@ def test_the_walk_on_stripe_over_http(on_stripe: StripeEnvironments, db: Any, se
         if found in shown_text
     }
     assert not leaked, leaked
+
+    # reconciliation against Stripe's listing: the books agree; a transfer made at Stripe outside
+    # moneyrail is reported without showing Stripe's id
+    assert reconciled(live)["issues"] == []
+    stray = httpx.post(
+        f"{on_stripe.stripe.double}/v1/transfers",
+        data={
+            "amount": "77",
+            "currency": "eur",
+            "destination": driver_at_stripe,
+            "metadata[installation_id]": installation,
+        },
+        auth=(SECRET_KEY, ""),
+    )
+    assert stray.status_code == 200, stray.text
+    reported = reconciled(live)
+    assert [
+        (issue["type"], issue["processor_transfer"], issue["actual"]) for issue in reported["issues"]
+    ] == [("missing_in_ledger", None, 77)]
+    assert stray.json()["id"] not in json.dumps(reported)
     verify_ledger_as_an_operator_does(servers)
+
+
+def reconciled(api: httpx.Client) -> dict[str, Any]:
+    created = api.post("/v1/reconciliation-runs")
+    assert created.status_code == 202, created.text
+    wait_for_operation(api, created.json()["operation"]["id"], {"succeeded"})
+    done: dict[str, Any] = api.get(f"/v1/reconciliation-runs/{created.json()['id']}").json()
+    assert (done["status"], done["transfers_checked"]) == ("completed", 2 + len(done["issues"]))
+    return done
 
 
 @pytest.mark.parametrize("failing", ["/v1/accounts", "/v1/transfers"], ids=["account", "transfer"])

@@ -2043,7 +2043,7 @@ class IssueOut(BaseModel):
     processor_transfer: Annotated[
         str | None,
         Field(
-            description="The processor's id for the transfer; null when the processor has none",
+            description="The sandbox simulator's id for the transfer; null when the processor has none, and on a real processor (Stripe), whose ids are never shown",
             title="Processor Transfer",
         ),
     ]
