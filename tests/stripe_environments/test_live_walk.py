@@ -1,7 +1,8 @@
 """Issue 31's walk, over HTTP with real workers: a live platform on Stripe (the double in front of
 localstripe) takes a payment with a Stripe.js token, captures, refunds part, distributes to two
 connected accounts (each made at Stripe as a Custom account by its own operation), reverses one
-transfer, pays out from a connected account (as its Stripe account), receives a dispute by Stripe's
+transfer, pays out from a connected account (as its Stripe account; paid by Stripe's webhook, then
+reversed), receives a dispute by Stripe's
 webhook and submits evidence; `moneyrail ledger verify` passes, and Stripe holds each object once, with
 the right amounts and accounts, none of whose ids reached an answer. And Stripe failing once on an
 account's creation or on a transfer: the operation retries under the same key, one object at Stripe."""
@@ -14,10 +15,11 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.connect.support import create_account, onboarding_url, submit_onboarding
+from tests.conftest import Api
+from tests.connect.support import GOOD_BANK_ACCOUNT, create_account, onboarding_url, submit_onboarding
 from tests.disputes.support import png_bytes, upload
 from tests.engine.conftest import wait_for_operation
-from tests.harness import verify_ledger_as_an_operator_does
+from tests.harness import create_tenant, use_stripe, verify_ledger_as_an_operator_does
 from tests.payments.support import wait_for
 from tests.processor.stripe.servers import SECRET_KEY
 from tests.stripe_environments.conftest import StripeEnvironments
@@ -104,7 +106,9 @@ def test_the_walk_on_stripe_over_http(on_stripe: StripeEnvironments, db: Any, se
         linked_account(live, db),
     )
     for account in (courier, driver):
-        answers.append(live.get(f"/v1/connected-accounts/{account['id']}").text)
+        shown = live.get(f"/v1/connected-accounts/{account['id']}")
+        assert shown.json()["capabilities"] == {"transfers": "active", "payouts": "active"}
+        answers.append(shown.text)
 
     # a payment with a Stripe.js token, captured, refunded in part
     payment = captured_payment(on_stripe, live, 10_000)
@@ -153,6 +157,15 @@ def test_the_walk_on_stripe_over_http(on_stripe: StripeEnvironments, db: Any, se
     shown_payout = live.get(f"/v1/payouts/{payout.json()['id']}")
     assert shown_payout.json()["status"] == "in_transit"
     answers.append(shown_payout.text)
+    # Stripe reports it paid (a Connect event: the account's own payout); then it is reversed, as that
+    # account again (the double finds another account's payout missing)
+    (payout_at_stripe,) = at_stripe(on_stripe, "payout", installation)
+    paid_event = {**payout_at_stripe, "status": "paid"}
+    assert deliver(on_stripe, db, installation, secret, "payout.paid", paid_event).endswith("paid")
+    reversed_payout = live.post(f"/v1/payouts/{payout.json()['id']}/reverse", json={})
+    assert reversed_payout.status_code == 200, reversed_payout.text
+    wait_for_operation(live, reversed_payout.json()["operation"], {"succeeded"})
+    assert live.get(f"/v1/payouts/{reversed_payout.json()['id']}").json()["status"] == "in_transit"
 
     # the card network opens a dispute at Stripe, which reports it by webhook
     opened = httpx.post(
@@ -194,16 +207,24 @@ def test_the_walk_on_stripe_over_http(on_stripe: StripeEnvironments, db: Any, se
         answers.append(shown.text)
         assert shown.json()["amount_reversed"] == reversed_at_stripe[stripe_id]
     assert reversed_at_stripe[driver_at_stripe] > 500  # the reversal, then the dispute's share
-    (payout_at_stripe,) = at_stripe(on_stripe, "payout", installation)
-    assert payout_at_stripe["amount"] == 1_000
+    payout_at_stripe, reversal_at_stripe = at_stripe(on_stripe, "payout", installation)
+    assert (payout_at_stripe["amount"], payout_at_stripe["reversed_by"]) == (1_000, reversal_at_stripe["id"])
+    assert (reversal_at_stripe["amount"], reversal_at_stripe["original_payout"]) == (
+        1_000,
+        payout_at_stripe["id"],
+    )
     payout_calls = [
-        entry
+        (entry["path"], entry["stripe_account"])
         for entry in double_requests(on_stripe.stripe)
-        if (entry["method"], entry["path"]) == ("POST", "/v1/payouts")
+        if entry["method"] == "POST"
+        and entry["path"].startswith("/v1/payouts")
         and entry["status"] == 200
         and entry["stripe_account"] in (courier_at_stripe, driver_at_stripe)
     ]
-    assert [entry["stripe_account"] for entry in payout_calls] == [courier_at_stripe]
+    assert payout_calls == [
+        ("/v1/payouts", courier_at_stripe),
+        (f"/v1/payouts/{payout_at_stripe['id']}/reverse", courier_at_stripe),
+    ]
     dispute_at_stripe = stripe_get(on_stripe.stripe, f"/v1/disputes/{opened.json()['id']}")
     assert dispute_at_stripe["status"] == "under_review"
     assert "A delivery" in dispute_at_stripe["evidence"]["uncategorized_text"]  # the text, as one
@@ -216,7 +237,7 @@ def test_the_walk_on_stripe_over_http(on_stripe: StripeEnvironments, db: Any, se
     shown_text = "\n".join(answers) + json.dumps(listed)
     leaked = {
         found
-        for found in stripe_ids([accounts, made, payout_at_stripe, dispute_at_stripe])
+        for found in stripe_ids([accounts, made, payout_at_stripe, reversal_at_stripe, dispute_at_stripe])
         if found in shown_text
     }
     assert not leaked, leaked
@@ -286,3 +307,41 @@ def test_stripe_failing_once_after_making_it_is_retried_into_one_object(
     assert [each["id"] for each in at_stripe(on_stripe, "account", installation)] == [stripe_id]
     made = at_stripe(on_stripe, "transfer", installation)
     assert [(each["destination"], each["amount"]) for each in made] == [(stripe_id, 2_500)]
+
+
+def test_an_account_made_before_the_environment_was_on_stripe_is_made_there_when_money_goes_to_it(
+    on_stripe: StripeEnvironments, db: Any
+) -> None:
+    from moneyrail.connect import service as connect
+    from moneyrail.connect.schemas import ConnectedAccountCreate
+
+    keys = create_tenant(on_stripe.bridge, livemode=False, kind="platform")
+    sandbox = Api(on_stripe.web.base_url, keys)
+    on_stripe.clients.append(sandbox)
+
+    async def on_the_simulator(session: Any) -> dict[str, Any]:
+        # made here, not over HTTP: the service's processes would remember the simulator for a while
+        command = ConnectedAccountCreate.model_validate(
+            {"kind": "courier", "external_account": {"account_number": GOOD_BANK_ACCOUNT}}
+        )
+        return {"id": (await connect.create_connected_account(session, keys.tenant, command)).id}
+
+    account = on_stripe.bridge.in_unit_of_work(on_the_simulator)
+    assert processor_account(db, account["id"]) is None  # nothing to make anywhere
+    use_stripe(on_stripe.bridge, keys.tenant, publishable_key="pk_test_moneyrail_tests")
+    payment = captured_payment(on_stripe, sandbox, 3_000)
+    created = sandbox.post(
+        "/v1/transfers",
+        json={"destination": account["id"], "amount": 1_000, "source_transaction": payment["id"]},
+    )
+    assert created.status_code == 200, created.text
+    # the transfer waits while the account is made at Stripe, then goes
+    wait_for_operation(sandbox, account_operation(db, account["id"]), {"succeeded"})
+    wait_for_operation(sandbox, created.json()["operation"], {"succeeded"})
+    stripe_id = processor_account(db, account["id"])
+    assert stripe_id is not None
+    made = at_stripe(on_stripe, "transfer", keys.installation_id)
+    assert [(each["destination"], each["amount"]) for each in made] == [(stripe_id, 1_000)]
+    assert [each["id"] for each in at_stripe(on_stripe, "account", keys.installation_id)] == [stripe_id]
+    shown = sandbox.get(f"/v1/connected-accounts/{account['id']}").json()
+    assert shown["capabilities"]["transfers"] == "active" and stripe_id not in json.dumps(shown)

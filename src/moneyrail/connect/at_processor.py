@@ -8,8 +8,13 @@ retried or re-driven attempt makes one account; the processor's id recorded on t
 of work. That id stays internal (`processor_account`): moneyrail's `acct_` id is the only one shown.
 
 Money moves to an account only once it is linked: a transfer to one that is not yet waits (its commit
-is retried, `TransientFailure`), and a payout likewise. On the simulator nothing is linked and nothing
-waits: the simulator knows accounts by moneyrail's ids.
+is retried, `AccountNotLinked`), and a payout likewise; the account shows `capabilities.transfers`
+`pending` meanwhile, and `connected_account.updated` once linked. An account with no operation under
+way (made before its environment was put on Stripe) gets one when money is first sent to it
+(`ensure_linked`). On the simulator nothing is linked and nothing waits: it knows moneyrail's ids.
+
+Not pushed to Stripe yet: what the hosted onboarding page collects later (name, birth date, terms
+accepted) and a merchant's bank account given after its account was made.
 """
 
 from __future__ import annotations
@@ -22,13 +27,16 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from moneyrail.engine.outcomes import TransientFailure
 from moneyrail.engine.policy import RetryPolicy, register_policy
-from moneyrail.engine.service import Call, Recording, create_operation
+from moneyrail.engine.service import Call, Recording, create_operation, statuses_of
+from moneyrail.events.service import record_event
+from moneyrail.kit.clock import utcnow
 from moneyrail.kit.tenant import Tenant
 from moneyrail.models import ConnectedAccount, Operation
 from moneyrail.processor import provider
 from moneyrail.processor.interface import Processor, operation_key
 
 from . import repository
+from .schemas import render_connected_account
 
 logger = structlog.get_logger("moneyrail.connect")
 
@@ -43,6 +51,8 @@ register_policy(
         queue_name="money",
     ),
 )
+# a link operation in these states may still make the account: no second one is started beside it
+UNDER_WAY = frozenset({"pending", "running", "dead_letter", "succeeded"})
 
 
 class AccountNotLinked(TransientFailure):
@@ -56,7 +66,7 @@ async def start_link(session: AsyncSession, tenant: Tenant, account: ConnectedAc
     accounts of its own; nothing elsewhere."""
     if not await provider.keeps_connected_accounts(session, tenant):
         return
-    await create_operation(
+    operation = await create_operation(
         session,
         tenant,
         operation_type=LINK_TYPE,
@@ -64,6 +74,26 @@ async def start_link(session: AsyncSession, tenant: Tenant, account: ConnectedAc
         resource=account.id,
         payload={"connected_account": account.id},
     )
+    account.link_operation_id = operation.id
+    await session.flush()
+
+
+async def ensure_linked(session: AsyncSession, tenant: Tenant, account_ids: Sequence[str]) -> None:
+    """At the intake of money for these accounts (a commit, a transfer, a payout): one that is not linked
+    and has no operation under way to link it (made before the environment was put on Stripe, or whose
+    operation ended without an account) gets one now; the money waits for it (`destinations`)."""
+    if not account_ids or not await provider.keeps_connected_accounts(session, tenant):
+        return
+    found = await repository.get_accounts(session, tenant, list(dict.fromkeys(account_ids)))
+    unlinked = [account for account in found.values() if account.processor_account is None]
+    if not unlinked:
+        return
+    statuses = await statuses_of(
+        session, [account.link_operation_id for account in unlinked if account.link_operation_id]
+    )
+    for account in unlinked:
+        if statuses.get(account.link_operation_id or "") not in UNDER_WAY:
+            await start_link(session, tenant, account)
 
 
 async def prepare_link(session: AsyncSession, operation: Operation, processor: Processor) -> Call | None:
@@ -94,7 +124,14 @@ async def prepare_link(session: AsyncSession, operation: Operation, processor: P
             if linked.processor_account is not None:  # only this operation links it: cannot happen
                 raise TransientFailure(f"{account_id} was linked meanwhile to another processor account")
             linked.processor_account = made.processor_id
+            linked.updated_at = utcnow()
             await session.flush()
+            await record_event(
+                session,
+                tenant,
+                "connected_account.updated",  # its transfers capability is active now
+                render_connected_account(linked).model_dump(mode="json"),
+            )
             logger.info("connected_account_linked", connected_account=account_id, operation_id=operation.id)
 
         return record

@@ -44,8 +44,9 @@ class ConnectedAccount(TenantOwned, Base):
     merchant_id: Mapped[str | None] = mapped_column(ForeignKey("merchants.id"), unique=True)
     onboarding_status: Mapped[str] = mapped_column(server_default="pending")
     # the processor's own account this one is linked to (Stripe's `acct_…`), set by its
-    # `connected_account` operation; never shown (the simulator needs none: null)
+    # `connected_account` operation (`link_operation_id`); never shown (the simulator needs none: null)
     processor_account: Mapped[str | None]
+    link_operation_id: Mapped[str | None] = mapped_column(ForeignKey("operations.id"))
     # what the hosted onboarding page collected (never identity documents: names, date of birth)
     individual: Mapped[dict[str, Any]] = mapped_column(server_default=text("'{}'::jsonb"))
     tos_accepted_at: Mapped[datetime | None]

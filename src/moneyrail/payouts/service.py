@@ -166,6 +166,7 @@ async def create_payout(
             "Payouts are not enabled for this account yet: its onboarding still has requirements "
             "currently due (POST /v1/connected-accounts/{id}/onboarding-links)."
         )
+    await at_processor.ensure_linked(session, tenant, [account.id])
     return await _hold_and_send(session, tenant, command, account.id)
 
 

@@ -332,7 +332,8 @@ class CapabilitiesOut(BaseModel):
     transfers: Annotated[
         Literal["active", "pending", "inactive"],
         Field(
-            description="Whether money can be moved to the account", title="Transfers"
+            description="Whether money can be moved to the account: `pending` while the processor (Stripe) is making its own account for it, and transfers to it wait",
+            title="Transfers",
         ),
     ]
     payouts: Annotated[
