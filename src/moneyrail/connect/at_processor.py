@@ -85,9 +85,11 @@ async def ensure_linked(session: AsyncSession, tenant: Tenant, account_ids: Sequ
     if not account_ids or not await provider.keeps_connected_accounts(session, tenant):
         return
     found = await repository.get_accounts(session, tenant, list(dict.fromkeys(account_ids)))
-    unlinked = [account for account in found.values() if account.processor_account is None]
-    if not unlinked:
+    if all(account.processor_account is not None for account in found.values()):
         return
+    # locked (in id order) so that two intakes at once start one operation per account, not two
+    found = await repository.get_accounts(session, tenant, list(found), for_update=True)
+    unlinked = [account for account in found.values() if account.processor_account is None]
     statuses = await statuses_of(
         session, [account.link_operation_id for account in unlinked if account.link_operation_id]
     )

@@ -37,11 +37,19 @@ async def get_account(
 
 
 async def get_accounts(
-    session: AsyncSession, tenant: Tenant, account_ids: Sequence[str]
+    session: AsyncSession, tenant: Tenant, account_ids: Sequence[str], *, for_update: bool = False
 ) -> dict[str, ConnectedAccount]:
-    rows = await session.scalars(
-        select(ConnectedAccount).where(_account_of(tenant), ConnectedAccount.id.in_(list(account_ids)))
+    statement = select(ConnectedAccount).where(
+        _account_of(tenant), ConnectedAccount.id.in_(list(account_ids))
     )
+    if for_update:
+        # read anew under the lock: rows this session loaded before may have changed meanwhile
+        statement = (
+            statement.order_by(ConnectedAccount.id)
+            .with_for_update()
+            .execution_options(populate_existing=True)
+        )
+    rows = await session.scalars(statement)
     return {row.id: row for row in rows}
 
 
