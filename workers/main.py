@@ -20,6 +20,7 @@ from moneyrail.config import get_settings  # noqa: E402
 from moneyrail.logging import configure_logging  # noqa: E402
 from workers import (  # noqa: E402, F401 - register the actors
     billing,
+    connect,
     deliveries,
     disputes,
     invoices,

@@ -21,7 +21,7 @@ from moneyrail.kit.tenant import Tenant
 from moneyrail.models import ConnectedAccount
 from moneyrail.processor.sandbox import TEST_BANK_ACCOUNT
 
-from . import repository
+from . import at_processor, repository
 from .service import announce
 
 logger = structlog.get_logger("moneyrail.connect")
@@ -64,6 +64,7 @@ async def ensure_account_for_merchant(
         updated_at=utcnow(),
     )
     await repository.add(session, account)
+    await at_processor.start_link(session, tenant, account)
     await announce(session, tenant, account, "connected_account.created")
     logger.info("merchant_account_created", connected_account=account.id, merchant=merchant_id)
     return account

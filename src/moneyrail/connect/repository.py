@@ -37,11 +37,19 @@ async def get_account(
 
 
 async def get_accounts(
-    session: AsyncSession, tenant: Tenant, account_ids: Sequence[str]
+    session: AsyncSession, tenant: Tenant, account_ids: Sequence[str], *, for_update: bool = False
 ) -> dict[str, ConnectedAccount]:
-    rows = await session.scalars(
-        select(ConnectedAccount).where(_account_of(tenant), ConnectedAccount.id.in_(list(account_ids)))
+    statement = select(ConnectedAccount).where(
+        _account_of(tenant), ConnectedAccount.id.in_(list(account_ids))
     )
+    if for_update:
+        # read anew under the lock: rows this session loaded before may have changed meanwhile
+        statement = (
+            statement.order_by(ConnectedAccount.id)
+            .with_for_update()
+            .execution_options(populate_existing=True)
+        )
+    rows = await session.scalars(statement)
     return {row.id: row for row in rows}
 
 
@@ -85,3 +93,17 @@ async def account_ids_of_merchants(
         )
     )
     return {merchant_id: account_id for merchant_id, account_id in rows if merchant_id is not None}
+
+
+async def processor_accounts(
+    session: AsyncSession, tenant: Tenant, account_ids: Sequence[str]
+) -> dict[str, str | None]:
+    """account id -> the processor's account it is linked to (None while it is not yet)."""
+    if not account_ids:
+        return {}
+    rows = await session.execute(
+        select(ConnectedAccount.id, ConnectedAccount.processor_account).where(
+            _account_of(tenant), ConnectedAccount.id.in_(list(account_ids))
+        )
+    )
+    return {account_id: processor_account for account_id, processor_account in rows}

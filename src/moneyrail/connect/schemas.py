@@ -58,7 +58,10 @@ class OnboardingLinkCreate(RequestBody):
 
 
 class CapabilitiesOut(BaseModel):
-    transfers: CapabilityStatus = Field(description="Whether money can be moved to the account")
+    transfers: CapabilityStatus = Field(
+        description="Whether money can be moved to the account: `pending` while the processor (Stripe) "
+        "is making its own account for it, and transfers to it wait"
+    )
     payouts: CapabilityStatus = Field(description="Whether the account can be paid out")
 
 
@@ -132,6 +135,7 @@ def render_requirements(requirements: Requirements) -> RequirementsOut:
 
 def render_connected_account(account: ConnectedAccount) -> ConnectedAccountOut:
     requirements = Requirements.of(account)
+    making = account.link_operation_id is not None and account.processor_account is None
     return ConnectedAccountOut(
         id=account.id,
         livemode=account.livemode,
@@ -141,7 +145,9 @@ def render_connected_account(account: ConnectedAccount) -> ConnectedAccountOut:
         email=account.email,
         display_name=account.display_name,
         capabilities=CapabilitiesOut(
-            transfers="active", payouts="active" if requirements.payouts_enabled else "pending"
+            # while its operation makes it at the processor (Stripe), money waits for it
+            transfers="pending" if making else "active",
+            payouts="active" if requirements.payouts_enabled else "pending",
         ),
         requirements=render_requirements(requirements),
         details_submitted=account.onboarding_status == "complete",

@@ -32,7 +32,7 @@ from moneyrail.kit.tenant import Tenant
 from moneyrail.ledger import service as ledger
 from moneyrail.models import ConnectedAccount, OnboardingLink
 
-from . import repository
+from . import at_processor, repository
 from .schemas import ConnectedAccountCreate, OnboardingLinkCreate, render_connected_account
 
 logger = structlog.get_logger("moneyrail.connect")
@@ -74,6 +74,7 @@ async def create_connected_account(
         updated_at=utcnow(),
     )
     await repository.add(session, account)
+    await at_processor.start_link(session, tenant, account)
     await announce(session, tenant, account, "connected_account.created")
     logger.info("connected_account_created", connected_account=account.id, kind=account.kind)
     return account

@@ -24,6 +24,10 @@ import anyio.to_thread
 from python_multipart.multipart import MultipartParser, parse_options_header
 
 from moneyrail.errors import InvalidRequest, MoneyrailError, ParameterMissing, ParameterUnknown
+from moneyrail.models import DisputeFile
+from moneyrail.processor.interface import EvidenceFile
+
+from .schemas import EVIDENCE_FILE_FIELDS
 
 MAX_FILE_BYTES = 8 * 1024 * 1024  # spec part 8: up to 8 MiB
 MULTIPART_OVERHEAD = 64 * 1024  # boundaries, part headers and the purpose field, generously
@@ -325,3 +329,29 @@ def _check_pdf(handle: Any, size: int) -> None:
     handle.seek(offset)
     if PDF_XREF_TARGET.match(handle.read(32)) is None:
         raise _invalid("PDF", "its cross-reference offset points at no cross-reference")
+
+
+FILE_CONTENT_TYPES = {"pdf": "application/pdf", "jpeg": "image/jpeg", "png": "image/png"}
+
+
+async def for_processor(
+    directory: Path, evidence: dict[str, str], uploaded: dict[str, DisputeFile]
+) -> list[EvidenceFile]:
+    """The files the evidence names, read back from the files directory (in a worker thread), as the
+    processor takes them: Stripe uploads each to its evidence field; the simulator decides on the text
+    alone."""
+    found = []
+    for field_name in EVIDENCE_FILE_FIELDS:
+        stored = uploaded.get(evidence.get(field_name) or "")
+        if stored is None:
+            continue
+        content = await anyio.to_thread.run_sync((directory / stored.storage_key).read_bytes)
+        found.append(
+            EvidenceFile(
+                field_name,
+                stored.filename or f"{stored.id}.{stored.type}",
+                content,
+                FILE_CONTENT_TYPES.get(stored.type, "application/octet-stream"),
+            )
+        )
+    return found

@@ -482,6 +482,11 @@ async def update_evidence(
                 dispute_id=dispute.network_dispute,
                 evidence_text=evidence_text(evidence),
                 as_of=await tenant_now(session, tenant),
+                evidence_files=await files.for_processor(
+                    Path(get_settings().evidence_files_dir),
+                    evidence,
+                    await repository.files_of(session, dispute.id),
+                ),
             )
         except ProcessorRefused as refused:
             raise Conflict(

@@ -22,6 +22,14 @@ class ConnectedAccount(TenantOwned, Base):
         CheckConstraint("kind IN ('courier', 'driver', 'merchant', 'other')", name="kind"),
         CheckConstraint("onboarding_status IN ('pending', 'complete')", name="onboarding_status"),
         Index("ix_connected_accounts_list", "installation_id", "livemode", "created_at", "id"),
+        Index(
+            "ix_connected_accounts_processor_account",
+            "installation_id",
+            "livemode",
+            "processor_account",
+            unique=True,
+            postgresql_where=text("processor_account IS NOT NULL"),
+        ),
     )
 
     id: Mapped[str] = mapped_column(primary_key=True)
@@ -35,6 +43,10 @@ class ConnectedAccount(TenantOwned, Base):
     # the merchant (connected over OAuth) this account pays, one account per merchant
     merchant_id: Mapped[str | None] = mapped_column(ForeignKey("merchants.id"), unique=True)
     onboarding_status: Mapped[str] = mapped_column(server_default="pending")
+    # the processor's own account this one is linked to (Stripe's `acct_…`), set by its
+    # `connected_account` operation (`link_operation_id`); never shown (the simulator needs none: null)
+    processor_account: Mapped[str | None]
+    link_operation_id: Mapped[str | None] = mapped_column(ForeignKey("operations.id"))
     # what the hosted onboarding page collected (never identity documents: names, date of birth)
     individual: Mapped[dict[str, Any]] = mapped_column(server_default=text("'{}'::jsonb"))
     tos_accepted_at: Mapped[datetime | None]

@@ -41,6 +41,7 @@ import structlog
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from moneyrail.config import get_settings
+from moneyrail.connect import at_processor
 from moneyrail.connect import service as connect
 from moneyrail.connect.requirements import Requirements
 from moneyrail.engine.clock import tenant_now
@@ -166,6 +167,7 @@ async def create_payout(
             "Payouts are not enabled for this account yet: its onboarding still has requirements "
             "currently due (POST /v1/connected-accounts/{id}/onboarding-links)."
         )
+    await at_processor.ensure_linked(session, tenant, [account.id])
     return await _hold_and_send(session, tenant, command, account.id)
 
 
@@ -321,14 +323,9 @@ async def prepare_payout(session: AsyncSession, operation: Operation, processor:
     tenant = Tenant(payout.installation_id, payout.livemode)
     step = "payout" if payout.key_generation == 0 else f"payout:{payout.key_generation}"
     simulated = await provider.uses_simulator(session, tenant)
-    if not simulated and payout.connected_account_id is not None:
-        # Stripe would pay it from the platform's own balance: a connected account's payout must be made
-        # as its Stripe account, which moneyrail's connected accounts are not linked to yet
-        raise PermanentFailure(
-            "connected_account_not_linked",
-            "Connected accounts are not linked to Stripe accounts yet: their payouts run on the "
-            "simulator only.",
-        )
+    # a connected account's payout is made as the processor's own account (Stripe: `Stripe-Account`,
+    # from that account's balance), once its operation made it there (connect/at_processor.py)
+    paid_as = await _paid_as(session, tenant, payout)
     key = operation_key(operation.id, step)
     amount, currency = payout.amount, payout.currency
     if payout.original_payout_id is not None:
@@ -337,7 +334,12 @@ async def prepare_payout(session: AsyncSession, operation: Operation, processor:
 
         async def ask() -> PayoutResult:
             return await processor.reverse_payout(
-                tenant, idempotency_key=key, payout_id=reversed_payout, amount=amount, currency=currency
+                tenant,
+                idempotency_key=key,
+                payout_id=reversed_payout,
+                amount=amount,
+                currency=currency,
+                connected_account=paid_as,
             )
 
     else:
@@ -346,7 +348,12 @@ async def prepare_payout(session: AsyncSession, operation: Operation, processor:
 
         async def ask() -> PayoutResult:
             return await processor.create_payout(
-                tenant, idempotency_key=key, amount=amount, currency=currency, bank_account=bank_account
+                tenant,
+                idempotency_key=key,
+                amount=amount,
+                currency=currency,
+                bank_account=bank_account,
+                connected_account=paid_as,
             )
 
     async def call() -> Recording:
@@ -389,6 +396,16 @@ async def _handed_over(session: AsyncSession, operation: Operation, result: Payo
         )
     await session.flush()
     await announce(session, tenant, payout, "updated")
+
+
+async def _paid_as(session: AsyncSession, tenant: Tenant, payout: Payout) -> str | None:
+    """The processor's account a connected account's payout is made as, where the processor keeps
+    accounts (Stripe); None for the platform's own payouts and on the simulator (its books keep no
+    balance per account), as before."""
+    if payout.connected_account_id is None or not await provider.keeps_connected_accounts(session, tenant):
+        return None
+    known_as = await at_processor.destinations(session, tenant, [payout.connected_account_id])
+    return known_as[payout.connected_account_id]
 
 
 async def _destination(session: AsyncSession, tenant: Tenant, payout: Payout) -> str:

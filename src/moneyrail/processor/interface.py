@@ -63,6 +63,14 @@ def operation_key(operation_id: str, step: str) -> str:
 
 
 @dataclass(frozen=True)
+class ProcessorAccount:
+    """A connected account as the processor knows it: `processor_id` is what its transfers name as their
+    destination and its payouts are made as (Stripe's `acct_…`; on the simulator, moneyrail's own id)."""
+
+    processor_id: str
+
+
+@dataclass(frozen=True)
 class TransferResult:
     processor_id: str
     amount: int
@@ -410,6 +418,21 @@ class Processor(Protocol):
         `as_of` is the tenant's present as the caller sees it (a sandbox clock just advanced in the
         caller's transaction); a live network answers by its own clock.
         """
+        ...
+
+    async def create_connected_account(
+        self,
+        tenant: Tenant,
+        *,
+        idempotency_key: str,
+        country: str,
+        email: str | None = None,
+        reference: str | None = None,
+        bank_account: str | None = None,
+    ) -> ProcessorAccount:
+        """The processor's own account for one of moneyrail's connected accounts (`reference`: its id),
+        able to receive transfers; `bank_account` (when known) is where its payouts go. The simulator
+        keeps none of its own: it answers moneyrail's id as the account's."""
         ...
 
     async def create_transfer(

@@ -48,6 +48,7 @@ from moneyrail.processor.interface import (
     OffSessionCharge,
     PayoutResult,
     Processor,
+    ProcessorAccount,
     ProcessorAuthorizationRecord,
     ProcessorTransferRecord,
     ProcessorUnavailable,
@@ -164,6 +165,13 @@ async def require_processor(work: AsyncSession | UnitOfWork, tenant: Tenant) -> 
     live environment with none is refused (403) before anything is recorded. A sandbox always has one."""
     if tenant.livemode:
         await processor_for(work, tenant)
+
+
+async def keeps_connected_accounts(work: AsyncSession | UnitOfWork, tenant: Tenant) -> bool:
+    """Whether the tenant's processor keeps connected accounts of its own (Stripe), which moneyrail's
+    must be linked to (connect/at_processor.py) before money moves to them; the simulator knows them by
+    moneyrail's ids."""
+    return (await settings_of.processor_settings(work, tenant)).processor == settings_of.STRIPE
 
 
 async def uses_simulator(work: AsyncSession | UnitOfWork, tenant: Tenant) -> bool:
@@ -293,6 +301,25 @@ class TenantRouted:
     ) -> CostReport | None:
         return await (await self.of(tenant)).cost_report(
             tenant, authorization_id=authorization_id, as_of=as_of
+        )
+
+    async def create_connected_account(
+        self,
+        tenant: Tenant,
+        *,
+        idempotency_key: str,
+        country: str,
+        email: str | None = None,
+        reference: str | None = None,
+        bank_account: str | None = None,
+    ) -> ProcessorAccount:
+        return await (await self.of(tenant)).create_connected_account(
+            tenant,
+            idempotency_key=idempotency_key,
+            country=country,
+            email=email,
+            reference=reference,
+            bank_account=bank_account,
         )
 
     async def create_transfer(

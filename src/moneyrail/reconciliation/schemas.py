@@ -25,7 +25,8 @@ class IssueOut(BaseModel):
     )
     transfer: str | None = Field(description="The `tr_` transfer; null when the ledger has none")
     processor_transfer: str | None = Field(
-        description="The processor's id for the transfer; null when the processor has none"
+        description="The sandbox simulator's id for the transfer; null when the processor has none, and on "
+        "a real processor (Stripe), whose ids are never shown"
     )
     expected: Any = Field(description="What the ledger says (null when it has nothing)")
     actual: Any = Field(description="What the processor says (null when it has nothing)")

@@ -86,12 +86,18 @@ async def operation_of(session: AsyncSession, tenant: Tenant, run: Reconciliatio
 
 
 def _issue(
-    kind: str, transfer: str | None, processor_id: str | None, expected: Any, actual: Any
+    kind: str, transfer: str | None, processor_id: str, expected: Any, actual: Any, *, shown: bool
 ) -> dict[str, Any]:
+    """An issue as the run keeps it. The processor's id of the transfer is shown (`processor_transfer`)
+    only where it is the simulator's own; a real processor's (Stripe's `tr_…`) never reaches an answer:
+    it is kept on the run for the operator (`at_processor`), and logged."""
+    if not shown:
+        logger.warning("reconciliation_issue", type=kind, transfer=transfer, processor_transfer=processor_id)
     return {
         "type": kind,
         "transfer": transfer,
-        "processor_transfer": processor_id,
+        "processor_transfer": processor_id if shown else None,
+        "at_processor": processor_id,
         "expected": expected,
         "actual": actual,
     }
@@ -110,12 +116,14 @@ async def prepare_reconciliation(
     booked = {
         transfer.processor_id: transfer for transfer in await transfers.booked_transfers(session, tenant)
     }
+    shown = await provider.uses_simulator(session, tenant)
 
     async def call() -> Recording:
         listed = await processor.list_transfers(tenant)
 
         async def record(session: AsyncSession) -> None:
-            await _record_run(session, operation, booked, {record.processor_id: record for record in listed})
+            reported = {record.processor_id: record for record in listed}
+            await _record_run(session, operation, booked, reported, shown=shown)
 
         return record
 
@@ -127,6 +135,8 @@ async def _record_run(
     operation: Operation,
     booked: dict[str, transfers.BookedTransfer],
     reported: dict[str, ProcessorTransferRecord],
+    *,
+    shown: bool,
 ) -> None:
     tenant = Tenant(operation.installation_id, operation.livemode)
     run = await repository.get(session, tenant, operation.payload["reconciliation_run"], for_update=True)
@@ -136,19 +146,25 @@ async def _record_run(
     for processor_id, mine in booked.items():
         theirs = reported.get(processor_id)
         if theirs is None:
-            issues.append(_issue("missing_at_processor", mine.transfer_id, processor_id, mine.amount, None))
+            issues.append(
+                _issue("missing_at_processor", mine.transfer_id, processor_id, mine.amount, None, shown=shown)
+            )
             continue
         if theirs.amount != mine.amount:
             issues.append(
-                _issue("amount_mismatch", mine.transfer_id, processor_id, mine.amount, theirs.amount)
+                _issue(
+                    "amount_mismatch", mine.transfer_id, processor_id, mine.amount, theirs.amount, shown=shown
+                )
             )
         if theirs.status != mine.status:
             issues.append(
-                _issue("status_mismatch", mine.transfer_id, processor_id, mine.status, theirs.status)
+                _issue(
+                    "status_mismatch", mine.transfer_id, processor_id, mine.status, theirs.status, shown=shown
+                )
             )
     for processor_id, theirs in reported.items():
         if processor_id not in booked:
-            issues.append(_issue("missing_in_ledger", None, processor_id, None, theirs.amount))
+            issues.append(_issue("missing_in_ledger", None, processor_id, None, theirs.amount, shown=shown))
     run.issues = issues
     run.transfers_checked = len(booked.keys() | reported.keys())
     run.status = "completed"

@@ -44,6 +44,7 @@ from typing import Any
 import structlog
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from moneyrail.connect import at_processor
 from moneyrail.connect import service as connect
 from moneyrail.engine.outcomes import AttemptError, TransientFailure
 from moneyrail.engine.service import (
@@ -177,17 +178,27 @@ class _Asked:
     requests: list[TransferRequest]
 
 
-def _asking(tenant: Tenant, commits: Sequence[_Commit]) -> _Asked | None:
-    asked = [(commit.operation, transfer) for commit in commits for transfer in commit.unfinished]
+async def _asking(session: AsyncSession, tenant: Tenant, commits: Sequence[_Commit]) -> _Asked | None:
+    """The tenant's unfinished transfers as asked of the processor: each to the account the processor
+    knows (at_processor.destinations: Stripe's own, made by the account's operation; the commit waits
+    while one is not made yet), drawing on its source payment's charge."""
+    asked = [(commit, transfer) for commit in commits for transfer in commit.unfinished]
     if not asked:
         return None
+    known_as = await at_processor.destinations(session, tenant, [t.destination for _, t in asked])
     return _Asked(
         tenant,
         [commit.operation for commit in commits],
         [transfer.id for _, transfer in asked],
         [
-            TransferRequest(_processor_key(operation, t), t.amount, t.currency, t.destination)
-            for operation, t in asked
+            TransferRequest(
+                _processor_key(commit.operation, t),
+                t.amount,
+                t.currency,
+                known_as[t.destination],
+                commit.locked.payment.processor_authorization,
+            )
+            for commit, t in asked
         ],
     )
 
@@ -243,7 +254,11 @@ async def prepare_commits(
     in one statement, the events in one statement per tenant. A group that is committing with nothing
     left to ask is booked at once, in the first unit of work."""
     commits = await _lock_commits(session, operations)
-    asked = [found for tenant, owned in commits.items() if (found := _asking(tenant, owned)) is not None]
+    asked = [
+        found
+        for tenant, owned in commits.items()
+        if (found := await _asking(session, tenant, owned)) is not None
+    ]
     if not asked:
         await _book(session, commits, {})
         return None

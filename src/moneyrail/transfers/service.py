@@ -43,6 +43,7 @@ from datetime import timedelta
 import structlog
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from moneyrail.connect import at_processor
 from moneyrail.connect import merchants as merchant_accounts
 from moneyrail.connect import service as connect
 from moneyrail.engine.policy import RetryPolicy, register_policy
@@ -385,6 +386,7 @@ async def _commit(
     allocations = await repository.allocations_of(session, group.id)
     if not allocations:
         raise Conflict("This allocation group has no allocations to commit.")
+    await at_processor.ensure_linked(session, tenant, [allocation.recipient for allocation in allocations])
     move_group(group, "committing")
     operation = await create_operation(
         session,

@@ -332,7 +332,8 @@ class CapabilitiesOut(BaseModel):
     transfers: Annotated[
         Literal["active", "pending", "inactive"],
         Field(
-            description="Whether money can be moved to the account", title="Transfers"
+            description="Whether money can be moved to the account: `pending` while the processor (Stripe) is making its own account for it, and transfers to it wait",
+            title="Transfers",
         ),
     ]
     payouts: Annotated[
@@ -2043,7 +2044,7 @@ class IssueOut(BaseModel):
     processor_transfer: Annotated[
         str | None,
         Field(
-            description="The processor's id for the transfer; null when the processor has none",
+            description="The sandbox simulator's id for the transfer; null when the processor has none, and on a real processor (Stripe), whose ids are never shown",
             title="Processor Transfer",
         ),
     ]

@@ -41,6 +41,7 @@ from moneyrail.processor.interface import (
     NetworkDispute,
     OffSessionCharge,
     PayoutResult,
+    ProcessorAccount,
     ProcessorAuthorizationRecord,
     ProcessorRefused,
     ProcessorTransferRecord,
@@ -247,6 +248,27 @@ class SandboxNetwork:
         return await self._over_network(lambda: self.simulator.card_risk(tenant, card_token=card_token))
 
     # transfers and payouts ---------------------------------------------------------------------------
+    async def create_connected_account(
+        self,
+        tenant: Tenant,
+        *,
+        idempotency_key: str,
+        country: str,
+        email: str | None = None,
+        reference: str | None = None,
+        bank_account: str | None = None,
+    ) -> ProcessorAccount:
+        return await self._over_network(
+            lambda: self.simulator.create_connected_account(
+                tenant,
+                idempotency_key=idempotency_key,
+                country=country,
+                email=email,
+                reference=reference,
+                bank_account=bank_account,
+            )
+        )
+
     async def create_transfer(
         self,
         tenant: Tenant,

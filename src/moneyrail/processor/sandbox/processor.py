@@ -33,6 +33,7 @@ from moneyrail.processor.interface import (
     NotSupported,
     OffSessionCharge,
     PayoutResult,
+    ProcessorAccount,
     ProcessorAuthorizationRecord,
     ProcessorRefused,
     ProcessorTransferRecord,
@@ -456,6 +457,19 @@ class SandboxProcessor:
         ]
 
     # transfers and payouts --------------------------------------------------------------------------
+    async def create_connected_account(
+        self,
+        tenant: Tenant,
+        *,
+        idempotency_key: str,
+        country: str,
+        email: str | None = None,
+        reference: str | None = None,
+        bank_account: str | None = None,
+    ) -> ProcessorAccount:
+        """The simulator keeps no accounts of its own: a connected account is known by moneyrail's id."""
+        return ProcessorAccount(reference or "")
+
     async def create_transfer(
         self,
         tenant: Tenant,

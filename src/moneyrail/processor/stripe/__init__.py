@@ -12,9 +12,9 @@ What each part of the Protocol is on Stripe:
   `client_secret` for Stripe.js (and `action_url` when Stripe gives a redirect); `complete_authentication`
   reads how it went. `authorize_and_capture` (not in the Protocol) uses Stripe's automatic capture.
   Off-session charges are `authorize` then `capture` each, the batch's charges run together.
-- Connect (connect.py): Express accounts, transfers (`source_transaction`: the charge of the captured
-  payment they pass on), reversals, payouts of the platform or of a connected account
-  (`Stripe-Account`), the transfers listing for reconciliation.
+- Connect (connect.py): Custom accounts (moneyrail onboards on its own page), transfers
+  (`source_transaction`: the charge of the captured payment they pass on), reversals, payouts of the
+  platform or of a connected account (`Stripe-Account`), the transfers listing for reconciliation.
 - Disputes (disputes.py): opened by Stripe and reported by webhook, so `open_dispute` is NotSupported
   (code `dispute_simulation_not_supported`) and `due_disputes` answers nothing; `dispute` reads one,
   `submit_dispute_evidence` uploads the files and submits, `accept_dispute` closes it,

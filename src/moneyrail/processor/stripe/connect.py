@@ -20,6 +20,7 @@ from moneyrail.kit.tenant import Tenant
 from moneyrail.processor.interface import (
     BatchedTransfer,
     PayoutResult,
+    ProcessorAccount,
     ProcessorRefused,
     ProcessorTransferRecord,
     ProcessorUnavailable,
@@ -46,10 +47,9 @@ CHARGE_PREFIXES = ("ch_", "py_")
 
 
 @dataclass(frozen=True)
-class ConnectedAccount:
+class ConnectedAccount(ProcessorAccount):
     """A Stripe connected account as moneyrail keeps it (`processor_id` stays internal)."""
 
-    processor_id: str
     country: str
     charges_enabled: bool
     payouts_enabled: bool
@@ -74,16 +74,26 @@ async def create_connected_account(
     country: str,
     email: str | None = None,
     reference: str | None = None,
+    bank_account: str | None = None,
 ) -> ConnectedAccount:
-    """An Express account that can receive transfers (`reference`: moneyrail's merchant id)."""
+    """A Custom account that can receive transfers (`reference`: moneyrail's connected account id):
+    moneyrail onboards the person on its own hosted page, so the platform holds the relationship and
+    Stripe never writes to them. `bank_account` (an IBAN or account number) becomes its default
+    external account, where its payouts go."""
     params: stripe.params.AccountCreateParams = {
-        "type": "express",
+        "type": "custom",
         "country": country.upper(),
         "capabilities": {"transfers": {"requested": True}},
         "metadata": tenant_metadata(tenant, **({"reference": reference} if reference else {})),
     }
     if email is not None:
         params["email"] = email
+    if bank_account:
+        params["external_account"] = {
+            "object": "bank_account",
+            "country": country.upper(),
+            "account_number": bank_account,
+        }
     return account_of(await fetched(connection.v1.accounts.create_async(params, keyed(idempotency_key))))
 
 

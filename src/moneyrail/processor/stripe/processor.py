@@ -283,6 +283,7 @@ class StripeProcessor:
         country: str,
         email: str | None = None,
         reference: str | None = None,
+        bank_account: str | None = None,
     ) -> ConnectedAccount:
         return await connect.create_connected_account(
             self._connection,
@@ -291,6 +292,7 @@ class StripeProcessor:
             country=country,
             email=email,
             reference=reference,
+            bank_account=bank_account,
         )
 
     async def connected_account(self, tenant: Tenant, *, account_id: str) -> ConnectedAccount:

@@ -1,0 +1,157 @@
+"""Connected accounts at the processor (ARCHITECTURE.md, "The processor is an outside system").
+
+On an environment whose processor keeps accounts of its own (Stripe), each connected account is made
+there too: a Custom account, by a `connected_account` operation written with the account (by the API or
+a merchant's first connection). The operation runs in phases: the account read in a first unit of
+work; the processor called with no transaction open, under the operation's key (`op_…:account`), so a
+retried or re-driven attempt makes one account; the processor's id recorded on the row in a second unit
+of work. That id stays internal (`processor_account`): moneyrail's `acct_` id is the only one shown.
+
+Money moves to an account only once it is linked: a transfer to one that is not yet waits (its commit
+is retried, `AccountNotLinked`), and a payout likewise; the account shows `capabilities.transfers`
+`pending` meanwhile, and `connected_account.updated` once linked. An account with no operation under
+way (made before its environment was put on Stripe) gets one when money is first sent to it
+(`ensure_linked`). On the simulator nothing is linked and nothing waits: it knows moneyrail's ids.
+
+Not pushed to Stripe yet: what the hosted onboarding page collects later (name, birth date, terms
+accepted) and a merchant's bank account given after its account was made.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import timedelta
+
+import structlog
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from moneyrail.engine.outcomes import TransientFailure
+from moneyrail.engine.policy import RetryPolicy, register_policy
+from moneyrail.engine.service import Call, Recording, create_operation, statuses_of
+from moneyrail.events.service import record_event
+from moneyrail.kit.clock import utcnow
+from moneyrail.kit.tenant import Tenant
+from moneyrail.models import ConnectedAccount, Operation
+from moneyrail.processor import provider
+from moneyrail.processor.interface import Processor, operation_key
+
+from . import repository
+from .schemas import render_connected_account
+
+logger = structlog.get_logger("moneyrail.connect")
+
+LINK_TYPE = "connected_account"
+LINK_ACTOR = "connect.link"
+register_policy(
+    LINK_TYPE,
+    RetryPolicy(
+        max_attempts=5,
+        base_delay=timedelta(milliseconds=500),
+        max_delay=timedelta(minutes=5),
+        queue_name="money",
+    ),
+)
+# a link operation in these states may still make the account: no second one is started beside it
+UNDER_WAY = frozenset({"pending", "running", "dead_letter", "succeeded"})
+
+
+class AccountNotLinked(TransientFailure):
+    """Money for an account the processor does not have yet: asked again once its operation made it."""
+
+    code = "connected_account_not_ready"
+
+
+async def start_link(session: AsyncSession, tenant: Tenant, account: ConnectedAccount) -> None:
+    """Beside a new account: the operation that makes it at the processor, where the processor keeps
+    accounts of its own; nothing elsewhere."""
+    if not await provider.keeps_connected_accounts(session, tenant):
+        return
+    operation = await create_operation(
+        session,
+        tenant,
+        operation_type=LINK_TYPE,
+        actor_name=LINK_ACTOR,
+        resource=account.id,
+        payload={"connected_account": account.id},
+    )
+    account.link_operation_id = operation.id
+    await session.flush()
+
+
+async def ensure_linked(session: AsyncSession, tenant: Tenant, account_ids: Sequence[str]) -> None:
+    """At the intake of money for these accounts (a commit, a transfer, a payout): one that is not linked
+    and has no operation under way to link it (made before the environment was put on Stripe, or whose
+    operation ended without an account) gets one now; the money waits for it (`destinations`)."""
+    if not account_ids or not await provider.keeps_connected_accounts(session, tenant):
+        return
+    found = await repository.get_accounts(session, tenant, list(dict.fromkeys(account_ids)))
+    if all(account.processor_account is not None for account in found.values()):
+        return
+    # locked (in id order) so that two intakes at once start one operation per account, not two
+    found = await repository.get_accounts(session, tenant, list(found), for_update=True)
+    unlinked = [account for account in found.values() if account.processor_account is None]
+    statuses = await statuses_of(
+        session, [account.link_operation_id for account in unlinked if account.link_operation_id]
+    )
+    for account in unlinked:
+        if statuses.get(account.link_operation_id or "") not in UNDER_WAY:
+            await start_link(session, tenant, account)
+
+
+async def prepare_link(session: AsyncSession, operation: Operation, processor: Processor) -> Call | None:
+    """The `connected_account` operation in phases (engine `PhasedHandler`): nothing to ask once the
+    account is linked; else one call under the operation's key, and its answer recorded on the row."""
+    tenant = Tenant(operation.installation_id, operation.livemode)
+    account_id = str(operation.payload["connected_account"])
+    account = await repository.get_account(session, tenant, account_id)
+    if account is None or account.processor_account is not None:
+        return None
+    country, email, bank_account = account.country, account.email, account.bank_account_number
+    key = operation_key(operation.id, "account")
+
+    async def call() -> Recording:
+        made = await processor.create_connected_account(
+            tenant,
+            idempotency_key=key,
+            country=country,
+            email=email,
+            reference=account_id,
+            bank_account=bank_account,
+        )
+
+        async def record(session: AsyncSession) -> None:
+            linked = await repository.get_account(session, tenant, account_id, for_update=True)
+            if linked is None or linked.processor_account == made.processor_id:
+                return
+            if linked.processor_account is not None:  # only this operation links it: cannot happen
+                raise TransientFailure(f"{account_id} was linked meanwhile to another processor account")
+            linked.processor_account = made.processor_id
+            linked.updated_at = utcnow()
+            await session.flush()
+            await record_event(
+                session,
+                tenant,
+                "connected_account.updated",  # its transfers capability is active now
+                render_connected_account(linked).model_dump(mode="json"),
+            )
+            logger.info("connected_account_linked", connected_account=account_id, operation_id=operation.id)
+
+        return record
+
+    return call
+
+
+async def destinations(session: AsyncSession, tenant: Tenant, account_ids: Sequence[str]) -> dict[str, str]:
+    """What the processor knows each account as (its own account's id, or on the simulator moneyrail's
+    id); AccountNotLinked while one is not made there yet."""
+    wanted = list(dict.fromkeys(account_ids))
+    if not await provider.keeps_connected_accounts(session, tenant):
+        return {account_id: account_id for account_id in wanted}
+    linked = await repository.processor_accounts(session, tenant, wanted)
+    waiting = [account_id for account_id in wanted if not linked.get(account_id)]
+    if waiting:
+        raise AccountNotLinked(
+            f"{', '.join(waiting)} not made at the processor yet (its connected_account operation has not "
+            "finished): asked again later"
+        )
+    return {account_id: str(linked[account_id]) for account_id in wanted}
