@@ -281,7 +281,7 @@ async def resolve_funds_flow(
     """Marketplace recipients: the merchant the payment is for and the distribution's plan.
 
     `merchant`: an active merchant of this installation and environment that can take payments (else
-    400 naming `merchant`). A distribution is checked whole (transfers/distribution.py) and answers the
+    400 naming `merchant`). A distribution is checked whole (payments/distribution.py) and answers the
     allocations with the commission each merchant allocation carries.
     """
     merchant_id = (

@@ -1,5 +1,5 @@
 """The processor each tenant's calls go to (CONVENTIONS.md §12): the environment's own choice, read from
-its settings (installations/processors.py, remembered for `key_cache_seconds`).
+its settings (processor/settings.py, remembered for `key_cache_seconds`).
 
 - `sandbox`: the simulator, one per process, reached over a simulated network when the settings ask for
   one (`MONEYRAIL_SANDBOX_LATENCY_MS` and the failure rates: processor/sandbox/network.py). It plays an
