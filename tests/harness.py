@@ -33,6 +33,7 @@ from moneyrail.embedded import EmbeddedPostgres, EmbeddedRedis
 from moneyrail.installations import service as installations
 from moneyrail.kit.crypto import generate_key
 from moneyrail.kit.tenant import Tenant
+from moneyrail.ledger import service as ledger
 
 ROOT = Path(__file__).resolve().parent.parent
 # pytest-xdist names each worker process (gw0, gw1, ...); each keeps its processes' logs apart
@@ -193,6 +194,27 @@ class Process:
             except subprocess.TimeoutExpired:
                 self.popen.kill()
                 self.popen.wait()
+
+
+def verify_ledger(servers: Servers) -> None:
+    """Every ledger invariant `moneyrail ledger verify` checks (balance, postings, the hash chain,
+    checkpoints, the immutability triggers), on one read-only snapshot, in this process: the checks after
+    a test's faults need not start a process each; the command itself runs as one in
+    tests/ledger/test_cli.py, after the whole suite (conftest.py) and in the live walk."""
+
+    async def check() -> ledger.VerificationReport:
+        engine = create_engine(Settings(DATABASE_URL=servers.database_url, db_pool_size=1, db_max_overflow=0))
+        try:
+            async with UnitOfWork(create_sessionmaker(engine)) as uow:
+                await uow.session.connection(
+                    execution_options={"isolation_level": "REPEATABLE READ", "postgresql_readonly": True}
+                )
+                return await ledger.verify(uow.session)
+        finally:
+            await engine.dispose()
+
+    report = asyncio.run(check())
+    assert report.ok, "\n".join(report.problems)
 
 
 def verify_ledger_as_an_operator_does(servers: Servers) -> None:

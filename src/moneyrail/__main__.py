@@ -1,3 +1,3 @@
-from moneyrail.cli import main
+from moneyrail.entry import main
 
 main()

@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
-import shutil
 import sys
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
@@ -41,6 +39,7 @@ from moneyrail.kit.tenant import Tenant
 from moneyrail.ledger.cli import ledger_app
 from moneyrail.logging import configure_logging
 from moneyrail.models import ApiKey, EnvironmentSettings, Installation
+from moneyrail.processes import PROCESS_COMMANDS, PROCESS_FUNCTIONS, run_process
 from moneyrail.processor.settings import STRIPE
 
 
@@ -66,6 +65,8 @@ app.add_typer(secrets_app, name="secrets")
 register_devkit(app)  # listen, trigger
 app.add_typer(operators_app, name="operators")
 app.add_typer(audit_app, name="audit")
+for process_command in PROCESS_FUNCTIONS:  # listed in `moneyrail --help`; run by entry.py without the rest
+    app.command()(process_command)
 
 JsonOption = Annotated[bool, typer.Option("--json", help="Machine-readable output.")]
 InstallationOption = Annotated[str, typer.Option("--installation", "-i", help="Installation id (inst_…).")]
@@ -190,99 +191,6 @@ def _checked_before_storing(tenant: Tenant, processor: str | None, api_key: str)
     except MoneyrailError as refused:
         typer.echo(f"error: {refused.message}", err=True)
         raise typer.Exit(1) from refused
-
-
-# --- processes -------------------------------------------------------------------------------
-@app.command()
-def web(
-    host: Annotated[str | None, typer.Option(help="Bind address (MONEYRAIL_HOST).")] = None,
-    port: Annotated[int | None, typer.Option(help="Port (MONEYRAIL_PORT).")] = None,
-    workers: Annotated[int, typer.Option(help="uvicorn worker processes.")] = 1,
-) -> None:
-    """The intake API and hosted pages (uvicorn)."""
-    import uvicorn
-
-    settings = get_settings()
-    uvicorn.run(
-        "moneyrail.app:create_app",
-        factory=True,
-        host=host or settings.host,
-        port=port or settings.port,
-        workers=workers,
-        # named, not "auto": a missing uvloop or httptools fails the start instead of silently running
-        # on asyncio's loop and h11, each much slower
-        loop="uvloop",
-        http="httptools",
-        lifespan="on",  # the app's start-up (engine, secrets check) must run, or the process must not
-        access_log=False,  # our own request log omits credentials that a raw path may carry
-        log_level=settings.log_level.lower(),
-        log_config=None,  # uvicorn's loggers keep to the JSON handler configure_logging set up
-        # the X-Forwarded-* headers believed only from the proxies named (MONEYRAIL_FORWARDED_ALLOW_IPS);
-        # unset, uvicorn's ProxyHeadersMiddleware is not run at all
-        proxy_headers=settings.forwarded_allow_ips is not None,
-        forwarded_allow_ips=settings.forwarded_allow_ips,
-        server_header=False,  # no "server: uvicorn" on every answer (nothing a client needs to know)
-    )
-
-
-@app.command()
-def worker(
-    processes: Annotated[
-        int | None, typer.Option(help="Worker processes (MONEYRAIL_WORKER_PROCESSES).")
-    ] = None,
-    threads: Annotated[
-        int | None, typer.Option(help="Threads per process (MONEYRAIL_WORKER_THREADS).")
-    ] = None,
-) -> None:
-    """dramatiq workers for every queue."""
-    settings = get_settings()
-    # dramatiq's metrics exposition runs in a process forked from dramatiq's main process, which reads
-    # these before any of our code runs; a folder per port keeps two fleets on one machine apart.
-    metrics_dir = Path(tempfile.gettempdir()) / f"moneyrail-worker-metrics-{settings.worker_metrics_port}"
-    shutil.rmtree(metrics_dir, ignore_errors=True)  # counters restart with the fleet
-    metrics_dir.mkdir(parents=True)
-    os.environ["dramatiq_prom_host"] = settings.worker_metrics_host  # noqa: SIM112 - dramatiq's name
-    os.environ["dramatiq_prom_port"] = str(settings.worker_metrics_port)  # noqa: SIM112
-    os.environ["dramatiq_prom_db"] = str(metrics_dir)  # noqa: SIM112
-    os.environ["PROMETHEUS_MULTIPROC_DIR"] = str(metrics_dir)
-    arguments = [
-        sys.executable,
-        "-m",
-        "workers.supervisor",  # dramatiq's command line, its logs in JSON
-        "workers.main",
-        "--processes",
-        str(processes or settings.worker_processes),
-        "--threads",
-        str(threads or settings.worker_threads),
-    ]
-    os.execv(sys.executable, arguments)
-
-
-@app.command()
-def scheduler() -> None:
-    """The periodic jobs (APScheduler)."""
-    os.execv(sys.executable, [sys.executable, "-m", "workers.scheduler"])
-
-
-@app.command()
-def migrate() -> None:
-    """Apply the database migrations (safe to run from several processes at once)."""
-    from moneyrail.db.migrate import upgrade
-
-    settings = get_settings()
-    if not settings.database_url:
-        typer.echo("error: DATABASE_URL is not set", err=True)
-        raise typer.Exit(2)
-    upgrade(settings.database_url)
-    typer.echo("database is at the latest migration")
-
-
-@app.command()
-def dev() -> None:
-    """Web, worker and scheduler in one command; embedded PostgreSQL/Redis when the URLs are unset."""
-    from moneyrail.devserver import run_dev
-
-    raise typer.Exit(run_dev(get_settings()))
 
 
 # --- installations ---------------------------------------------------------------------------
@@ -479,10 +387,8 @@ CONNECTION_ERRORS = (
     asyncpg.exceptions.CannotConnectNowError,
 )
 
+
 # Commands that are processes (they log like one); every other command is an operator's.
-PROCESS_COMMANDS = frozenset({"web", "worker", "scheduler", "dev", "migrate"})
-
-
 def _describe_failure(error: BaseException) -> str:
     """One line for a failure to reach or use the servers: what failed, where, and what to do."""
     settings = get_settings()
@@ -507,9 +413,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     arguments = list(argv) if argv is not None else sys.argv[1:]
     command = next((argument for argument in arguments if not argument.startswith("-")), None)
     if command in PROCESS_COMMANDS:
-        settings = get_settings()
-        configure_logging(settings.log_level, json=settings.log_json, stream=sys.stderr)
-        app(args=arguments)
+        run_process(arguments)
         return
     # Operator commands beside a running `moneyrail dev` need no variables: it recorded its servers.
     use_running_dev_instance(os.environ, Settings().data_dir)

@@ -13,12 +13,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from tests.api.fuzz import schemathesis
+from tests.api.fuzz import BILLING_PATHS, schemathesis
 from tests.billing.schemathesis_hooks import BODY_IDS_ENV
 from tests.billing.support import customer, price, subscribe
 
-# the checkout session's subscription mode too: a `subscription` in its body is a real one
-BILLING_PATHS = r"^/v1/(products|prices|subscriptions|checkout-sessions)"
 HOOKS = Path(__file__).with_name("schemathesis_hooks.py")  # fresh keys and real ids: bodies reach the rules
 
 

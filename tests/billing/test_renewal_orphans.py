@@ -29,7 +29,7 @@ from tests.billing.support import (
 )
 from tests.checkout.support import SUCCESS_URL, card_form
 from tests.engine.conftest import start_scheduler, start_worker
-from tests.harness import verify_ledger_as_an_operator_does
+from tests.harness import verify_ledger
 from tests.payment_methods.support import SUCCEEDS
 from tests.payments.support import event_types
 
@@ -150,4 +150,4 @@ def test_a_renewal_re_driven_after_its_charge_was_released_charges_anew_and_is_p
     assert (renewed["status"], renewed["entitled"]) == ("active", True)
     payment = ok(biller.get(f"/v1/payment-intents/{payment_id}"))
     assert (payment["status"], payment["amount_received"]) == ("succeeded", 1500)
-    verify_ledger_as_an_operator_does(servers)
+    verify_ledger(servers)

@@ -12,7 +12,7 @@ import pytest
 
 from moneyrail.engine.service import create_operation
 from tests.engine.probe import PROBE_ACTOR, PROBE_TYPE
-from tests.harness import OUTPUT_DIR, AsyncBridge, Process, Servers, verify_ledger_as_an_operator_does
+from tests.harness import OUTPUT_DIR, AsyncBridge, Process, Servers, verify_ledger
 
 ENGINE_ENV = {
     "MONEYRAIL_WORKER_MODULES": "tests.engine.probe_actors",
@@ -115,5 +115,5 @@ def attempt_outcomes(db: Any, operation_id: str) -> list[str | None]:
 
 
 def assert_ledger_verifies(servers: Servers) -> None:
-    """`moneyrail ledger verify`, as an operator runs it, after every fault test."""
-    verify_ledger_as_an_operator_does(servers)
+    """What `moneyrail ledger verify` checks, after every fault test (tests/harness.py `verify_ledger`)."""
+    verify_ledger(servers)

@@ -23,7 +23,7 @@ from moneyrail.payments.orphans import sweep_orphans
 from moneyrail.processor.interface import CardDetails
 from moneyrail.processor.sandbox import SandboxProcessor
 from tests.engine.conftest import start_scheduler
-from tests.harness import verify_ledger_as_an_operator_does
+from tests.harness import verify_ledger
 from tests.payments.support import DISPUTE_LATER, SUCCEEDS, confirm, create_payment
 
 # The payment's move to `status` fails once (a sequence, unlike a row, is not rolled back with the
@@ -122,7 +122,7 @@ def test_a_retried_confirmation_with_the_same_card_finds_the_first_charge_instea
         (payment["id"] + ":%",),
     ).fetchall()
     assert calls == [("authorize", 1), ("capture", 1)]
-    verify_ledger_as_an_operator_does(servers)
+    verify_ledger(servers)
 
 
 def test_a_retry_with_another_card_charges_that_card_and_the_sweep_refunds_the_first(
@@ -151,7 +151,7 @@ def test_a_retry_with_another_card_charges_that_card_and_the_sweep_refunds_the_f
         "SELECT payment_intent_id, amount, action FROM processor_orphans WHERE authorization_id = %s",
         (first,),
     ).fetchone() == (payment["id"], 2000, "refund")
-    verify_ledger_as_an_operator_does(servers)
+    verify_ledger(servers)
 
 
 @pytest.mark.parametrize("capture_method", ["automatic", "manual"])
@@ -197,7 +197,7 @@ def test_a_charge_nobody_retries_is_released_by_the_scheduled_sweep_and_a_later_
     assert api.get(f"/v1/payment-intents/{payment['id']}").json()["status"] == "succeeded"
     assert recorded_authorization(db, payment["id"]) not in {None, orphan}
     assert net_charged(db, payment["id"]) == 2000
-    verify_ledger_as_an_operator_does(servers)
+    verify_ledger(servers)
 
 
 def test_the_sweep_waits_for_a_slow_commit_and_never_releases_a_charge_its_payment_owns(
@@ -229,7 +229,7 @@ def test_the_sweep_waits_for_a_slow_commit_and_never_releases_a_charge_its_payme
     assert db.execute(
         "SELECT count(*) FROM processor_orphans WHERE authorization_id = %s", (authorization,)
     ).fetchone() == (0,)
-    verify_ledger_as_an_operator_does(servers)
+    verify_ledger(servers)
 
 
 def test_sweeps_go_through_full_batches_and_a_processor_away_leaves_the_orphan_to_the_next_sweep(
