@@ -331,6 +331,7 @@ def use_stripe(
     api_key: str | None = None,
     publishable_key: str | None = None,
     webhook_secret: str | None = None,
+    connect_webhook_secret: str | None = None,
 ) -> str:
     """Put the tenant's environment on Stripe, as `moneyrail settings set --processor stripe` does once
     the key passed its check (this makes no call to Stripe). Returns the key."""
@@ -347,6 +348,7 @@ def use_stripe(
             api_key=key,
             publishable_key=publishable_key,
             webhook_secret=webhook_secret,
+            connect_webhook_secret=connect_webhook_secret,
         )
 
     bridge.in_unit_of_work(work)

@@ -124,6 +124,7 @@ def settings_view(settings: EnvironmentSettings) -> dict[str, Any]:
         "processor_key": settings.processor_key_hint,  # `sk_live_…1234`: the key itself is never shown
         "processor_publishable_key": settings.processor_publishable_key,
         "processor_webhook_secret": settings.processor_webhook_secret_hint,
+        "processor_connect_webhook_secret": settings.processor_connect_webhook_secret_hint,
         # where the Stripe webhook endpoint of this environment posts (register it in Stripe's dashboard)
         "processor_webhook_url": (
             f"{get_settings().base_url}/processor/stripe/webhooks/{settings.installation_id}/"
@@ -163,6 +164,7 @@ def settings_for_people(view: dict[str, Any]) -> str:
             ("processor key", view["processor_key"]),
             ("processor publishable key", view["processor_publishable_key"]),
             ("processor webhook secret", view["processor_webhook_secret"]),
+            ("processor Connect webhook secret", view["processor_connect_webhook_secret"]),
             ("processor webhook URL", view["processor_webhook_url"]),
         ]
     )
@@ -335,10 +337,20 @@ def settings_set(
             "to this environment's processor_webhook_url, or - for stdin; stored encrypted.",
         ),
     ] = None,
+    processor_connect_webhook_secret_file: Annotated[
+        str | None,
+        typer.Option(
+            "--processor-connect-webhook-secret-file",
+            help="A file holding the signing secret (whsec_…) of the Stripe Connect webhook endpoint "
+            "(events on connected accounts) that posts to the same processor_webhook_url, or - for stdin; "
+            "stored encrypted.",
+        ),
+    ] = None,
     as_json: JsonOption = False,
 ) -> None:
     tenant = Tenant(installation, _livemode(environment))
-    if [processor_key_file, processor_webhook_secret_file].count(STDIN) == 2:
+    secret_files = [processor_key_file, processor_webhook_secret_file, processor_connect_webhook_secret_file]
+    if secret_files.count(STDIN) > 1:
         raise typer.BadParameter("only one secret can come from stdin", param_hint="--processor-key-file")
     api_key = _read_secret(processor_key_file, "--processor-key-file") if processor_key_file else None
     webhook_secret = (
@@ -346,11 +358,16 @@ def settings_set(
         if processor_webhook_secret_file
         else None
     )
+    connect_webhook_secret = (
+        _read_secret(processor_connect_webhook_secret_file, "--processor-connect-webhook-secret-file")
+        if processor_connect_webhook_secret_file
+        else None
+    )
     if api_key is not None:
         _checked_before_storing(tenant, processor, api_key)
 
     async def work(uow: Any) -> EnvironmentSettings:
-        if processor or api_key or processor_publishable_key or webhook_secret:
+        if processor or api_key or processor_publishable_key or webhook_secret or connect_webhook_secret:
             await processors.set_processor(
                 uow.session,
                 tenant,
@@ -358,6 +375,7 @@ def settings_set(
                 api_key=api_key,
                 publishable_key=processor_publishable_key,
                 webhook_secret=webhook_secret,
+                connect_webhook_secret=connect_webhook_secret,
             )
         return await installations.update_environment_settings(
             uow.session,

@@ -55,8 +55,8 @@ def shown(servers: Servers, stripe: StripeServers, installation: str, environmen
 
 def stored_columns(db: Any, installation: str, livemode: bool) -> tuple[Any, ...]:
     row = db.execute(
-        "SELECT processor, processor_key, processor_key_hint, processor_webhook_secret "
-        "FROM environment_settings WHERE installation_id = %s AND livemode = %s",
+        "SELECT processor, processor_key, processor_key_hint, processor_webhook_secret, "
+        "processor_connect_webhook_secret FROM environment_settings WHERE installation_id = %s AND livemode = %s",
         (installation, livemode),
     ).fetchone()
     return tuple(row)
@@ -78,7 +78,7 @@ def test_live_on_stripe_with_a_checked_live_key_stored_sealed_and_shown_masked(
     servers, stripe_stack, installation, db, tmp_path
 ):
     key = f"sk_live_{secrets.token_hex(12)}"
-    secret = f"whsec_{secrets.token_hex(12)}"
+    secret, connect_secret = f"whsec_{secrets.token_hex(12)}", f"whsec_{secrets.token_hex(12)}"
     calls = balance_calls(stripe_stack)
     result = moneyrail(
         servers,
@@ -97,6 +97,8 @@ def test_live_on_stripe_with_a_checked_live_key_stored_sealed_and_shown_masked(
         "pk_live_shop",
         "--processor-webhook-secret-file",
         "-",
+        "--processor-connect-webhook-secret-file",
+        key_file(tmp_path, connect_secret),
         "--json",
         stdin=secret,
     )
@@ -106,13 +108,15 @@ def test_live_on_stripe_with_a_checked_live_key_stored_sealed_and_shown_masked(
     assert view["processor"] == "stripe"
     assert view["processor_key"] == f"sk_live_…{key[-4:]}"
     assert view["processor_webhook_secret"] == f"whsec_…{secret[-4:]}"
+    assert view["processor_connect_webhook_secret"] == f"whsec_…{connect_secret[-4:]}"
     assert view["processor_publishable_key"] == "pk_live_shop"
     assert view["processor_webhook_url"].endswith(f"/processor/stripe/webhooks/{installation}/live")
     assert key not in result.stdout + result.stderr and secret not in result.stdout
+    assert connect_secret not in result.stdout + result.stderr
     assert shown(servers, stripe_stack, installation, "live") == view
-    processor, sealed_key, hint, sealed_secret = stored_columns(db, installation, True)
+    processor, sealed_key, hint, sealed_secret, sealed_connect = stored_columns(db, installation, True)
     assert processor == "stripe" and hint == f"sk_live_…{key[-4:]}"
-    for sealed, plain in ((sealed_key, key), (sealed_secret, secret)):
+    for sealed, plain in ((sealed_key, key), (sealed_secret, secret), (sealed_connect, connect_secret)):
         assert sealed.startswith("fernet:") and plain not in sealed
     # the sandbox keeps its own processor
     assert shown(servers, stripe_stack, installation, "sandbox")["processor"] == "sandbox"
@@ -140,7 +144,7 @@ def test_a_sandbox_may_run_on_stripe_test_mode_and_return_to_the_simulator(
     assert json.loads(on_stripe.stdout)["processor_key"] == f"sk_test_…{key[-4:]}"
     back = moneyrail(servers, stripe_stack, "settings", "set", "-i", installation, "--processor", "sandbox")
     assert back.returncode == 0, back.stderr
-    assert stored_columns(db, installation, False) == ("sandbox", None, None, None)
+    assert stored_columns(db, installation, False) == ("sandbox", None, None, None, None)
 
 
 @pytest.mark.parametrize(
@@ -199,7 +203,7 @@ def test_stripe_not_answering_the_check_stores_nothing(servers, stripe_stack, in
         key_file(tmp_path, f"sk_live_{secrets.token_hex(8)}"),
     )
     assert result.returncode == 1 and "could not be reached to check the key" in result.stderr
-    assert stored_columns(db, installation, True) == (None, None, None, None)
+    assert stored_columns(db, installation, True) == (None, None, None, None, None)
 
 
 def test_the_simulator_is_refused_for_live_and_a_key_has_no_command_line_option(
@@ -243,4 +247,4 @@ def test_the_simulator_is_refused_for_live_and_a_key_has_no_command_line_option(
         servers, stripe_stack, "settings", "set", "-i", installation, "--env", "live", "--processor", "stripe"
     )
     assert stripe_without_key.returncode == 1 and "--processor-key-file" in stripe_without_key.stderr
-    assert stored_columns(db, installation, True) == (None, None, None, None)
+    assert stored_columns(db, installation, True) == (None, None, None, None, None)

@@ -38,6 +38,7 @@ class StripeEnvironments:
         livemode: bool,
         kind: str = "direct",
         webhook_secret: str | None = None,
+        connect_webhook_secret: str | None = None,
         with_publishable_key: bool = True,
     ) -> Api:
         """A new installation's environment on Stripe, and a client of it with an all-scopes key."""
@@ -49,6 +50,7 @@ class StripeEnvironments:
                 f"pk_{'live' if livemode else 'test'}_moneyrail_tests" if with_publishable_key else None
             ),
             webhook_secret=webhook_secret,
+            connect_webhook_secret=connect_webhook_secret,
         )
         return self._client(keys)
 

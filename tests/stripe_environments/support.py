@@ -80,21 +80,29 @@ def charge_of(stripe_servers: StripeServers, intent_id: str) -> dict[str, Any]:
 
 
 def signed_event(
-    event_type: str, found: dict[str, Any], secret: str, *, livemode: bool, event_id: str | None = None
+    event_type: str,
+    found: dict[str, Any],
+    secret: str,
+    *,
+    livemode: bool,
+    event_id: str | None = None,
+    account: str | None = None,
 ) -> tuple[bytes, str, str]:
-    """(body, Stripe-Signature, event id): an event as Stripe sends it, signed with the endpoint's secret."""
+    """(body, Stripe-Signature, event id): an event as Stripe sends it, signed with the endpoint's secret;
+    `account`: the connected account it happened on (a Connect endpoint's event)."""
     event_id = event_id or f"evt_{secrets.token_hex(12)}"
-    body = json.dumps(
-        {
-            "id": event_id,
-            "object": "event",
-            "api_version": "2024-06-20",
-            "type": event_type,
-            "livemode": livemode,
-            "created": int(time.time()),
-            "data": {"object": found},
-        }
-    )
+    event = {
+        "id": event_id,
+        "object": "event",
+        "api_version": "2024-06-20",
+        "type": event_type,
+        "livemode": livemode,
+        "created": int(time.time()),
+        "data": {"object": found},
+    }
+    if account is not None:
+        event["account"] = account
+    body = json.dumps(event)
     return body.encode(), stripe.WebhookSignature.generate_signature_header(body, secret), event_id
 
 

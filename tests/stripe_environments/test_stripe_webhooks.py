@@ -11,6 +11,7 @@ from typing import Any
 
 import httpx
 
+from moneyrail.installations import service as installations
 from tests.engine.conftest import assert_ledger_verifies, wait_for_operation
 from tests.helpers import assert_error, count_rows
 from tests.payments.support import balance_of, wait_for
@@ -100,6 +101,49 @@ def test_a_bad_signature_is_400_and_records_nothing(on_stripe, db):
         post_event(on_stripe.web.base_url, "inst_nope", "live", body, signature), 404, "resource_missing"
     )
     assert events_kept(db, installation) == [] and sync_operations(db, installation) == 0
+
+
+def test_the_connect_endpoint_signs_with_its_own_secret_and_its_events_name_a_connected_account(
+    on_stripe, db
+):
+    platform_secret, connect_secret = webhook_secret(), webhook_secret()
+    live = on_stripe.api(livemode=True, webhook_secret=platform_secret, connect_webhook_secret=connect_secret)
+    installation = live.keys.installation_id
+    base_url = on_stripe.web.base_url
+    found = {"id": "acct_1Connected", "object": "account", "payouts_enabled": True}
+    on_account, signature, event_id = signed_event(
+        "account.updated", found, connect_secret, livemode=True, account="acct_1Connected"
+    )
+    # signed by neither endpoint's secret; by the Connect endpoint's, but on no connected account
+    _, forged, _ = signed_event("account.updated", found, webhook_secret(), livemode=True)
+    not_on_an_account, connect_signed, _ = signed_event(
+        "account.updated", found, connect_secret, livemode=True
+    )
+    for body, header in ((on_account, forged), (not_on_an_account, connect_signed)):
+        refused = post_event(base_url, installation, "live", body, header)
+        assert_error(refused, 400, "signature_invalid", "Stripe-Signature")
+    assert events_kept(db, installation) == []
+
+    received = post_event(base_url, installation, "live", on_account, signature)
+    assert received.status_code == 200, received.text
+    platform_body, platform_signature, platform_event = signed_event(
+        "payout.paid",
+        {"id": "po_unknown", "object": "payout", "status": "paid"},
+        platform_secret,
+        livemode=True,
+    )
+    assert post_event(base_url, installation, "live", platform_body, platform_signature).status_code == 200
+    kept = {row[0]: row[1] for row in events_kept(db, installation)}
+    assert kept == {event_id: "account.updated", platform_event: "payout.paid"}
+    assert sync_operations(db, installation) == 2
+
+    # both secrets are shown masked, never whole
+    shown = on_stripe.bridge.in_unit_of_work(
+        lambda session: installations.get_environment_settings(session, live.keys.tenant)
+    )
+    assert shown.processor_connect_webhook_secret_hint.startswith("whsec_")
+    assert connect_secret not in shown.processor_connect_webhook_secret_hint
+    assert shown.processor_connect_webhook_secret != connect_secret  # sealed at rest
 
 
 def stripe_signature_at(body: bytes, secret: str, timestamp: int) -> str:

@@ -43,6 +43,7 @@ SEALED_COLUMNS = (
     SealedColumn("payment_intents", ("id",), "next_action", json_path=("redirect_to_url", "url")),
     SealedColumn("environment_settings", ("installation_id", "livemode"), "processor_key"),
     SealedColumn("environment_settings", ("installation_id", "livemode"), "processor_webhook_secret"),
+    SealedColumn("environment_settings", ("installation_id", "livemode"), "processor_connect_webhook_secret"),
     SealedColumn("operators", ("id",), "totp_secret"),
 )
 

@@ -76,13 +76,13 @@ def _check_publishable_key(tenant: Tenant, publishable_key: str) -> None:
         )
 
 
-def _check_webhook_secret(webhook_secret: str) -> None:
+def _check_webhook_secret(webhook_secret: str, param: str) -> None:
     prefix = WEBHOOK_SECRET_PREFIX
     if not webhook_secret.startswith(prefix) or len(webhook_secret) <= len(prefix):
         raise ParameterInvalid(
             "A Stripe webhook endpoint's signing secret starts with whsec_ (Stripe shows it on the "
             "endpoint's page).",
-            param="processor_webhook_secret",
+            param=param,
         )
 
 
@@ -94,10 +94,13 @@ async def set_processor(
     api_key: str | None = None,
     publishable_key: str | None = None,
     webhook_secret: str | None = None,
+    connect_webhook_secret: str | None = None,
 ) -> EnvironmentSettings:
     """Store the environment's processor and credentials; None leaves each as it is. The key must have
     passed `check_processor_key` (this makes no call): here its mode is checked again by its prefix.
-    Going back to `sandbox` (sandbox environments only) forgets the Stripe credentials."""
+    Going back to `sandbox` (sandbox environments only) forgets the Stripe credentials.
+    `webhook_secret` is the signing secret of the platform's webhook endpoint at Stripe,
+    `connect_webhook_secret` that of its Connect endpoint (events on connected accounts)."""
     settings = await get_environment_settings(session, tenant)
     if processor is not None and processor not in PROCESSORS:
         raise ParameterInvalid(f"processor must be one of {', '.join(PROCESSORS)}", param="processor")
@@ -110,9 +113,11 @@ async def set_processor(
     if publishable_key is not None:
         _check_publishable_key(tenant, publishable_key)
     if webhook_secret is not None:
-        _check_webhook_secret(webhook_secret)
+        _check_webhook_secret(webhook_secret, "processor_webhook_secret")
+    if connect_webhook_secret is not None:
+        _check_webhook_secret(connect_webhook_secret, "processor_connect_webhook_secret")
     chosen = processor or settings.processor
-    if chosen != STRIPE and (api_key or publishable_key or webhook_secret):
+    if chosen != STRIPE and (api_key or publishable_key or webhook_secret or connect_webhook_secret):
         raise ParameterInvalid(
             "Keys and webhook secrets belong to the stripe processor: add --processor stripe.",
             param="processor",
@@ -134,6 +139,7 @@ async def set_processor(
         settings.processor_key = settings.processor_key_hint = None
         settings.processor_publishable_key = None
         settings.processor_webhook_secret = settings.processor_webhook_secret_hint = None
+        settings.processor_connect_webhook_secret = settings.processor_connect_webhook_secret_hint = None
     elif chosen == STRIPE:
         settings.processor = STRIPE
         if api_key is not None:
@@ -144,6 +150,9 @@ async def set_processor(
         if webhook_secret is not None:
             settings.processor_webhook_secret = crypto.seal_text(webhook_secret)
             settings.processor_webhook_secret_hint = hint(webhook_secret)
+        if connect_webhook_secret is not None:
+            settings.processor_connect_webhook_secret = crypto.seal_text(connect_webhook_secret)
+            settings.processor_connect_webhook_secret_hint = hint(connect_webhook_secret)
     settings.updated_at = utcnow()
     await session.flush()
     forget_processor(tenant)  # this process at once; the others within the cache lifetime

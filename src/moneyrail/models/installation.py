@@ -60,6 +60,9 @@ class EnvironmentSettings(Base):
     # the signing secret of the Stripe webhook endpoint that posts to this environment, sealed
     processor_webhook_secret: Mapped[str | None]
     processor_webhook_secret_hint: Mapped[str | None]  # `whsec_…abcd`
+    # the signing secret of the environment's Stripe Connect endpoint (events on connected accounts), sealed
+    processor_connect_webhook_secret: Mapped[str | None]
+    processor_connect_webhook_secret_hint: Mapped[str | None]
     updated_at: Mapped[datetime] = mapped_column(server_default=func.now())
 
 

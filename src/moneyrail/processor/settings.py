@@ -31,6 +31,8 @@ class ProcessorSettings:
     api_key: str | None = field(default=None, repr=False)
     publishable_key: str | None = None
     webhook_secret: str | None = field(default=None, repr=False)
+    # the Connect endpoint's: events that happened on connected accounts
+    connect_webhook_secret: str | None = field(default=None, repr=False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,6 +43,7 @@ class StoredProcessor:
     sealed_key: str | None
     publishable_key: str | None
     sealed_webhook_secret: str | None
+    sealed_connect_webhook_secret: str | None
 
 
 async def get_processor(
@@ -50,14 +53,15 @@ async def get_processor(
     processor asks, remembered for `key_cache_seconds`)."""
     async with lone_statement_connection(work) as connection:
         row = await connection.fetchrow(
-            "SELECT processor, processor_key, processor_publishable_key, processor_webhook_secret "
-            "FROM environment_settings WHERE installation_id = $1 AND livemode = $2",
+            "SELECT processor, processor_key, processor_publishable_key, processor_webhook_secret, "
+            "processor_connect_webhook_secret FROM environment_settings "
+            "WHERE installation_id = $1 AND livemode = $2",
             installation_id,
             livemode,
         )
     if row is None:
-        return StoredProcessor(None, None, None, None)
-    return StoredProcessor(row[0], row[1], row[2], row[3])
+        return StoredProcessor(None, None, None, None, None)
+    return StoredProcessor(row[0], row[1], row[2], row[3], row[4])
 
 
 def _key_cache_seconds() -> float:
@@ -77,6 +81,10 @@ def forget_processor(tenant: Tenant) -> None:
     _processors.discard(tenant)
 
 
+def _opened(sealed: str | None) -> str | None:
+    return crypto.open_text(sealed) if sealed else None
+
+
 async def processor_settings(work: AsyncSession | UnitOfWork, tenant: Tenant) -> ProcessorSettings:
     """The environment's processor, remembered for `key_cache_seconds`; given the unit of work, a lone
     statement on a miss (no session). An unknown installation reads as one with none."""
@@ -87,9 +95,8 @@ async def processor_settings(work: AsyncSession | UnitOfWork, tenant: Tenant) ->
             processor=stored.processor,
             api_key=crypto.open_text(stored.sealed_key) if stored.sealed_key else None,
             publishable_key=stored.publishable_key,
-            webhook_secret=(
-                crypto.open_text(stored.sealed_webhook_secret) if stored.sealed_webhook_secret else None
-            ),
+            webhook_secret=_opened(stored.sealed_webhook_secret),
+            connect_webhook_secret=_opened(stored.sealed_connect_webhook_secret),
         )
         _processors.put(tenant, found)
     return found

@@ -58,22 +58,23 @@ async def receive_stripe_event(
 ) -> bool:
     """Verify and keep one Stripe event with its `processor_sync` operation; True when it was received
     before (nothing more is done). An environment not on Stripe, or without a webhook signing secret, is
-    404; a signature that does not verify, 400 `signature_invalid`; nothing is recorded either way."""
+    404; a signature that does not verify, 400 `signature_invalid`; nothing is recorded either way.
+
+    Two endpoints at Stripe may post here, each signing with its own secret: the platform's, and the
+    Connect endpoint's, whose events happened on a connected account (they name it: `account`)."""
     livemode = ENVIRONMENTS.get(environment)
     tenant = Tenant(installation_id, livemode is True)
     chosen = await settings_of.processor_settings(session, tenant) if livemode is not None else None
-    if chosen is None or chosen.processor != settings_of.STRIPE or chosen.webhook_secret is None:
+    if (
+        chosen is None
+        or chosen.processor != settings_of.STRIPE
+        or (chosen.webhook_secret is None and chosen.connect_webhook_secret is None)
+    ):
         raise ResourceMissing(
             f"No Stripe webhook endpoint is set for installation {installation_id!r}, environment "
             f"{environment!r} (`moneyrail settings set --processor-webhook-secret-file`)."
         )
-    try:
-        event = stripe_webhooks.verified_event(payload, signature, chosen.webhook_secret)
-    except stripe_webhooks.EventRefused as refused:
-        logger.warning("processor_event_refused", installation=installation_id, reason=str(refused))
-        raise SignatureInvalid(
-            f"This is not an event Stripe signed for this endpoint: {refused}", param="Stripe-Signature"
-        ) from None
+    event = _verified(installation_id, payload, signature, chosen)
     if event.livemode is not tenant.livemode:
         raise ParameterInvalid(
             f"A {'live' if event.livemode else 'test'}-mode event cannot drive the {environment} "
@@ -106,6 +107,31 @@ async def receive_stripe_event(
     await session.flush()
     logger.info("processor_event_received", processor_event=event.id, type=event.type, operation=operation.id)
     return False
+
+
+def _verified(
+    installation_id: str, payload: bytes, signature: str | None, chosen: settings_of.ProcessorSettings
+) -> stripe_webhooks.StripeEvent:
+    """The event, signed with the platform endpoint's secret or the Connect endpoint's."""
+    refusal = "no signing secret"
+    if chosen.webhook_secret is not None:
+        try:
+            return stripe_webhooks.verified_event(payload, signature, chosen.webhook_secret)
+        except stripe_webhooks.EventRefused as refused:
+            refusal = str(refused)
+    if chosen.connect_webhook_secret is not None:
+        try:
+            event = stripe_webhooks.verified_event(payload, signature, chosen.connect_webhook_secret)
+        except stripe_webhooks.EventRefused as refused:
+            refusal = str(refused)
+        else:
+            if event.account is not None:
+                return event
+            refusal = "signed by the Connect endpoint, but it names no connected account"
+    logger.warning("processor_event_refused", installation=installation_id, reason=refusal)
+    raise SignatureInvalid(
+        f"This is not an event Stripe signed for this endpoint: {refusal}", param="Stripe-Signature"
+    )
 
 
 async def process_event(session: AsyncSession, operation: Operation, processor: Processor) -> None:
