@@ -36,8 +36,8 @@ from typing import Literal
 import structlog
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from moneyrail.billing import changes as billing_changes
 from moneyrail.billing import service as billing
+from moneyrail.billing.service import changes as billing_changes
 from moneyrail.engine.clock import tenant_now
 from moneyrail.engine.schedule import register_periodic
 from moneyrail.errors import (
