@@ -1,4 +1,5 @@
 """Queries over the ledger's tables. Every write is an INSERT: the database refuses anything else.
+
 In modules: posting (accounts, the journal, balances and locks), sealing (blocks and checkpoints),
 checks (the verification's queries) and reading (for the operator console). Every public name stays
 importable from here.
