@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from datetime import datetime
 
 import structlog
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -66,16 +67,12 @@ async def _capture(
     with _network_answers("capture"):
         capture = await processor.capture(
             tenant,
-            # per authorization: a retry with another card captures its own, never the lost one's key
-            idempotency_key=f"{payment.id}:capture:{payment.processor_authorization}",
+            idempotency_key=_capture_key_of(payment)(payment.processor_authorization),
             authorization_id=payment.processor_authorization,
             amount=amount,
         )
-    payment.amount_received = capture.amount_captured
-    payment.amount_capturable = 0
     # the network's own time of capture when it gives one (the sandbox does, on the tenant's clock)
-    payment.captured_at = capture.captured_at or await tenant_now(session, tenant)
-    _move(payment, "succeeded")
+    _mark_captured(payment, capture.amount_captured, capture.captured_at or await tenant_now(session, tenant))
     listeners = _listeners_for(payment, facts)
     postings = await fees.post_capture(session, tenant, payment, None if listeners else outlook)
     # not flushed here: the row goes with its event (announce), unless a listener's flush writes it first
@@ -100,8 +97,16 @@ async def _send_receipts(session: AsyncSession, tenant: Tenant, payment: Payment
 
 
 def _capture_key_of(payment: PaymentIntent) -> Callable[[str], str]:
-    # as `_capture`: per authorization
+    # per authorization: a retry with another card captures its own, never the lost one's key
     return lambda authorization_id: f"{payment.id}:capture:{authorization_id}"
+
+
+def _mark_captured(payment: PaymentIntent, amount_captured: int, captured_at: datetime) -> None:
+    """A payment the network captured, alone or with others (`record_off_session_charges`)."""
+    payment.amount_received = amount_captured
+    payment.amount_capturable = 0
+    payment.captured_at = captured_at
+    _move(payment, "succeeded")
 
 
 async def _captured_together(

@@ -42,7 +42,7 @@ from moneyrail.processor.interface import (
 )
 
 from .answers import _authorization_or_decline, _decline, _declined_error, _unavailable
-from .capture import _capture, _capture_key_of, _captured_together
+from .capture import _capture, _capture_key_of, _captured_together, _mark_captured
 from .hooks import HELD_FOR_REVIEW, Confirmation, RiskVerdict, _facts_of, _follow, _risk_verdicts, held_among
 from .state import CONFIRMABLE, StepAnswer, _locked_claiming, _move, announce
 
@@ -309,10 +309,7 @@ async def record_off_session_charges(
         payment.next_action = None
         payment.authentication_token_hash = None
         payment.last_payment_error = None
-        payment.amount_received = answer.capture.amount_captured
-        payment.amount_capturable = 0
-        payment.captured_at = now
-        _move(payment, "succeeded")
+        _mark_captured(payment, answer.capture.amount_captured, now)
         captured.append(payment)
     if captured:
         await _captured_together(session, tenant, captured)
