@@ -8,10 +8,7 @@ from dataclasses import dataclass
 from sqlalchemy import select, text
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from moneyrail.models.ledger import (
-    LedgerBlock,
-    LedgerBlockEntry,
-)
+from moneyrail.models.ledger import LedgerBlock, LedgerBlockEntry
 
 
 # --- verification ------------------------------------------------------------------------------

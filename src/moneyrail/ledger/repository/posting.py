@@ -14,11 +14,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from moneyrail.db.raw import Write, WriteAt, from_row
 from moneyrail.kit.ids import new_id
 from moneyrail.kit.tenant import Tenant
-from moneyrail.models.ledger import (
-    JournalTransaction,
-    LedgerAccount,
-    LedgerPosting,
-)
+from moneyrail.models.ledger import JournalTransaction, LedgerAccount, LedgerPosting
 
 AccountKey = tuple[str, str]  # (code, currency)
 

@@ -10,9 +10,7 @@ from sqlalchemy import select, text
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from moneyrail.ledger.chain import EntryPosting, JournalEntry
-from moneyrail.models.ledger import (
-    LedgerBlock,
-)
+from moneyrail.models.ledger import LedgerBlock
 
 
 # --- sealing -----------------------------------------------------------------------------------

@@ -10,19 +10,11 @@ from typing import Any
 import structlog
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from moneyrail.errors import (
-    CardDeclined,
-    MoneyrailError,
-    PaymentDeclined,
-)
+from moneyrail.errors import CardDeclined, MoneyrailError, PaymentDeclined
 from moneyrail.kit.tenant import Tenant
 from moneyrail.models import PaymentIntent
 from moneyrail.processor import provider
-from moneyrail.processor.interface import (
-    Authorization,
-    ProcessorRefused,
-    ProcessorUnavailable,
-)
+from moneyrail.processor.interface import Authorization, ProcessorRefused, ProcessorUnavailable
 
 from .state import _move, announce
 

@@ -7,19 +7,14 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from moneyrail.errors import (
-    Conflict,
-    ResourceMissing,
-)
+from moneyrail.errors import Conflict, ResourceMissing
 from moneyrail.installations import service as installations
 from moneyrail.kit.crypto import hash_secret
 from moneyrail.kit.tenant import Tenant
 from moneyrail.models import PaymentIntent
 from moneyrail.payment_methods import service as methods
 from moneyrail.payments import phases, repository
-from moneyrail.processor.interface import (
-    Processor,
-)
+from moneyrail.processor.interface import Processor
 
 from .answers import _authorization_or_decline
 from .confirm import _apply_authorization

@@ -12,12 +12,7 @@ from moneyrail.customers import service as customers
 from moneyrail.db.raw import AnsweringClaim
 from moneyrail.deliveries import service as deliveries
 from moneyrail.engine.clock import tenant_now
-from moneyrail.errors import (
-    AmountInvalid,
-    CardDeclined,
-    Conflict,
-    FeeAmountImmutable,
-)
+from moneyrail.errors import AmountInvalid, CardDeclined, Conflict, FeeAmountImmutable
 from moneyrail.events.service import record_events
 from moneyrail.installations import service as installations
 from moneyrail.kit.clock import utcnow
@@ -26,12 +21,8 @@ from moneyrail.ledger.service import AccountsOutlook
 from moneyrail.models import PaymentIntent
 from moneyrail.payments import distribution as distributions
 from moneyrail.payments import fees, repository
-from moneyrail.payments.schemas import (
-    render_payment_intent,
-)
-from moneyrail.processor.interface import (
-    Processor,
-)
+from moneyrail.payments.schemas import render_payment_intent
+from moneyrail.processor.interface import Processor
 
 from .answers import DECLINE_MESSAGES, _network_answers
 from .hooks import (

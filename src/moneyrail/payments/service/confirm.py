@@ -27,9 +27,7 @@ from moneyrail.kit.tenant import Tenant
 from moneyrail.models import PaymentIntent, PaymentMethod
 from moneyrail.payment_methods import service as methods
 from moneyrail.payment_methods.schemas import card_input
-from moneyrail.payments.schemas import (
-    PaymentIntentConfirm,
-)
+from moneyrail.payments.schemas import PaymentIntentConfirm
 from moneyrail.processor.interface import (
     Authorization,
     AuthorizationRequest,

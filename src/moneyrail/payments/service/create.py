@@ -484,6 +484,3 @@ async def update_payment_intent(
     payment.updated_at = utcnow()
     await session.flush()
     return payment
-
-
-# --- risk (risk/) -------------------------------------------------------------------------------------

@@ -9,17 +9,15 @@ from typing import Literal
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from moneyrail.errors import (
-    Conflict,
-)
+from moneyrail.errors import Conflict
 from moneyrail.kit.tenant import Tenant
 from moneyrail.models import PaymentIntent, PaymentMethod
 from moneyrail.payments import repository
-from moneyrail.processor.interface import (
-    CardInput,
-    Processor,
-)
+from moneyrail.processor.interface import CardInput, Processor
 
+# --- capture listeners -----------------------------------------------------------------------------
+# Called in the capture's transaction once the payment's money is in the ledger: the transfers domain
+# creates and commits the allocation group of a payment declared with a distribution.
 CaptureListener = Callable[[AsyncSession, Tenant, PaymentIntent], Awaitable[None]]
 # The same for several payments captured together (`charge_off_session_many`), written set-based.
 CapturesListener = Callable[[AsyncSession, Tenant, Sequence[PaymentIntent]], Awaitable[None]]
@@ -81,6 +79,8 @@ async def _facts_of(session: AsyncSession, payment: PaymentIntent) -> frozenset[
     return await repository.facts_of(session, payment.id, _payment_facts)
 
 
+# --- risk (risk/) -------------------------------------------------------------------------------------
+# Screens run before the network is asked: "block" declines the payment (decline_code fraudulent, nothing
 # charged), "review" lets it be authorized but holds its capture until a review approves it.
 @dataclass(frozen=True)
 class RiskVerdict:

@@ -8,10 +8,7 @@ from collections.abc import Callable, Sequence
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from moneyrail.db.raw import AnsweringClaim, WriteAt
-from moneyrail.errors import (
-    Conflict,
-    ResourceMissing,
-)
+from moneyrail.errors import Conflict, ResourceMissing
 from moneyrail.events.service import record_event
 from moneyrail.installations import service as installations
 from moneyrail.kit.clock import utcnow
@@ -20,10 +17,7 @@ from moneyrail.kit.tenant import Tenant
 from moneyrail.models import PaymentIntent
 from moneyrail.payments import distribution as distributions
 from moneyrail.payments import phases, repository
-from moneyrail.payments.schemas import (
-    PaymentIntentOut,
-    render_payment_intent,
-)
+from moneyrail.payments.schemas import PaymentIntentOut, render_payment_intent
 
 TRANSITIONS: dict[str, frozenset[str]] = {
     "requires_payment_method": frozenset(

@@ -9,17 +9,9 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from moneyrail.db.uow import UnitOfWork
 from moneyrail.kit.tenant import Tenant
-from moneyrail.processor.interface import (
-    ProcessorRefused,
-    ProcessorUnavailable,
-)
+from moneyrail.processor.interface import ProcessorRefused, ProcessorUnavailable
 
-from .books import (
-    Answer,
-    AnsweredConcurrently,
-    keyed,
-    open_books,
-)
+from .books import Answer, AnsweredConcurrently, keyed, open_books
 
 
 class KeyedCalls:

@@ -8,19 +8,10 @@ from typing import Any
 
 from moneyrail.db.uow import UnitOfWork
 from moneyrail.kit.tenant import Tenant
-from moneyrail.processor.interface import (
-    EvidenceFile,
-    NetworkDispute,
-    ProcessorRefused,
-)
+from moneyrail.processor.interface import EvidenceFile, NetworkDispute, ProcessorRefused
 
 from . import statements as sql
-from .books import (
-    Books,
-    json_value,
-    open_books,
-    sandbox_id,
-)
+from .books import Books, json_value, open_books, sandbox_id
 from .calls import KeyedCalls
 from .disputes import (
     DISPUTE_CARD_HOURS,

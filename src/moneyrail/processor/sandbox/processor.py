@@ -425,6 +425,7 @@ class SandboxProcessor(TransferCalls, DisputeCalls):
             for row in rows
         ]
 
+    # risk ------------------------------------------------------------------------------------------
     async def card_risk(self, tenant: Tenant, *, card_token: str) -> CardRisk:
         """The risk card (4100 0000 0000 0019) is `elevated`; all are issued in SANDBOX_CARD_COUNTRY."""
         key = (card_token, tenant.installation_id, tenant.livemode)

@@ -22,15 +22,7 @@ from moneyrail.processor.interface import (
 )
 
 from . import statements as sql
-from .books import (
-    Books,
-    injected_refusal,
-    injected_unavailable,
-    json_value,
-    open_books,
-    replay,
-    sandbox_id,
-)
+from .books import Books, injected_refusal, injected_unavailable, json_value, open_books, replay, sandbox_id
 from .calls import KeyedCalls
 from .transfers import batch_answers, batched_answer, batched_replay
 
