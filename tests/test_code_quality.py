@@ -50,3 +50,19 @@ def test_mypy_strict_finds_nothing_in_the_python_client():
     would check its calls."""
     result = _run("mypy", cwd=ROOT / "clients" / "python")
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+LINES_IN_A_FILE = 700
+
+
+def test_no_python_file_over_700_lines_outside_migrations():
+    """A file fits in a head: none in src/ or workers/ over 700 lines (migrations are written once and
+    left as they are). A file that grows past it is split along its seams into a package or siblings."""
+    too_long = {
+        str(path.relative_to(ROOT)): lines
+        for top in ("src", "workers")
+        for path in sorted((ROOT / top).rglob("*.py"))
+        if "migrations" not in path.relative_to(ROOT).parts
+        and (lines := len(path.read_text(encoding="utf-8").splitlines())) > LINES_IN_A_FILE
+    }
+    assert not too_long, f"over {LINES_IN_A_FILE} lines: {too_long}"

@@ -9,8 +9,8 @@ refund must cancel that refund whichever process does it.
 from __future__ import annotations
 
 import moneyrail.api.idempotency
-import moneyrail.billing.changes
 import moneyrail.billing.service
+import moneyrail.billing.service.changes
 import moneyrail.checkout.service
 import moneyrail.commerce.service
 import moneyrail.console.accounts

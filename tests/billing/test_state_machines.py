@@ -38,7 +38,7 @@ def test_every_invoice_status_has_its_transitions_and_paid_and_void_are_final():
 
 
 def test_every_change_status_has_its_transitions_and_only_unapplied_ones_move():
-    from moneyrail.billing.changes import CHANGE_TRANSITIONS
+    from moneyrail.billing.service.changes import CHANGE_TRANSITIONS
     from moneyrail.models.billing import CHANGE_STATUSES, UNAPPLIED_CHANGE_STATUSES, SubscriptionChange
 
     constraint = next(

@@ -14,7 +14,7 @@ from moneyrail.errors import InsufficientScope
 from moneyrail.kit.scopes import grants
 from moneyrail.processor.provider import routed
 
-from . import catalog, changes, distribution, service
+from . import catalog, distribution, service
 from .schemas import (
     ChangeCancel,
     ChangeCreate,
@@ -33,6 +33,7 @@ from .schemas import (
     SubscriptionInvoiceOut,
     SubscriptionOut,
 )
+from .service import changes
 
 router = APIRouter(route_class=MoneyrailRoute, tags=["billing"])
 ACCEPTED: dict[int | str, dict[str, Any]] = {

@@ -1,6 +1,7 @@
 """Billing's service (spec 2, 3, 4.M; CONVENTIONS.md §14), in modules: subscriptions (the records,
 their state machines, creating, reading, cancelling), collection (paid, failed, distributed, refunded),
-renewals (the engine's calendar, safety checks, sync) and checkout (what a subscription checkout shows).
+renewals (the engine's calendar, safety checks, sync), checkout (what a subscription checkout shows)
+and changes (subscription changes, imported as `billing.service.changes` by those that use them).
 Every public name stays importable from here, as other domains, the workers and the benchmark use it."""
 
 from __future__ import annotations

@@ -51,7 +51,7 @@ def _paid(invoice: SubscriptionInvoice, subscription: Subscription, now: datetim
     invoice.paid_at = now
     invoice.failure_code = None
     # an upgrade difference pays for the rest of the current period: the calendar stays (its change
-    # applies the new terms, billing/changes.py)
+    # applies the new terms, billing/service/changes.py)
     if invoice.billing_kind == "cycle" and invoice.cycle >= subscription.cycle:
         subscription.cycle = invoice.cycle
         subscription.current_period_start = invoice.period_start

@@ -9,9 +9,11 @@ outside any transaction: PostgreSQL commits it alone, with no BEGIN and COMMIT r
 Card numbers reach `tokenize_card` and go no further: a tokenized card keeps its scripted behaviour,
 brand, last4, expiry and fingerprint (processor/cards.py).
 
-The package: `processor.py` (the `SandboxProcessor` and its calls), `books.py` (a tenant's books and the
-keyed call), `charges.py` (authorizations, captures, the off-session batch, the cost), `transfers.py`
-(a batch's answers), `disputes.py` (the network's timetable and decision), `statements.py` (the SQL).
+The package: `processor.py` (the `SandboxProcessor` and its card calls), `transfer_calls.py` and
+`dispute_calls.py` (its transfers and payouts, its disputes), `calls.py` (the keyed call they all make,
+in its own transaction), `books.py` (a tenant's books and the keyed call's record), `charges.py`
+(authorizations, captures, the off-session batch, the cost), `transfers.py` (a batch's answers),
+`disputes.py` (the network's timetable and decision), `statements.py` (the SQL).
 """
 
 from .books import ALLOWED_FROM, Answer
@@ -27,14 +29,13 @@ from .disputes import (
     tenants_with_dispute_cards,
 )
 from .processor import (
-    CLOSED_BANK_ACCOUNT,
     NOT_YET_EXPIRED,
     REMEMBERED_CARDS,
     SANDBOX_CARD_COUNTRY,
-    TEST_BANK_ACCOUNT,
     CardKey,
     SandboxProcessor,
 )
+from .transfer_calls import CLOSED_BANK_ACCOUNT, TEST_BANK_ACCOUNT
 
 __all__ = [
     "ALLOWED_FROM",

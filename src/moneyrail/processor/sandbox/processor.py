@@ -6,7 +6,6 @@ from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any, NamedTuple
 
-import orjson
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from moneyrail.config import get_settings
@@ -19,7 +18,6 @@ from moneyrail.processor.interface import (
     Authorization,
     AuthorizationChoice,
     AuthorizationRequest,
-    BatchedTransfer,
     Capture,
     CardDetails,
     CardInput,
@@ -28,27 +26,18 @@ from moneyrail.processor.interface import (
     CardToken,
     ChargeAnswer,
     CostReport,
-    EvidenceFile,
-    NetworkDispute,
     NotSupported,
     OffSessionCharge,
-    PayoutResult,
-    ProcessorAccount,
     ProcessorAuthorizationRecord,
     ProcessorRefused,
-    ProcessorTransferRecord,
     ProcessorUnavailable,
     RefundResult,
     TokenizedAndAuthorized,
     TokenizedCard,
-    TransferRequest,
-    TransferResult,
-    TransferReversalResult,
 )
 
 from . import statements as sql
 from .books import (
-    Answer,
     AnsweredConcurrently,
     Books,
     dumps,
@@ -56,9 +45,7 @@ from .books import (
     injected_refusal,
     injected_unavailable,
     json_value,
-    keyed,
     open_books,
-    replay,
     sandbox_id,
 )
 from .charges import (
@@ -71,21 +58,8 @@ from .charges import (
     charge_one,
     processing_cost,
 )
-from .disputes import (
-    DISPUTE_CARD_HOURS,
-    DISPUTE_EVIDENCE_DAYS,
-    DISPUTE_FEE_AMOUNT,
-    DISPUTE_LOOKBACK_DAYS,
-    decide_dispute,
-    dispute_record,
-    network_dispute,
-)
-from .transfers import batch_answers, batched_answer, batched_replay
-
-# Sandbox bank accounts with a scripted outcome (CONVENTIONS.md §13), and the one a sandbox party has
-# when it gave none (an installation's own payouts, a merchant whose consent form left nothing due).
-CLOSED_BANK_ACCOUNT = "000111111116"
-TEST_BANK_ACCOUNT = "000123456789"
+from .dispute_calls import DisputeCalls
+from .transfer_calls import TransferCalls
 
 SANDBOX_CARD_COUNTRY = "US"
 
@@ -99,18 +73,13 @@ REMEMBERED_CARDS = 10_000
 CardKey = tuple[str, str, bool]  # token, installation, livemode
 
 
-class SandboxProcessor:
+class SandboxProcessor(TransferCalls, DisputeCalls):
     # every batch is one statement in the simulator's own books (interface.Processor.batches_calls)
     batches_calls = True
 
     def __init__(self, sessionmaker: async_sessionmaker[AsyncSession]) -> None:
-        self._sessionmaker = sessionmaker
+        super().__init__(sessionmaker)
         self._behaviours: dict[CardKey, str] = {}
-
-    @property
-    def sessionmaker(self) -> async_sessionmaker[AsyncSession]:
-        """The simulator's own pool (processor/provider.py reads the tenants' settings on it too)."""
-        return self._sessionmaker
 
     def _remember_behaviour(self, key: CardKey, behaviour: str) -> None:
         if len(self._behaviours) >= REMEMBERED_CARDS:
@@ -456,204 +425,6 @@ class SandboxProcessor:
             for row in rows
         ]
 
-    # transfers and payouts --------------------------------------------------------------------------
-    async def create_connected_account(
-        self,
-        tenant: Tenant,
-        *,
-        idempotency_key: str,
-        country: str,
-        email: str | None = None,
-        reference: str | None = None,
-        bank_account: str | None = None,
-    ) -> ProcessorAccount:
-        """The simulator keeps no accounts of its own: a connected account is known by moneyrail's id."""
-        return ProcessorAccount(reference or "")
-
-    async def create_transfer(
-        self,
-        tenant: Tenant,
-        *,
-        idempotency_key: str,
-        amount: int,
-        currency: str,
-        destination: str,
-        source_authorization_id: str | None = None,  # the simulator's balance never waits for funds
-    ) -> TransferResult:
-        request = {"amount": amount, "currency": currency, "destination": destination}
-
-        async def answer(_books: Books) -> dict[str, Any]:
-            return {"id": sandbox_id("sbx_tr"), **request}
-
-        answered = await self._call(tenant, "transfer", idempotency_key, request, answer)
-        return TransferResult(
-            answered["id"], answered["amount"], answered["currency"], answered["destination"]
-        )
-
-    async def create_transfers(
-        self, tenant: Tenant, *, idempotency_key: str, transfers: Sequence[TransferRequest]
-    ) -> list[BatchedTransfer]:
-        """The batch: each transfer recorded under its own key as `create_transfer` records it (so
-        reversals, reconciliation and the sandbox helpers see no difference), and the batch's answer
-        under the batch's key. An injected `transfer` fault is used up once by the whole call:
-        transient, nothing is made; permanent, every transfer not answered before under its own key is
-        refused (and that refusal recorded under its key).
-
-        Two statements, each committing by itself (no transaction to open and close): the stored answer
-        or the fault and what the transfers' own keys answered; then every new record at once, the
-        batch's only if all of its transfers' were written. A concurrent call that wrote first wins:
-        this one asks again and answers what was recorded."""
-        items = [
-            (t.idempotency_key, {"amount": t.amount, "currency": t.currency, "destination": t.destination})
-            for t in transfers
-        ]
-        request = {"transfers": [{"idempotency_key": key, **item} for key, item in items]}
-        owner = (tenant.installation_id, tenant.livemode)
-        async with autocommit_connection(self._sessionmaker) as connection:
-            stored = await connection.fetchrow(
-                sql.STORED_BATCH_OR_FAULT, *owner, idempotency_key, [key for key, _ in items]
-            )
-            if stored["operation_type"] is not None:
-                return batch_answers(replay(stored, "transfer_batch", request))
-            mode = stored["fault_mode"]
-            if mode == "transient":  # used up even though the call "failed"
-                raise injected_unavailable("transfer")
-            earlier = {row["key"]: row for row in json_value(stored["answered"])}
-            answers: list[dict[str, Any]] = []
-            new_records: list[tuple[str, dict[str, Any], dict[str, Any], bool]] = []
-            for key, item in items:
-                if key in earlier:
-                    answers.append(batched_replay(key, earlier[key], item))
-                    continue
-                if mode == "permanent":
-                    refusal = injected_refusal("transfer")
-                    response: dict[str, Any] = {"error": {"code": refusal.code, "message": refusal.message}}
-                else:
-                    response = {"id": sandbox_id("sbx_tr"), **item}
-                new_records.append((key, item, response, mode is None))
-                answers.append(batched_answer(key, response))
-            recorded = await connection.fetchval(
-                sql.RECORD_BATCH,
-                *owner,
-                idempotency_key,
-                orjson.dumps(request).decode(),
-                orjson.dumps({"transfers": answers}).decode(),
-                [key for key, _, _, _ in new_records],
-                [orjson.dumps(item).decode() for _, item, _, _ in new_records],
-                [orjson.dumps(response).decode() for _, _, response, _ in new_records],
-                [succeeded for _, _, _, succeeded in new_records],
-            )
-        if not recorded:  # a concurrent call answered first: its records are the answer
-            return await self.create_transfers(tenant, idempotency_key=idempotency_key, transfers=transfers)
-        return batch_answers({"transfers": answers})
-
-    async def reverse_transfer(
-        self, tenant: Tenant, *, idempotency_key: str, transfer_id: str, amount: int
-    ) -> TransferReversalResult:
-        request = {"transfer_id": transfer_id, "amount": amount}
-
-        async def answer(books: Books) -> dict[str, Any]:
-            # the transfer as this processor answered it, locked so two reversals of it take turns
-            transferred = await books.connection.fetchval(
-                sql.LOCK_TRANSFER, tenant.installation_id, tenant.livemode, transfer_id
-            )
-            if transferred is None:  # another tenant's transfer looks exactly like an unknown one
-                raise ProcessorRefused("no_such_transfer", f"No such transfer: {transfer_id}.")
-            reversed_already = await books.connection.fetchval(
-                sql.REVERSED, tenant.installation_id, tenant.livemode, transfer_id
-            )
-            if amount < 1 or amount > transferred - reversed_already:
-                raise ProcessorRefused(
-                    "amount_too_large", f"At most {transferred - reversed_already} can still be reversed."
-                )
-            return {"id": sandbox_id("sbx_trr"), **request}
-
-        answered = await self._call(tenant, "transfer_reversal", idempotency_key, request, answer)
-        return TransferReversalResult(answered["id"], answered["transfer_id"], answered["amount"])
-
-    async def create_payout(
-        self,
-        tenant: Tenant,
-        *,
-        idempotency_key: str,
-        amount: int,
-        currency: str,
-        bank_account: str,
-        connected_account: str | None = None,  # the simulator keeps no balance per account
-    ) -> PayoutResult:
-        request = {"amount": amount, "currency": currency, "bank_account": bank_account}
-
-        async def answer(_books: Books) -> dict[str, Any]:
-            if bank_account == CLOSED_BANK_ACCOUNT:
-                raise ProcessorRefused("account_closed", "The destination bank account is closed.")
-            return {"id": sandbox_id("sbx_po"), "status": "in_transit", **request}
-
-        answered = await self._call(tenant, "payout", idempotency_key, request, answer)
-        return PayoutResult(answered["id"], answered["amount"], answered["currency"], answered["status"])
-
-    async def reverse_payout(
-        self,
-        tenant: Tenant,
-        *,
-        idempotency_key: str,
-        payout_id: str,
-        amount: int,
-        currency: str,
-        connected_account: str | None = None,
-    ) -> PayoutResult:
-        request = {"payout_id": payout_id, "amount": amount, "currency": currency}
-
-        async def answer(_books: Books) -> dict[str, Any]:
-            return {"id": sandbox_id("sbx_po"), "status": "in_transit", **request}
-
-        answered = await self._call(tenant, "payout_reversal", idempotency_key, request, answer)
-        return PayoutResult(answered["id"], answered["amount"], answered["currency"], answered["status"])
-
-    async def list_transfers(self, tenant: Tenant) -> list[ProcessorTransferRecord]:
-        async with UnitOfWork(self._sessionmaker) as uow:
-            books = await open_books(uow, tenant)
-            rows = await books.connection.fetch(sql.TRANSFER_RECORDS, tenant.installation_id, tenant.livemode)
-        records = []
-        for row in rows:
-            amount, reversed_amount = int(row["amount"]), int(row["amount_reversed"])
-            status = row["status"] or ("reversed" if reversed_amount >= amount else "paid")
-            records.append(
-                ProcessorTransferRecord(
-                    row["id"], amount, row["currency"], row["destination"], status, reversed_amount
-                )
-            )
-        return records
-
-    # sandbox helpers: the processor's books go wrong, so reconciliation has something to find ----------
-    async def lose_transfer(self, tenant: Tenant, processor_id: str) -> bool:
-        async with UnitOfWork(self._sessionmaker) as uow:
-            books = await open_books(uow, tenant)
-            lost = await books.connection.fetchval(
-                sql.LOSE_TRANSFER, tenant.installation_id, tenant.livemode, processor_id
-            )
-            await uow.commit()
-        return lost is not None
-
-    async def alter_transfer(
-        self, tenant: Tenant, processor_id: str, *, amount: int | None, status: str | None
-    ) -> bool:
-        changes: dict[str, Any] = {}
-        if amount is not None:
-            changes["amount"] = amount
-        if status is not None:
-            changes["status"] = status
-        async with UnitOfWork(self._sessionmaker) as uow:
-            books = await open_books(uow, tenant)
-            altered = await books.connection.fetchval(
-                sql.ALTER_TRANSFER,
-                tenant.installation_id,
-                tenant.livemode,
-                processor_id,
-                orjson.dumps(changes).decode(),
-            )
-            await uow.commit()
-        return altered is not None
-
     # risk ------------------------------------------------------------------------------------------
     async def card_risk(self, tenant: Tenant, *, card_token: str) -> CardRisk:
         """The risk card (4100 0000 0000 0019) is `elevated`; all are issued in SANDBOX_CARD_COUNTRY."""
@@ -667,137 +438,6 @@ class SandboxProcessor:
             self._remember_behaviour(key, behaviour)
         level = "elevated" if behaviour == cards.RISK_REVIEW else "normal"
         return CardRisk(risk_level=level, country=SANDBOX_CARD_COUNTRY)
-
-    # disputes ---------------------------------------------------------------------------------------
-    async def open_dispute(
-        self, tenant: Tenant, *, authorization_id: str, amount: int, reason: str, as_of: datetime
-    ) -> NetworkDispute:
-        # one dispute per payment: the key is the authorization's, so a second opening is refused
-        return await self._open_dispute(tenant, authorization_id, amount, reason, as_of)
-
-    async def _open_dispute(
-        self, tenant: Tenant, authorization_id: str, amount: int | None, reason: str, as_of: datetime
-    ) -> NetworkDispute:
-        request = {"authorization_id": authorization_id, "amount": amount, "reason": reason}
-
-        async def answer(books: Books) -> dict[str, Any]:
-            row = await books.locked_authorization(authorization_id)
-            if row["status"] != "captured":
-                raise ProcessorRefused(
-                    "authorization_not_disputable", f"The authorization is {row['status']}."
-                )
-            disputable = row["amount_captured"] - row["amount_refunded"]
-            disputed = disputable if amount is None else amount
-            if not 1 <= disputed <= disputable:
-                raise ProcessorRefused("amount_too_large", f"At most {disputable} can be disputed.")
-            return {
-                "id": sandbox_id("sbx_dp"),
-                "authorization_id": authorization_id,
-                "amount": disputed,
-                "currency": row["currency"],
-                "reason": reason,
-                "fee_amount": DISPUTE_FEE_AMOUNT,
-                "opened_at": as_of.isoformat(),
-                "evidence_due_by": (as_of + timedelta(days=DISPUTE_EVIDENCE_DAYS)).isoformat(),
-            }
-
-        answered = await self._call(tenant, "dispute", f"dispute:{authorization_id}", request, answer)
-        return network_dispute(answered)
-
-    async def due_disputes(self, tenant: Tenant, *, as_of: datetime) -> list[NetworkDispute]:
-        async with UnitOfWork(self._sessionmaker) as uow:
-            books = await open_books(uow, tenant)
-            rows = await books.connection.fetch(
-                sql.DISPUTE_CARD_CAPTURES,
-                tenant.installation_id,
-                tenant.livemode,
-                as_of - timedelta(hours=DISPUTE_CARD_HOURS),
-                as_of - timedelta(days=DISPUTE_LOOKBACK_DAYS),
-            )
-        opened = []
-        for row in rows:
-            opened_at = row["captured_at"] + timedelta(hours=DISPUTE_CARD_HOURS)
-            try:
-                opened.append(await self._open_dispute(tenant, row["id"], None, "fraudulent", opened_at))
-            except ProcessorRefused:
-                continue  # refunded in full before the dispute came: nothing left to dispute
-        return opened
-
-    async def submit_dispute_evidence(
-        self,
-        tenant: Tenant,
-        *,
-        idempotency_key: str,
-        dispute_id: str,
-        evidence_text: str,
-        as_of: datetime,
-        evidence_files: Sequence[EvidenceFile] = (),  # the simulator decides on the text alone
-    ) -> None:
-        request = {"dispute_id": dispute_id, "evidence_text": evidence_text}
-
-        async def answer(books: Books) -> dict[str, Any]:
-            dispute = await dispute_record(books, dispute_id)
-            if as_of > datetime.fromisoformat(dispute["evidence_due_by"]):
-                raise ProcessorRefused("dispute_evidence_past_due", "The evidence deadline has passed.")
-            return {"dispute_id": dispute_id, "submitted_at": as_of.isoformat()}
-
-        await self._call(tenant, "dispute_evidence", idempotency_key, request, answer)
-
-    async def accept_dispute(
-        self, tenant: Tenant, *, idempotency_key: str, dispute_id: str, as_of: datetime
-    ) -> None:
-        request = {"dispute_id": dispute_id}
-
-        async def answer(books: Books) -> dict[str, Any]:
-            await dispute_record(books, dispute_id)
-            return {"dispute_id": dispute_id, "accepted_at": as_of.isoformat()}
-
-        await self._call(tenant, "dispute_acceptance", idempotency_key, request, answer)
-
-    async def dispute_outcome(self, tenant: Tenant, *, dispute_id: str, as_of: datetime) -> str | None:
-        async with UnitOfWork(self._sessionmaker) as uow:
-            books = await open_books(uow, tenant)
-            dispute = await dispute_record(books, dispute_id)
-            steps = await books.connection.fetch(
-                sql.DISPUTE_STEPS, tenant.installation_id, tenant.livemode, dispute_id
-            )
-        return decide_dispute(
-            dispute,
-            [
-                (row["operation_type"], json_value(row["request"]), json_value(row["response"]))
-                for row in steps
-            ],
-            as_of,
-        )
-
-    # ------------------------------------------------------------------------------------------------
-    async def _call(
-        self,
-        tenant: Tenant,
-        operation_type: str,
-        idempotency_key: str,
-        request: dict[str, Any],
-        answer: Answer,
-    ) -> dict[str, Any]:
-        """One keyed call in one transaction: the stored answer, or a fresh one recorded with its effects.
-
-        `answer` refuses (ProcessorRefused) before it changes anything, and locks what it changes, so a
-        refusal is recorded alone and concurrent calls on one authorization take turns.
-        """
-        failure: ProcessorUnavailable | ProcessorRefused | None = None
-        async with UnitOfWork(self._sessionmaker) as uow:
-            books = await open_books(uow, tenant)
-            try:
-                response = await keyed(books, operation_type, idempotency_key, request, answer)
-            except AnsweredConcurrently:
-                await uow.rollback()
-                return await self._call(tenant, operation_type, idempotency_key, request, answer)
-            except (ProcessorUnavailable, ProcessorRefused) as refused:
-                failure = refused  # recorded (or a fault used up, or a refusal replayed): commit first
-            await uow.commit()
-        if failure is not None:
-            raise failure
-        return response
 
 
 def _typed_digits(card: CardInput) -> CardDetails:

@@ -26,6 +26,8 @@ from typing import Any, cast
 import structlog
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from moneyrail.billing import catalog, repository
+from moneyrail.billing.schemas import ChangeCreate, SubscriptionChangeOut
 from moneyrail.disputes import service as disputes
 from moneyrail.engine.clock import tenant_now
 from moneyrail.engine.schedule import register_periodic
@@ -54,9 +56,7 @@ from moneyrail.processor import provider
 from moneyrail.processor.interface import Processor
 from moneyrail.sandbox.service import register_due_work
 
-from . import catalog, repository, service
-from .schemas import ChangeCreate, SubscriptionChangeOut
-from .service import collection
+from . import checkout, collection, subscriptions
 
 logger = structlog.get_logger("moneyrail.billing.changes")
 
@@ -193,7 +193,7 @@ async def create_change(
     session: AsyncSession, tenant: Tenant, subscription_id: str, command: ChangeCreate
 ) -> SubscriptionChange:
     """Quote an immutable proposal against the current `terms_version`; nothing changes or is charged."""
-    subscription = await service.get_subscription(session, tenant, subscription_id, lock=True)
+    subscription = await subscriptions.get_subscription(session, tenant, subscription_id, lock=True)
     if subscription.terms_version != command.expected_version:
         raise SubscriptionVersionConflict(
             f"expected_version {command.expected_version} is not this subscription's terms_version "
@@ -219,8 +219,8 @@ async def create_change(
     current_price = await catalog.get_price(session, tenant, subscription.price_id)
     price = await _new_price(session, tenant, subscription, current_price, command.price)
     quantity = command.quantity if command.quantity is not None else subscription.quantity
-    if not 1 <= quantity <= service.MAX_QUANTITY:
-        raise ParameterInvalid(f"quantity must be 1 to {service.MAX_QUANTITY}.", param="quantity")
+    if not 1 <= quantity <= subscriptions.MAX_QUANTITY:
+        raise ParameterInvalid(f"quantity must be 1 to {subscriptions.MAX_QUANTITY}.", param="quantity")
     if price.id == subscription.price_id and quantity == subscription.quantity:
         raise ParameterInvalid("This change names the current price and quantity: it changes nothing.")
     amount = await catalog.checked_total(session, tenant, price, quantity)
@@ -228,8 +228,8 @@ async def create_change(
     amount_due = 0
     if command.effective == "immediate" and switches_frequency(current_price, price):
         raise ParameterInvalid(
-            f"This price renews {service.frequency_of(price)}, the subscription "
-            f"{service.frequency_of(current_price)}: a change of billing frequency takes effect at the "
+            f"This price renews {checkout.frequency_of(price)}, the subscription "
+            f"{checkout.frequency_of(current_price)}: a change of billing frequency takes effect at the "
             "renewal, where the new period starts; schedule it with effective next_cycle.",
             param="effective",
         )
@@ -293,7 +293,7 @@ async def create_change(
 async def get_change(
     session: AsyncSession, tenant: Tenant, subscription_id: str, change_id: str, *, lock: bool = False
 ) -> SubscriptionChange:
-    subscription = await service.get_subscription(session, tenant, subscription_id)
+    subscription = await subscriptions.get_subscription(session, tenant, subscription_id)
     change = await repository.get_change(session, tenant, change_id, for_update=lock)
     if change is None or change.subscription_id != subscription.id:
         raise ResourceMissing(f"No such change: {change_id!r}", param="change")
@@ -303,7 +303,7 @@ async def get_change(
 async def list_changes(
     session: AsyncSession, tenant: Tenant, subscription_id: str, *, limit: int, after: Position | None
 ) -> Sequence[SubscriptionChange]:
-    subscription = await service.get_subscription(session, tenant, subscription_id)
+    subscription = await subscriptions.get_subscription(session, tenant, subscription_id)
     return await repository.list_changes(session, subscription.id, limit=limit, after=after)
 
 
@@ -329,7 +329,7 @@ async def _void_difference(
         )
     if payment.status != "canceled":
         await payments.cancel_payment_intent(session, tenant, processor, payment.id, "abandoned")
-    service.void_invoice(invoice)
+    subscriptions.void_invoice(invoice)
     await session.flush()
 
 
@@ -337,7 +337,7 @@ async def cancel_change(
     session: AsyncSession, tenant: Tenant, processor: Processor, subscription_id: str, change_id: str
 ) -> SubscriptionChange:
     """Withdraw an unapplied change (not a refund)."""
-    await service.get_subscription(session, tenant, subscription_id, lock=True)
+    await subscriptions.get_subscription(session, tenant, subscription_id, lock=True)
     change = await get_change(session, tenant, subscription_id, change_id, lock=True)
     now = await tenant_now(session, tenant)
     if shown_status(change, now) == "expired":
@@ -402,7 +402,7 @@ async def _cancel_with_subscription(
     await _announce(session, tenant, change, "subscription.change.canceled")
 
 
-service.register_on_end(_cancel_with_subscription)
+subscriptions.register_on_end(_cancel_with_subscription)
 
 
 # --- consent and application ---------------------------------------------------------------------------
@@ -417,7 +417,7 @@ async def _apply(
     _move(change, "applied", now)
     await session.flush()
     await _announce(session, tenant, change, "subscription.change.applied")
-    await service.announce_subscription(session, tenant, subscription)
+    await subscriptions.announce_subscription(session, tenant, subscription)
     logger.info("subscription_change_applied", subscription=subscription.id, change=change.id)
 
 
@@ -451,7 +451,7 @@ async def _apply_scheduled(session: AsyncSession, tenant: Tenant, subscription: 
     await _apply(session, tenant, subscription, change)
 
 
-service.register_before_renewal(_apply_scheduled)
+subscriptions.register_before_renewal(_apply_scheduled)
 
 
 async def _on_difference_paid(session: AsyncSession, tenant: Tenant, payment: PaymentIntent) -> None:
@@ -463,7 +463,7 @@ async def _on_difference_paid(session: AsyncSession, tenant: Tenant, payment: Pa
     change = await repository.change_for_invoice(session, invoice.id)
     if change is None or change.status != "awaiting_payment":
         return
-    subscription = await service.get_subscription(session, tenant, change.subscription_id, lock=True)
+    subscription = await subscriptions.get_subscription(session, tenant, change.subscription_id, lock=True)
     await _apply(session, tenant, subscription, change)
 
 
@@ -496,7 +496,7 @@ async def _open_difference(
             amount=change.amount_due,
             currency=subscription.currency,
             customer=subscription.customer_id,
-            distribution=service.cycle_distribution(snapshot, change.amount_due)
+            distribution=subscriptions.cycle_distribution(snapshot, change.amount_due)
             if snapshot is not None
             else None,
             description=f"Subscription {subscription.id}, change {change.id}",
@@ -530,7 +530,7 @@ async def _open_difference(
 
 async def checkout_terms(
     session: AsyncSession, tenant: Tenant, subscription_id: str, change_id: str
-) -> service.CheckoutTerms:
+) -> checkout.CheckoutTerms:
     """What a checkout for a change takes: an immediate change's difference (its `upgrade` invoice and
     payment, opened here once), or nothing for a next_cycle change (the page confirms the change)."""
     subscription = await repository.get_subscription(session, tenant, subscription_id, for_update=True)
@@ -563,12 +563,12 @@ async def checkout_terms(
             assert found is not None
             invoice = found
         invoice_id, payment_id = invoice.id, invoice.payment_intent_id
-    return service.CheckoutTerms(
+    return checkout.CheckoutTerms(
         subscription_id=subscription.id,
         invoice_id=invoice_id,
         payment_intent_id=payment_id,
-        frequency=service.frequency_of(price),
-        seller=await service.seller_of(session, tenant, subscription),
+        frequency=checkout.frequency_of(price),
+        seller=await checkout.seller_of(session, tenant, subscription),
         change_id=change.id,
     )
 
@@ -604,13 +604,13 @@ class ConfirmationTerms:
 async def confirmation_terms(
     session: AsyncSession, tenant: Tenant, subscription_id: str, change_id: str
 ) -> ConfirmationTerms:
-    subscription = await service.get_subscription(session, tenant, subscription_id)
+    subscription = await subscriptions.get_subscription(session, tenant, subscription_id)
     change = await get_change(session, tenant, subscription_id, change_id)
     price = await catalog.get_price(session, tenant, change.price_id)
     return ConfirmationTerms(
-        seller=await service.seller_of(session, tenant, subscription),
+        seller=await checkout.seller_of(session, tenant, subscription),
         amount=change.amount,
         currency=change.currency,
-        frequency=service.frequency_of(price),
+        frequency=checkout.frequency_of(price),
         applies_at=subscription.current_period_end,
     )

@@ -1,66 +1,32 @@
-"""Checkout sessions (spec 2, 3 and 4.N): a hosted page that takes one payment from a payer.
-
-A session's state machine is data:
-
-    open -> complete   its payment is paid (succeeded, or authorized for a manual capture)
-    open -> expired    30 minutes pass on the environment's clock (the sweep, a sandbox clock advance),
-                       or the expire operation; an unfinished one-off payment is cancelled with it,
-                       a payment another domain owns (an order, an invoice) is left to its owner, and
-                       the expire operation on an order-bound payment is refused (spec part 3)
-
-The checkout URL is a credential: 43 random base62 characters (256 bits), answered once at creation
-and kept only as a SHA-256. It stops working once the session is complete or expired, and the page
-refuses a session past `expires_at` even before the sweep has run.
-
-A returning browser confirms nothing: the page reads the payment's own status, and callers confirm an
-order on `payment_intent.succeeded` and by reading the payment (spec 4.N rule 5).
-
-How the page takes a new card depends on the environment's processor (CONVENTIONS.md §6): the sandbox
-simulator takes the digits typed into the page's own fields; anywhere else (every live environment, a
-sandbox on Stripe's test mode) the card is typed into Stripe.js's fields, goes from the payer's browser
-to Stripe, and the form posts only Stripe's token - typed card fields are refused there, unread.
-Bank authentication on Stripe (3-D Secure) needs Stripe.js's own `handleCardAction` in the page, which
-this page does not run yet (localstripe, the tests' Stripe, has none to test it against): a card that
-asks for it is let go - Stripe's authorization canceled, nothing charged - and the payer is told to
-use another card.
-"""
+"""The hosted checkout page: what it shows, and paying, returning from the bank and leaving it."""
 
 from __future__ import annotations
 
 import re
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Literal
 
 import structlog
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from moneyrail.billing import changes as billing_changes
 from moneyrail.billing import service as billing
+from moneyrail.billing.service import changes as billing_changes
+from moneyrail.checkout import repository
+from moneyrail.checkout.schemas import CheckoutPaymentForm
 from moneyrail.engine.clock import tenant_now
-from moneyrail.engine.schedule import register_periodic
 from moneyrail.errors import (
     CardDeclined,
-    CheckoutNotEnabled,
     Conflict,
     InvalidRequest,
-    MoneyrailError,
     ParameterInvalid,
     ParameterMissing,
-    ParametersExclusive,
     PaymentDeclined,
     ProcessorNotConfigured,
     ProcessorUnavailableError,
-    ReferencedResourceMissing,
-    ResourceMissing,
-    UrlNotRegistered,
 )
-from moneyrail.events.service import record_event
 from moneyrail.installations import service as installations
-from moneyrail.kit.clock import utcnow
 from moneyrail.kit.crypto import hash_secret
-from moneyrail.kit.ids import new_id, random_base62
 from moneyrail.kit.tenant import Tenant
 from moneyrail.models import CheckoutSession, PaymentIntent
 from moneyrail.payment_methods import service as methods
@@ -70,309 +36,10 @@ from moneyrail.payments.schemas import authentication_url
 from moneyrail.processor import provider
 from moneyrail.processor import settings as processor_choice
 from moneyrail.processor.interface import CardDetails, CardInput, CardToken, Processor
-from moneyrail.sandbox.service import register_due_work
 
-from . import repository
-from .schemas import CheckoutPaymentForm, CheckoutSessionCreate, render_checkout_session
+from .sessions import PAID, _complete, return_url
 
 logger = structlog.get_logger("moneyrail.checkout")
-
-SESSION_LIFETIME = timedelta(minutes=30)  # spec part 8
-TOKEN_LENGTH = 43  # 43 base62 characters carry 256 bits
-TRANSITIONS: dict[str, frozenset[str]] = {
-    "open": frozenset({"complete", "expired"}),
-    "complete": frozenset(),
-    "expired": frozenset(),
-}
-# A checkout is done once its payment is paid: captured, or authorized when the caller captures later
-# (the commerce flow of spec 4.B rule 3).
-PAID = frozenset({"succeeded", "requires_capture"})
-SWEEP_BATCH = 200
-SWEEP_SANDBOXES = 500
-
-
-def checkout_url(base_url: str, token: str) -> str:
-    return f"{base_url}/checkout/{token}"
-
-
-def return_url(base_url: str, checkout_id: str) -> str:
-    """Where the sandbox bank's page sends the payer back after authentication. It names the session,
-    not its token: the address is stored on the payment and shown in its events, where a credential
-    must not be. The payer's browser brings the token back in a cookie (see pages.py)."""
-    return f"{base_url}/checkout/return/{checkout_id}"
-
-
-def _move(checkout: CheckoutSession, status: str) -> None:
-    if status not in TRANSITIONS[checkout.status]:
-        raise Conflict(f"A checkout session cannot go from {checkout.status} to {status}.")
-    checkout.status = status
-    checkout.updated_at = utcnow()
-
-
-async def _announce(
-    session: AsyncSession, tenant: Tenant, checkout: CheckoutSession, event_type: str
-) -> None:
-    await record_event(session, tenant, event_type, render_checkout_session(checkout).model_dump(mode="json"))
-
-
-# --- payments owned by another domain ------------------------------------------------------------
-@dataclass(frozen=True)
-class PaymentOwner:
-    """Another domain owns the payment a session takes (a commerce order, a payment invoice): an expiry
-    revokes only the link and leaves the payment to its owner. `expire_refusal`, when set, refuses the
-    expire operation itself with that message (spec part 3: an order-bound payment)."""
-
-    kind: str
-    expire_refusal: str | None
-
-
-PaymentOwnerLookup = Callable[[AsyncSession, Tenant, str], Awaitable[PaymentOwner | None]]
-_payment_owners: list[PaymentOwnerLookup] = []
-
-
-def register_payment_owner(lookup: PaymentOwnerLookup) -> None:
-    if lookup not in _payment_owners:
-        _payment_owners.append(lookup)
-
-
-async def _owner_of(session: AsyncSession, tenant: Tenant, payment_id: str) -> PaymentOwner | None:
-    for lookup in _payment_owners:
-        owner = await lookup(session, tenant, payment_id)
-        if owner is not None:
-            return owner
-    return None
-
-
-# --- creating -----------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class CreatedCheckoutSession:
-    checkout: CheckoutSession
-    token: str  # answered once inside checkout_url, never stored
-
-
-async def _resolve_billing(
-    session: AsyncSession, tenant: Tenant, command: CheckoutSessionCreate
-) -> billing.CheckoutTerms | None:
-    """A subscription checkout takes the payment of the invoice it collects: the first one, or a failed
-    one named by `invoice` (a recovery, on the same payment), or a `change` the payer consents to (an
-    immediate change's difference, or no payment at all for a next_cycle one)."""
-    if command.change is not None:
-        if command.subscription is None:  # a change belongs to a subscription: a payment's names none
-            raise ReferencedResourceMissing(f"No such change: {command.change!r}", param="change")
-        if command.invoice is not None:
-            raise ParametersExclusive(
-                "A checkout takes either a change or an invoice, not both.", param="invoice"
-            )
-        return await billing_changes.checkout_terms(session, tenant, command.subscription, command.change)
-    if command.subscription is None:
-        if command.invoice is not None:
-            raise ReferencedResourceMissing(f"No such invoice: {command.invoice!r}", param="invoice")
-        return None
-    return await billing.checkout_terms(session, tenant, command.subscription, command.invoice)
-
-
-async def _payment_to_take(session: AsyncSession, tenant: Tenant, payment_id: str) -> PaymentIntent:
-    try:
-        payment = await payments.lock_payment_intent(session, tenant, payment_id)
-    except ResourceMissing:
-        raise ReferencedResourceMissing(
-            f"No such payment_intent: {payment_id!r}", param="payment_intent"
-        ) from None
-    if payment.status not in payments.CONFIRMABLE:
-        raise Conflict(
-            f"This payment is {payment.status}: a checkout takes a payment that still requires a payment "
-            "method or confirmation.",
-            param="payment_intent",
-        )
-    return payment
-
-
-async def create_checkout_session(
-    session: AsyncSession, tenant: Tenant, command: CheckoutSessionCreate
-) -> CreatedCheckoutSession:
-    settings = await installations.get_environment_settings(session, tenant)
-    if not settings.checkout_enabled:
-        raise CheckoutNotEnabled(
-            f"Hosted checkout is not enabled for this installation's {tenant.environment}; "
-            "the operator enables it (moneyrail settings set --checkout)."
-        )
-    if command.payment_intent is not None and command.subscription is not None:
-        raise ParametersExclusive(
-            "A checkout session takes either payment_intent or subscription, not both.", param="subscription"
-        )
-    if command.payment_intent is None and command.subscription is None:
-        raise ParameterMissing(
-            "A checkout session needs the payment_intent (or the subscription) it takes.",
-            param="payment_intent",
-        )
-    terms = await _resolve_billing(session, tenant, command)
-    for param, url in (("success_url", command.success_url), ("cancel_url", command.cancel_url)):
-        if url not in settings.return_urls:
-            raise UrlNotRegistered(
-                f"{param} {url!r} is not a return URL registered for this environment; the operator "
-                "registers each one exactly (moneyrail settings set --return-url).",
-                param=param,
-            )
-    payment_id = terms.payment_intent_id if terms is not None else command.payment_intent
-    # none for a next_cycle change: nothing is charged, the page confirms the change
-    payment = await _payment_to_take(session, tenant, payment_id) if payment_id is not None else None
-
-    token = random_base62(TOKEN_LENGTH)
-    now = utcnow()
-    checkout = CheckoutSession(
-        id=new_id("cs"),
-        installation_id=tenant.installation_id,
-        livemode=tenant.livemode,
-        payment_intent_id=payment.id if payment is not None else None,
-        subscription_id=terms.subscription_id if terms is not None else None,
-        change_id=terms.change_id if terms is not None else None,
-        invoice_id=terms.invoice_id if terms is not None else None,
-        title=command.title,
-        success_url=command.success_url,
-        cancel_url=command.cancel_url,
-        token_hash=hash_secret(token),
-        status="open",
-        expires_at=await tenant_now(session, tenant) + SESSION_LIFETIME,
-        updated_at=now,
-    )
-    await repository.add(session, checkout)
-    logger.info(
-        "checkout_session_created",
-        checkout_session=checkout.id,
-        payment_intent=checkout.payment_intent_id,
-        change=checkout.change_id,
-    )
-    return CreatedCheckoutSession(checkout, token)
-
-
-# --- reading ------------------------------------------------------------------------------------
-async def get_checkout_session(session: AsyncSession, tenant: Tenant, checkout_id: str) -> CheckoutSession:
-    checkout = await repository.get(session, tenant, checkout_id)
-    if checkout is None:
-        raise ResourceMissing(f"No such checkout session: {checkout_id!r}", param="checkout_session")
-    return checkout
-
-
-# --- completing and expiring -----------------------------------------------------------------------
-async def _complete(session: AsyncSession, tenant: Tenant, checkout: CheckoutSession) -> None:
-    _move(checkout, "complete")
-    checkout.completed_at = await tenant_now(session, tenant)
-    await session.flush()
-    await _announce(session, tenant, checkout, "checkout.session.completed")
-    logger.info("checkout_session_completed", checkout_session=checkout.id)
-
-
-async def _expire(
-    session: AsyncSession, tenant: Tenant, processor: Processor, checkout: CheckoutSession
-) -> None:
-    """The link stops working; a one-off payment nobody paid is cancelled with it.
-
-    A payment that another open session still offers is left to that session, and one that another
-    domain owns (register_payment_owner) to its owner. A subscription's checkout only loses its link:
-    the subscription and its invoice's payment stay (spec part 3).
-    """
-    if checkout.payment_intent_id is not None and checkout.subscription_id is None:
-        # the payment's lock first: a session being created for it meanwhile is counted, not orphaned
-        payment = await payments.lock_payment_intent(session, tenant, checkout.payment_intent_id)
-        unfinished = payment.status in payments.CANCELABLE and payment.status not in PAID
-        owned = await _owner_of(session, tenant, payment.id) is not None
-        if unfinished and not owned and await repository.count_other_open_for_payment(session, checkout) == 0:
-            await payments.cancel_payment_intent(session, tenant, processor, payment.id, "abandoned")
-    _move(checkout, "expired")
-    checkout.expired_at = await tenant_now(session, tenant)
-    await session.flush()
-    await _announce(session, tenant, checkout, "checkout.session.expired")
-    logger.info("checkout_session_expired", checkout_session=checkout.id)
-
-
-async def expire_checkout_session(
-    session: AsyncSession, tenant: Tenant, processor: Processor, checkout_id: str
-) -> CheckoutSession:
-    checkout = await repository.get(session, tenant, checkout_id, for_update=True)
-    if checkout is None:
-        raise ResourceMissing(f"No such checkout session: {checkout_id!r}", param="checkout_session")
-    if checkout.status != "open":
-        raise Conflict(f"This checkout session is {checkout.status}; only an open one can be expired.")
-    if checkout.payment_intent_id is not None:
-        await payments.lock_payment_intent(session, tenant, checkout.payment_intent_id)  # no bind meanwhile
-        owner = await _owner_of(session, tenant, checkout.payment_intent_id)
-        if owner is not None and owner.expire_refusal is not None:
-            raise Conflict(owner.expire_refusal)
-    await _expire(session, tenant, processor, checkout)
-    return checkout
-
-
-async def _settle_due(
-    session: AsyncSession, tenant: Tenant, processor: Processor, checkout: CheckoutSession
-) -> None:
-    """A session past its expiry: complete if its payment was paid meanwhile (the payer left the bank's
-    page without coming back), else expired."""
-    if checkout.payment_intent_id is not None:
-        payment = await payments.lock_payment_intent(session, tenant, checkout.payment_intent_id)
-        if payment.status in PAID:
-            await _complete(session, tenant, checkout)
-            return
-    await _expire(session, tenant, processor, checkout)
-
-
-async def _settle_due_sessions(
-    session: AsyncSession,
-    *,
-    tenant: Tenant | None,
-    livemode: bool | None,
-    now: datetime,
-    processor: Processor | None = None,
-) -> int:
-    due = await repository.due_open_sessions(
-        session, tenant=tenant, livemode=livemode, now=now, limit=SWEEP_BATCH
-    )
-    if not due:
-        return 0
-    network = processor or provider.routed()
-    settled = 0
-    for checkout in due:
-        owner = Tenant(checkout.installation_id, checkout.livemode)
-        checkout_id = checkout.id
-        try:
-            async with session.begin_nested():  # one session's failure leaves the others settled
-                await _settle_due(session, owner, network, checkout)
-        except MoneyrailError as error:  # the network did not answer, or the payment moved meanwhile
-            logger.warning("checkout_expiry_deferred", checkout_session=checkout_id, code=error.code)
-            continue  # the next sweep tries again
-        settled += 1
-    return settled
-
-
-async def expire_due_sessions(
-    session: AsyncSession, tenant: Tenant, now: datetime, *, processor: Processor | None = None
-) -> int:
-    """Due work of a sandbox clock advance: the tenant's sessions past expiry at `now`."""
-    return await _settle_due_sessions(session, tenant=tenant, livemode=None, now=now, processor=processor)
-
-
-async def sweep(session: AsyncSession, *, processor: Processor | None = None) -> int:
-    """The scheduler's sweep: live sessions on real time, each sandbox on its own clock.
-
-    A session due while a payer holds it (paying right now) is skipped and settled by the next sweep.
-    """
-    settled = await _settle_due_sessions(
-        session, tenant=None, livemode=True, now=utcnow(), processor=processor
-    )
-    for installation_id in await repository.installations_with_open_sandbox_sessions(
-        session, SWEEP_SANDBOXES
-    ):
-        sandbox = Tenant(installation_id, False)
-        now = await tenant_now(session, sandbox)
-        settled += await expire_due_sessions(session, sandbox, now, processor=processor)
-    return settled
-
-
-async def _sweep(session: AsyncSession) -> int:
-    return await sweep(session)
-
-
-register_periodic("checkout.expiry", timedelta(seconds=30), _sweep)
-register_due_work("checkout.expiry", expire_due_sessions)
 
 
 # --- the hosted page ------------------------------------------------------------------------------
