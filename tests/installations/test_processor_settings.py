@@ -56,7 +56,8 @@ def shown(servers: Servers, stripe: StripeServers, installation: str, environmen
 def stored_columns(db: Any, installation: str, livemode: bool) -> tuple[Any, ...]:
     row = db.execute(
         "SELECT processor, processor_key, processor_key_hint, processor_webhook_secret, "
-        "processor_connect_webhook_secret FROM environment_settings WHERE installation_id = %s AND livemode = %s",
+        "processor_connect_webhook_secret FROM environment_settings "
+        "WHERE installation_id = %s AND livemode = %s",
         (installation, livemode),
     ).fetchone()
     return tuple(row)
