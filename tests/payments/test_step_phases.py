@@ -396,3 +396,42 @@ def test_a_review_approval_captures_in_phases(servers: Servers, api, db, tenant)
     assert (after["status"], after["amount_received"]) == ("succeeded", 2000)
     assert claim_of(db, payment["id"]) == (None, None)
     assert event_types(api, payment["id"]).count("payment_intent.succeeded") == 1
+
+
+def test_expiring_a_checkout_cancels_its_payment_at_the_processor_holding_no_transaction_or_lock(
+    servers: Servers, api, db, bridge, tenant
+):
+    """The payer left the bank's page of a hosted checkout; the merchant expires the session: the
+    payment's authorization is cancelled at the processor in phases."""
+    enable_checkout(bridge, api.keys)
+    payment = create_payment(api, 2600)
+    checkout = create_session(api, payment["id"])
+    page = "/checkout/" + checkout["checkout_url"].rsplit("/checkout/", 1)[1]
+    left = httpx.post(f"{api.base_url}{page}", data=card_form(AUTHENTICATE), timeout=30)
+    assert left.status_code == 303, left.text  # to the bank's page, which the payer never answers
+    assert api.get(f"/v1/payment-intents/{payment['id']}").json()["status"] == "requires_action"
+    path = f"/v1/checkout-sessions/{checkout['id']}/expire"
+    with (
+        web_process(servers, "web-step-phases-expire", MONEYRAIL_SANDBOX_LATENCY_MS=SLOW_CALL_MS) as (
+            url,
+            web,
+        ),
+        httpx.Client(base_url=url, headers={"Authorization": f"Bearer {tenant.secret}"}) as slow,
+    ):
+        thread, outcome = in_background(lambda: slow.post(path, json={}, timeout=60))
+        wait_for(lambda: claim_of(db, payment["id"])[0] is not None, timeout=30)
+        assert [(pid, state) for pid, state in backends_of(db, servers, web) if state != "idle"] == []
+        with psycopg.connect(libpq_url(servers.database_url)) as other:
+            for table, row_id in (("checkout_sessions", checkout["id"]), ("payment_intents", payment["id"])):
+                locked = other.execute(f"SELECT id FROM {table} WHERE id = %s FOR UPDATE NOWAIT", (row_id,))
+                assert locked.fetchall() == [(row_id,)]
+            other.rollback()
+        assert session_status(api, checkout) == "open"  # as before the call, until it answers
+        thread.join(60)
+    expired = outcome["response"]
+    assert expired.status_code == 200, expired.text
+    assert expired.json()["status"] == "expired"
+    after = api.get(f"/v1/payment-intents/{payment['id']}").json()
+    assert (after["status"], after["cancellation_reason"]) == ("canceled", "abandoned")
+    assert claim_of(db, payment["id"]) == (None, None)
+    assert event_types(api, payment["id"]).count("payment_intent.canceled") == 1
