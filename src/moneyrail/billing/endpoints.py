@@ -12,7 +12,7 @@ from moneyrail.api.routing import MoneyrailRoute, scoped
 from moneyrail.engine.schemas import OperationOut, render_operation
 from moneyrail.errors import InsufficientScope
 from moneyrail.kit.scopes import grants
-from moneyrail.processor.provider import routed
+from moneyrail.payments import phases
 
 from . import catalog, distribution, service
 from .schemas import (
@@ -275,15 +275,16 @@ async def cancel_subscription(
     `active` with `cancel_at_period_end`, and renewals stop. No refund either way; access lasts until
     `access_until`.
     """
-    session = request_session(request)
-    canceled = await service.cancel_subscription(
-        session,
-        principal.tenant,
-        routed(),
-        subscription,
-        at_period_end=(body or SubscriptionCancel()).at_period_end,
+    tenant, at_period_end = principal.tenant, (body or SubscriptionCancel()).at_period_end
+    canceled = await phases.run_request_step(  # its payments' cancels outside any transaction
+        request,
+        tenant,
+        None,
+        lambda session, processor: service.cancel_subscription(
+            session, tenant, processor, subscription, at_period_end=at_period_end
+        ),
     )
-    return await service.subscription_view(session, principal.tenant, canceled)
+    return await service.subscription_view(request_session(request), tenant, canceled)
 
 
 @router.post("/subscriptions/{subscription}/resume", response_model=SubscriptionOut)
@@ -395,9 +396,14 @@ async def cancel_subscription_change(
     Not a refund: an immediate change's unpaid difference is cancelled with it; a difference whose
     payment is still processing must be clarified first (409).
     """
-    session = request_session(request)
-    canceled = await changes.cancel_change(session, principal.tenant, routed(), subscription, change)
-    return await changes.change_view(session, principal.tenant, canceled)
+    tenant = principal.tenant
+    canceled = await phases.run_request_step(  # the difference's cancel outside any transaction
+        request,
+        tenant,
+        None,
+        lambda session, processor: changes.cancel_change(session, tenant, processor, subscription, change),
+    )
+    return await changes.change_view(request_session(request), tenant, canceled)
 
 
 # --- distribution versions ---------------------------------------------------------------------------

@@ -4,11 +4,10 @@ from typing import Annotated
 
 from fastapi import APIRouter, Request
 
-from moneyrail.api.context import Principal, request_session, request_uow
+from moneyrail.api.context import Principal, request_session
 from moneyrail.api.openapi import CHARGES_CARD
 from moneyrail.api.routing import MoneyrailRoute, scoped
 from moneyrail.payments import phases
-from moneyrail.processor.provider import processor_for
 from moneyrail.web import public_base_url
 
 from . import service
@@ -64,13 +63,11 @@ async def expire_checkout_session(
 
     Revoke the link of an open session; its unfinished one-off payment is cancelled (`abandoned`).
     """
-    uow, tenant = request_uow(request), principal.tenant
-    checkout = await phases.run_in_phases(  # the payment's cancel outside any transaction
-        uow,
-        await processor_for(uow, tenant),
+    tenant = principal.tenant
+    checkout = await phases.run_request_step(  # the payment's cancel outside any transaction
+        request,
         tenant,
         None,
-        phases.request_token(request, tenant),
         lambda session, processor: service.expire_checkout_session(
             session, tenant, processor, checkout_session
         ),

@@ -4,13 +4,12 @@ from typing import Annotated
 
 from fastapi import APIRouter, Depends, Request
 
-from moneyrail.api.context import Principal, request_session, request_uow
+from moneyrail.api.context import Principal, request_session
 from moneyrail.api.openapi import CALLS_PROCESSOR, CHARGES_CARD
 from moneyrail.api.pagination import ListEnvelope, PageRequest, list_envelope, page_request
 from moneyrail.api.routing import MoneyrailRoute, scoped
 from moneyrail.config import API_VERSIONS
 from moneyrail.payments import phases
-from moneyrail.processor.provider import processor_for
 
 from . import service
 from .schemas import ApiBaseOut, OrderBind, OrderCreate, OrderOut, OrderTransition, render_order
@@ -88,13 +87,11 @@ async def start_preparation(
 
     Captures the authorized payment (the card network may refuse or not answer); the order is `preparing`.
     """
-    uow, tenant = request_uow(request), principal.tenant
-    prepared = await phases.run_in_phases(  # the payment's call outside any transaction
-        uow,
-        await processor_for(uow, tenant),
+    tenant = principal.tenant
+    prepared = await phases.run_request_step(  # the payment's call outside any transaction
+        request,
         tenant,
         None,
-        phases.request_token(request, tenant),
         lambda session, processor: service.start_preparation(
             session, tenant, processor, order, body.expected_version
         ),
@@ -114,13 +111,11 @@ async def cancel_order(
     Cancels the order and, with it, the payment's authorization (released at the processor, nothing
     captured).
     """
-    uow, tenant = request_uow(request), principal.tenant
-    canceled = await phases.run_in_phases(  # the payment's call outside any transaction
-        uow,
-        await processor_for(uow, tenant),
+    tenant = principal.tenant
+    canceled = await phases.run_request_step(  # the payment's call outside any transaction
+        request,
         tenant,
         None,
-        phases.request_token(request, tenant),
         lambda session, processor: service.cancel_order(
             session, tenant, processor, order, body.expected_version
         ),

@@ -52,6 +52,7 @@ import structlog
 from fastapi import Request
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from moneyrail.api.context import request_uow
 from moneyrail.api.idempotency import HEADER
 from moneyrail.db.raw import driver_connection, lone_statement_connection
 from moneyrail.db.uow import UnitOfWork
@@ -69,6 +70,7 @@ from moneyrail.processor.interface import (
     TokenizedCard,
     authorize_as_asked,
 )
+from moneyrail.processor.provider import processor_for
 from moneyrail.processor.sandbox import SandboxProcessor
 
 logger = structlog.get_logger("moneyrail.payments")
@@ -343,3 +345,16 @@ async def release_expired_claims(session: AsyncSession) -> int:
     for row in cleared:
         logger.warning("payment_processor_call_expired", payment_intent=row["id"])
     return len(cleared)
+
+
+async def run_request_step(
+    request: Request,
+    tenant: Tenant,
+    payment_id: str | None,
+    step: Callable[[AsyncSession, Processor], Awaitable[T]],
+) -> T:
+    """`run_in_phases` for a request's step: its unit of work, the tenant's processor (403 when a live
+    environment has none) and the request's claim token."""
+    uow = request_uow(request)
+    processor = await processor_for(uow, tenant)
+    return await run_in_phases(uow, processor, tenant, payment_id, request_token(request, tenant), step)
