@@ -36,8 +36,11 @@ from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from moneyrail.db.raw import (
     UNIT_OF_WORK_SESSION,
+    driver_transaction_open,
     end_driver_transaction,
+    engine_of,
     forget_driver_connection,
+    holds_connection,
     release_bound_connection,
 )
 
@@ -133,6 +136,23 @@ class UnitOfWork:
             await session.close()
         finally:
             await release_bound_connection(session)
+            # used again (payments/phases.py: a step's choice run during a processor exchange), it takes
+            # a connection of the pool's, which `end_detached` gives back
+            session.bind = self.engine
+
+
+async def end_detached(session: AsyncSession) -> None:
+    """A session `end_transaction` let go of and used again since (a read): what it began rolled back,
+    its connection back in the pool. No I/O when it was not used again."""
+    if not (session.in_transaction() or driver_transaction_open(session) or holds_connection(session)):
+        return
+    forget_driver_connection(session)
+    try:
+        await rollback(session)
+        await session.close()
+    finally:
+        await release_bound_connection(session)
+        session.bind = engine_of(session)
 
 
 async def commit(session: AsyncSession) -> None:
