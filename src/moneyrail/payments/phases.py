@@ -360,6 +360,8 @@ async def _phased(
         try:
             result = await step(session, cast(Processor, replaying))
         except CallNeeded as needed:
+            # what the run loaded stays readable for an exchange's choice (a rollback expires its rows)
+            session.expunge_all()
             await uow.end_transaction(commit=False)  # nothing half done; the lock and connection go
             state.payment = None
             if len(answers) >= MAX_CALLS:  # a step whose calls differ at each run would never end
