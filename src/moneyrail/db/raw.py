@@ -135,11 +135,6 @@ async def end_driver_transaction(session: AsyncSession, *, commit: bool) -> None
     await adapted._call_and_discard(transaction.commit if commit else transaction.rollback)
 
 
-def holds_connection(session: AsyncSession) -> bool:
-    """Whether `driver_connection` bound a pooled connection to the session (not released yet)."""
-    return session.info.get(_OWNED) is not None
-
-
 async def release_bound_connection(session: AsyncSession) -> None:
     """Back to the pool (rolled back there if a transaction is still open), after the session closed."""
     owned: AsyncConnection | None = session.info.pop(_OWNED, None)

@@ -36,11 +36,8 @@ from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from moneyrail.db.raw import (
     UNIT_OF_WORK_SESSION,
-    driver_transaction_open,
     end_driver_transaction,
-    engine_of,
     forget_driver_connection,
-    holds_connection,
     release_bound_connection,
 )
 
@@ -118,41 +115,28 @@ class UnitOfWork:
             await rollback(self._session)
 
     async def end_transaction(self, *, commit: bool) -> None:
-        """Commit (or roll back) and give the connection back to the pool; the unit of work stays open
-        and its next use of `session` makes a new session. For a request that calls an outside system
-        between two transactions (payments/phases.py): nothing of the database is held meanwhile, and
-        what the first session loaded is detached."""
+        """Commit (or roll back) and give the connection back to the pool; the unit of work stays open.
+        For a request that calls an outside system between two transactions (payments/phases.py):
+        nothing of the database is held meanwhile, and what the session loaded is detached. The session
+        stays the unit of work's (making one costs more than a statement): its next use begins a new
+        transaction, on a connection of the pool's. No I/O when no transaction was begun."""
         self._require_open()
         session = self._session
         if session is None:
             return
         if commit:
             await self.commit()
-        else:
+        elif session.in_transaction():
             await self.rollback()
-        self._session = None
+        else:  # the ORM began nothing: its rollback would be a greenlet hop for nothing
+            forget_driver_connection(session)
+            await end_driver_transaction(session, commit=False)
         forget_driver_connection(session)
         try:
-            await session.close()
+            session.sync_session.close()  # its transaction ended above: no I/O
         finally:
             await release_bound_connection(session)
-            # used again (payments/phases.py: a step's choice run during a processor exchange), it takes
-            # a connection of the pool's, which `end_detached` gives back
-            session.bind = self.engine
-
-
-async def end_detached(session: AsyncSession) -> None:
-    """A session `end_transaction` let go of and used again since (a read): what it began rolled back,
-    its connection back in the pool. No I/O when it was not used again."""
-    if not (session.in_transaction() or driver_transaction_open(session) or holds_connection(session)):
-        return
-    forget_driver_connection(session)
-    try:
-        await rollback(session)
-        await session.close()
-    finally:
-        await release_bound_connection(session)
-        session.bind = engine_of(session)
+            session.bind = self.engine  # not the connection just given back
 
 
 async def commit(session: AsyncSession) -> None:

@@ -17,10 +17,10 @@ on the network. `run_in_phases` runs the step's own function (service.py) in tur
    (derived from the payment and its step), its answer (or refusal, or outage) kept in memory. A new
    card's `tokenize_and_authorize` is one such call, as in one transaction: the processor's exchange,
    with the step's own choice of authorization (its risk screens, their `card_risk` call made and kept
-   too) run in between. That choice ran before against the rolled-back transaction's rows; what it
-   reads of the database now, it reads in a transaction of its own that ends before the choice returns
-   and before any call it makes (`_Exchange`), so nothing is held on the network there either. A
-   choice that fails there (it needed what the rolled-back transaction held) aborts the exchange before
+   too) run in between, on the rows the rolled-back run loaded (kept readable). What it reads of the
+   database there, it reads in a transaction of its own that ends before the choice returns and before
+   any call it makes (`Replaying._exchange`), so nothing is held on the network there either. A choice
+   that fails there (say, it needed what the rolled-back transaction held) ends the exchange before
    anything is authorized, and the step goes on one call a phase (`tokenize_card`, `card_risk`,
    `authorize`).
 3. back to 1 with the answers, until the step runs through: that last transaction records what the
@@ -64,7 +64,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from moneyrail.api.idempotency import HEADER
 from moneyrail.db.raw import driver_connection, lone_statement_connection
-from moneyrail.db.uow import UnitOfWork, end_detached
+from moneyrail.db.uow import UnitOfWork
 from moneyrail.errors import Conflict, MoneyrailError
 from moneyrail.kit.clock import utcnow
 from moneyrail.kit.tenant import Tenant
@@ -198,7 +198,7 @@ class Replaying:
     ) -> None:
         self._answers = answers
         self._state = state
-        self._give_back = give_back  # ends what the run's session began again since its rollback
+        self._give_back = give_back  # ends what the session began since the run's rollback, if anything
         self._live: Processor | None = None
 
     def __getattr__(self, name: str) -> Callable[..., Awaitable[Any]]:
@@ -356,7 +356,7 @@ async def _phased(
     while True:
         state.payment = None
         session = uow.session
-        replaying = Replaying(answers, state, partial(end_detached, session))
+        replaying = Replaying(answers, state, partial(uow.end_transaction, commit=False))
         try:
             result = await step(session, cast(Processor, replaying))
         except CallNeeded as needed:
@@ -374,7 +374,6 @@ async def _phased(
             try:
                 await needed.make(processor)
             except BaseException:
-                await end_detached(session)
                 await _release_after(uow, state, keeps_effect=False)
                 raise
             continue
