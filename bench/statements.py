@@ -6,7 +6,7 @@ tests/sql_counter.py, a wire-protocol proxy that counts every statement it execu
 simple Query messages, with their SQL) and every round trip (Sync and Query). The sandbox processor's
 pool goes through it too (its statements name `sandbox_` tables; its BEGIN and COMMIT cannot be told apart).
 
-    .venv/bin/python bench/statements.py [--payments 20]
+    .venv/bin/python bench/statements.py [--payments 20] [--processor-latency-ms 1]
 
 A fresh database, `moneyrail migrate`, one installation and key, the server warmed up with a few
 payments (prepared statements cached), then `--payments` sequences one after the other; the count per
@@ -14,6 +14,10 @@ step is the mean, and the statements of the last sequence are printed with their
 process's CPU per payment step and per customer, one request at a time (no queueing). Records
 `results/statements-latest.json` and a row of `results/statements-history.csv`.
 tests/payments/test_statement_budget.py holds the same counts as a budget.
+
+`--processor-latency-ms L` puts the sandbox behind its network model (L ms a call, no jitter), so the
+confirm and capture run in atomic phases (payments/phases.py): their counts are then the phased path's
+(the server's CPU per step is still its own: the waits cost none). Records nothing (a different path).
 """
 
 from __future__ import annotations
@@ -78,12 +82,17 @@ def is_processor(text: str) -> bool:
     return any(f" {table}" in text for table in SANDBOX_TABLES)
 
 
-def measure(payments: int, database: str = BENCH_DATABASE) -> dict[str, Any]:
+def measure(payments: int, database: str = BENCH_DATABASE, latency_ms: float = 0.0) -> dict[str, Any]:
     with harness.run_context(database) as run:
         upstream = make_url(run.services.database_url)
         with StatementCounter(upstream.host or "127.0.0.1", upstream.port or 5432) as counter:
             proxied = upstream.set(host="127.0.0.1", port=counter.port).render_as_string(hide_password=False)
             env = {**run.env, "DATABASE_URL": proxied}
+            if latency_ms > 0:
+                env |= {
+                    "MONEYRAIL_SANDBOX_LATENCY_MS": str(latency_ms),
+                    "MONEYRAIL_SANDBOX_LATENCY_JITTER_MS": "0",
+                }
             server = harness.start_moneyrail(run.processes, env)
             for _ in range(5):  # warm-up: pools filled, statements prepared
                 one_payment(server.base_url, run.secret, counter)
@@ -159,12 +168,20 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--payments", type=int, default=20, help="measured sequences")
     parser.add_argument("--database", default=BENCH_DATABASE, help="dropped and created for the run")
+    parser.add_argument(
+        "--processor-latency-ms",
+        type=float,
+        default=0.0,
+        help="the sandbox behind its network model, this far away: the phased path's counts (not recorded)",
+    )
     harness.add_record_options(parser)
     args = parser.parse_args(argv)
+    if args.processor_latency_ms > 0:
+        args.record = False
     started = datetime.now(UTC)
     result = {"benchmark": "statements", "started_at": started.isoformat(timespec="seconds")}
     result |= {"machine": harness.host_info(), "software": harness.software_info()}
-    result |= measure(args.payments, args.database)
+    result |= measure(args.payments, args.database, args.processor_latency_ms)
     print_result(result)
     if args.record:
         path = harness.record("statements", result, history_figures(result), args.note)

@@ -32,8 +32,34 @@ from tests.sql_counter import StatementCounter, Tally
 BUDGET = {"create": 1, "confirm": 5, "capture": 6, "customer": 1, "customer_without_key": 1}
 
 
+# The same steps on an outside processor (the sandbox behind its network model, 1 ms away), in atomic
+# phases (payments/phases.py), each run of the step a transaction of its own:
+# - confirm: the first run (BEGIN, the key's claim with the payment's lock, ROLLBACK); the payment's claim
+#   (a lone UPDATE); the sandbox's tokenizing and authorization, in one exchange; the last run (BEGIN,
+#   the lock, the one write that also ends the claim, COMMIT);
+# - capture: the same, with the facts read in each run and the sandbox's capture between them.
+PHASED_BUDGET = {"confirm": 9, "capture": 11}
+# the step's runs: its first, rolled back, and its last (a new card is tokenized, screened and
+# authorized in one phase)
+PHASED_RUNS = {"confirm": 2, "capture": 2}
+
+
 @pytest.fixture(scope="module")
 def counted_web(servers: Servers) -> Iterator[tuple[str, StatementCounter]]:
+    yield from _counted_web(servers, "web-counted")
+
+
+@pytest.fixture(scope="module")
+def counted_phased_web(servers: Servers) -> Iterator[tuple[str, StatementCounter]]:
+    yield from _counted_web(
+        servers,
+        "web-counted-phased",
+        MONEYRAIL_SANDBOX_LATENCY_MS="1",
+        MONEYRAIL_SANDBOX_LATENCY_JITTER_MS="0",
+    )
+
+
+def _counted_web(servers: Servers, log_name: str, **env: str) -> Iterator[tuple[str, StatementCounter]]:
     upstream = make_url(servers.database_url)
     # the embedded server is reached through its socket folder (`?host=`), the machine's over TCP
     socket_folder = upstream.query.get("host")
@@ -51,10 +77,11 @@ def counted_web(servers: Servers) -> Iterator[tuple[str, StatementCounter]]:
         process = Process.start(
             "web",
             servers,
-            OUTPUT_DIR / "web-counted.log",
+            OUTPUT_DIR / f"{log_name}.log",
             MONEYRAIL_PORT=str(port),
             DATABASE_URL=proxied,
             MONEYRAIL_KEY_CACHE_SECONDS="600",
+            **env,
         )
         base_url = f"http://127.0.0.1:{port}"
         try:
@@ -190,3 +217,32 @@ def test_a_create_without_a_key_is_one_statement(
     (statement,) = counter.take().statements
     assert "INSERT INTO payment_intents" in statement and "INSERT INTO events" in statement, statement
     assert "idempotency_records" not in statement, statement
+
+
+def test_a_payment_in_phases_runs_each_step_twice_and_ends_its_claim_in_its_last_write(
+    counted_phased_web: tuple[str, StatementCounter], bridge: Any
+) -> None:
+    """On an outside processor: a confirm with a new card runs the step twice (the exchange with the
+    processor is one phase, not one per call: tokenize, card risk, authorize), a capture twice; the
+    claim is one lone UPDATE, and ends in the step's last write, not in a statement of its own."""
+    base_url, counter = counted_phased_web
+    keys = create_tenant(bridge)
+    payment_and_customer(base_url, keys, counter, "warm")
+    measured = payment_and_customer(base_url, keys, counter, "counted")
+    for step, budget in PHASED_BUDGET.items():
+        texts = measured[step].statements
+        assert len(texts) <= budget, (step, len(texts), sorted(measured[step].by_text().items()))
+        runs = [text for text in texts if "pg_try_advisory_xact_lock" in text and "FOR UPDATE OF p" in text]
+        assert len(runs) == PHASED_RUNS[step], (step, texts)
+        rollbacks = [text for text in texts if text.startswith("ROLLBACK")]
+        assert len(rollbacks) == PHASED_RUNS[step] - 1, (step, texts)
+        claims = [text for text in texts if "SET processor_call = $4" in text]
+        assert len(claims) == 1, (step, texts)
+        assert not [text for text in texts if "SET processor_call = NULL" in text], (step, texts)
+        (last,) = [text for text in texts if "INSERT INTO idempotency_records" in text]
+        assert "processor_call" in last, last
+    # the sandbox tokenizes and authorizes the new card in one statement, as in one transaction
+    assert any(
+        "INSERT INTO sandbox_cards" in text and "INSERT INTO sandbox_authorizations" in text
+        for text in measured["confirm"].statements
+    ), measured["confirm"].statements

@@ -9,6 +9,7 @@ capture, one succeeded event, the ledger whole."""
 from __future__ import annotations
 
 import os
+import secrets
 import signal
 import threading
 from collections.abc import Iterator
@@ -435,3 +436,72 @@ def test_expiring_a_checkout_cancels_its_payment_at_the_processor_holding_no_tra
     assert (after["status"], after["cancellation_reason"]) == ("canceled", "abandoned")
     assert claim_of(db, payment["id"]) == (None, None)
     assert event_types(api, payment["id"]).count("payment_intent.canceled") == 1
+
+
+def value_list(api: httpx.Client, item_type: str, action: str, value: str) -> None:
+    created = api.post(
+        "/v1/radar/value-lists",
+        json={
+            "alias": f"phases_{action}_{secrets.token_hex(4)}",
+            "name": f"{action} in phases",
+            "item_type": item_type,
+            "action": action,
+        },
+    )
+    assert created.status_code == 200, created.text
+    added = api.post(f"/v1/radar/value-lists/{created.json()['id']}/items", json={"value": value})
+    assert added.status_code == 200, added.text
+
+
+def test_a_new_card_is_tokenized_screened_and_authorized_in_one_phase_holding_nothing_meanwhile(
+    servers: Servers, api, db, tenant: TenantKeys
+):
+    """A confirm with a new card makes the processor's `tokenize_and_authorize` exchange in one phase, the
+    step's risk screen run in between (its `card_risk` call, the customer's e-mail and the value lists
+    read there): while the exchange is on the network the web process holds no transaction, lock or
+    busy connection; a listed e-mail is declined as fraudulent with nothing authorized, another opens a
+    review, and neither falls back to one call a phase."""
+    tag = secrets.token_hex(4)
+    blocked = api.post("/v1/customers", json={"email": f"blocked-{tag}@example.com"}).json()
+    reviewed = api.post("/v1/customers", json={"email": f"reviewed-{tag}@example.com"}).json()
+    value_list(api, "email", "block", blocked["email"])
+    value_list(api, "email", "review", reviewed["email"])
+    plain = create_payment(api, 2000, capture_method="manual")
+    log_name = "web-step-phases-exchange"
+    with web_process(servers, log_name, MONEYRAIL_SANDBOX_LATENCY_MS=SLOW_CALL_MS) as (url, web):
+        path = f"{url}/v1/payment-intents/{plain['id']}/confirm"
+        headers = {"Authorization": f"Bearer {plain['publishable_key']}", "Idempotency-Key": "exchange-1"}
+        body = {"client_secret": plain["client_secret"], "card": card()}
+        thread, outcome = in_background(lambda: httpx.post(path, json=body, headers=headers, timeout=60))
+        wait_for(lambda: claim_of(db, plain["id"])[0] is not None, timeout=30)
+        backends = backends_of(db, servers, web)
+        assert [(pid, state) for pid, state in backends if state != "idle"] == []
+        held = db.execute(
+            "SELECT locktype, mode FROM pg_locks WHERE pid = ANY(%s)", ([pid for pid, _ in backends],)
+        ).fetchall()
+        assert held == []
+        thread.join(60)
+    confirmed = outcome["response"]
+    assert confirmed.status_code == 200, confirmed.text
+    assert confirmed.json()["status"] == "requires_capture"
+    assert claim_of(db, plain["id"]) == (None, None)
+    assert authorizations(db, plain["id"]) == ["authorized"]
+    with (
+        web_process(servers, log_name + "-screens", MONEYRAIL_SANDBOX_LATENCY_MS="100") as (url, _),
+        httpx.Client(base_url=url, headers={"Authorization": f"Bearer {tenant.secret}"}, timeout=30) as slow,
+    ):
+        listed = create_payment(slow, 2000, capture_method="manual", customer=blocked["id"])
+        declined = confirm(slow, listed)
+        assert declined.status_code == 402, declined.text
+        assert declined.json()["error"]["decline_code"] == "fraudulent"
+        assert authorizations(db, listed["id"]) == []
+        held_payment = create_payment(slow, 2000, capture_method="manual", customer=reviewed["id"])
+        under_review = confirm(slow, held_payment)
+        assert under_review.status_code == 200, under_review.text
+        assert authorizations(db, held_payment["id"]) == ["authorized"]
+        reviews = api.get("/v1/radar/reviews", params={"limit": 100}).json()["data"]
+        assert [r["status"] for r in reviews if r["payment_intent"] == held_payment["id"]] == ["open"]
+    for made in (plain, listed, held_payment):
+        assert claim_of(db, made["id"]) == (None, None)
+    for name in (log_name, log_name + "-screens"):
+        assert "payment_exchange_stepwise" not in (OUTPUT_DIR / f"{name}.log").read_text()

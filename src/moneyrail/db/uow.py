@@ -115,24 +115,28 @@ class UnitOfWork:
             await rollback(self._session)
 
     async def end_transaction(self, *, commit: bool) -> None:
-        """Commit (or roll back) and give the connection back to the pool; the unit of work stays open
-        and its next use of `session` makes a new session. For a request that calls an outside system
-        between two transactions (payments/phases.py): nothing of the database is held meanwhile, and
-        what the first session loaded is detached."""
+        """Commit (or roll back) and give the connection back to the pool; the unit of work stays open.
+        For a request that calls an outside system between two transactions (payments/phases.py):
+        nothing of the database is held meanwhile, and what the session loaded is detached. The session
+        stays the unit of work's (making one costs more than a statement): its next use begins a new
+        transaction, on a connection of the pool's. No I/O when no transaction was begun."""
         self._require_open()
         session = self._session
         if session is None:
             return
         if commit:
             await self.commit()
-        else:
+        elif session.in_transaction():
             await self.rollback()
-        self._session = None
+        else:  # the ORM began nothing: its rollback would be a greenlet hop for nothing
+            forget_driver_connection(session)
+            await end_driver_transaction(session, commit=False)
         forget_driver_connection(session)
         try:
-            await session.close()
+            session.sync_session.close()  # its transaction ended above: no I/O
         finally:
             await release_bound_connection(session)
+            session.bind = self.engine  # not the connection just given back
 
 
 async def commit(session: AsyncSession) -> None:

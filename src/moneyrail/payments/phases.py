@@ -14,10 +14,19 @@ on the network. `run_in_phases` runs the step's own function (service.py) in tur
    only if the payment is as the rolled-back transaction saw it (its `updated_at`) and claimed by nobody
    else; the connection is back in the pool.
 2. the call, with no connection held, under the very idempotency key the one-transaction path uses
-   (derived from the payment and its step), its answer (or refusal, or outage) kept in memory;
-3. back to 1 with one more answer, until the step runs through: that last transaction records what the
-   processor answered (status, postings, events, the request's stored answer) and ends the claim,
-   committed by the request as usual.
+   (derived from the payment and its step), its answer (or refusal, or outage) kept in memory. A new
+   card's `tokenize_and_authorize` is one such call, as in one transaction: the processor's exchange,
+   with the step's own choice of authorization (its risk screens, their `card_risk` call made and kept
+   too) run in between, on the rows the rolled-back run loaded (kept readable). What it reads of the
+   database there, it reads in a transaction of its own that ends before the choice returns and before
+   any call it makes (`Replaying._exchange`), so nothing is held on the network there either. A choice
+   that fails there (say, it needed what the rolled-back transaction held) ends the exchange before
+   anything is authorized, and the step goes on one call a phase (`tokenize_card`, `card_risk`,
+   `authorize`).
+3. back to 1 with the answers, until the step runs through: that last transaction records what the
+   processor answered (status, postings, events, the request's stored answer) and ends the claim (its
+   columns ride in the step's own write of the payment where it makes one), committed by the request
+   as usual. A confirm with a new card thus runs twice, a capture twice.
 
 Meanwhile the payment reads as it did before the step (`requires_confirmation`, `requires_capture`, ...):
 there is no public status for a call in flight, as at Stripe. Another step on the same payment (a second
@@ -46,6 +55,7 @@ from collections.abc import Awaitable, Callable
 from contextvars import ContextVar
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from functools import partial
 from typing import Any, TypeVar, cast
 
 import structlog
@@ -62,6 +72,7 @@ from moneyrail.kit.tenant import Tenant
 from moneyrail.models import PaymentIntent
 from moneyrail.processor.interface import (
     AuthorizationChoice,
+    AuthorizationRequest,
     CardInput,
     Processor,
     ProcessorRefused,
@@ -108,6 +119,9 @@ class _Step:
     seen: datetime | None = None  # the payment's updated_at when the step's transaction locked it
     inherited: bool = False  # the payment held this request's claim already (a retry after a crash)
     claimed: bool = False  # this run claimed it
+    # the claimed payment, its claim's columns cleared in this transaction by `ending_claim`
+    payment: PaymentIntent | None = None
+    stepwise: bool = False  # an exchange's choice failed: one call a phase from then on
 
 
 _running: ContextVar[_Step | None] = ContextVar("moneyrail_payment_step", default=None)
@@ -134,33 +148,60 @@ def check_claim(payment: PaymentIntent) -> None:
         step.seen = payment.updated_at
 
 
+def ending_claim(payment: PaymentIntent) -> None:
+    """Before the step's write of its payment (service.announce): this request's claim on it, if any,
+    ends with that write (its columns ride in the row's UPDATE), not in a statement of its own. The
+    lock holds the row, so the claim is this request's until the transaction ends; a run rolled back
+    undoes this with the rest."""
+    step = _running.get()
+    if step is None or step.payment_id != payment.id or not (step.claimed or step.inherited):
+        return
+    payment.processor_call = None
+    payment.processor_call_until = None
+    step.payment = payment
+
+
+def _identity(name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> str:
+    return f"{name}{args!r}{sorted(kwargs.items())!r}"
+
+
 class CallNeeded(BaseException):
     """The step asked `Replaying` for a call not made yet (a BaseException: no step's `except Exception`
-    may take it for a fault)."""
+    may take it for a fault). `make` makes it, with no transaction open, and keeps its answers."""
 
-    def __init__(self, identity: str, name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
-        super().__init__(name)
+    def __init__(self, identity: str, make: Callable[[Processor], Awaitable[None]]) -> None:
+        super().__init__(identity)
         self.identity = identity
-        self.name = name
-        self.args_ = args
-        self.kwargs = kwargs
-
-    async def make(self, processor: Processor) -> Any:
-        return await getattr(processor, self.name)(*self.args_, **self.kwargs)
+        self.make = make
 
 
 # an answer, or the processor's refusal or outage, replayed by raising it
 Outcome = Any
 
 
+class _Asked:
+    """Stands in for the processor to learn the call `authorize_as_asked` makes (its identity)."""
+
+    identity = ""
+
+    async def authorize(self, *args: Any, **kwargs: Any) -> Any:
+        self.identity = _identity("authorize", args, kwargs)
+
+
 class Replaying:
     """A `Processor` answering the calls made already (`answers`, by the call's name and arguments) and
-    raising `CallNeeded` for the first one that was not."""
+    raising `CallNeeded` for the first one that was not; live (the processor itself, the answers kept)
+    while an exchange runs the step's choice (`tokenize_and_authorize`)."""
 
     batches_calls = False
 
-    def __init__(self, answers: dict[str, Outcome]) -> None:
+    def __init__(
+        self, answers: dict[str, Outcome], state: _Step, give_back: Callable[[], Awaitable[None]]
+    ) -> None:
         self._answers = answers
+        self._state = state
+        self._give_back = give_back  # ends what the session began since the run's rollback, if anything
+        self._live: Processor | None = None
 
     def __getattr__(self, name: str) -> Callable[..., Awaitable[Any]]:
         if name.startswith("_"):
@@ -172,18 +213,34 @@ class Replaying:
         return call
 
     async def answer(self, name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        identity = f"{name}{args!r}{sorted(kwargs.items())!r}"
+        identity = _identity(name, args, kwargs)
         if identity not in self._answers:
-            raise CallNeeded(identity, name, args, kwargs)
+            live = self._live
+            if live is None:
+                raise CallNeeded(identity, partial(self._make, identity, name, args, kwargs))
+            await self._give_back()  # nothing of the database held while the call is on the network
+            await self._make(identity, name, args, kwargs, live)
         outcome = self._answers[identity]
         if isinstance(outcome, BaseException):
             raise outcome
         return outcome
 
+    async def _make(
+        self, identity: str, name: str, args: tuple[Any, ...], kwargs: dict[str, Any], processor: Processor
+    ) -> None:
+        try:
+            self._answers[identity] = await getattr(processor, name)(*args, **kwargs)
+        except (ProcessorRefused, ProcessorUnavailable) as outcome:
+            self._answers[identity] = outcome
+
     async def tokenize_and_authorize(
         self, tenant: Tenant, card: CardInput, choose: AuthorizationChoice
     ) -> TokenizedAndAuthorized:
-        """The two calls in turn, as on Stripe (the simulator's single exchange answers the same)."""
+        """Not made yet: the processor's exchange, in one phase (`_exchange`). Made (or a choice that
+        failed in it): the two calls in turn, as on Stripe, each answered as the exchange answered."""
+        tokenizing = _identity("tokenize_card", (tenant, card), {})
+        if tokenizing not in self._answers and self._live is None and not self._state.stepwise:
+            raise CallNeeded(tokenizing, partial(self._exchange, tenant, card, choose))
         tokenized: TokenizedCard = await self.answer("tokenize_card", (tenant, card), {})
         asked = await choose(tokenized)
         if asked is None:
@@ -199,6 +256,53 @@ class Replaying:
         except (ProcessorRefused, ProcessorUnavailable) as refused:
             return TokenizedAndAuthorized(tokenized, refused)
         return TokenizedAndAuthorized(tokenized, authorization)
+
+    async def _exchange(
+        self, tenant: Tenant, card: CardInput, choose: AuthorizationChoice, processor: Processor
+    ) -> None:
+        """`processor.tokenize_and_authorize`, the step's `choose` (from the rolled-back run) run in
+        between with this processor live; its answers kept as those of `tokenize_card`, the choice's
+        calls and `authorize`, for the next run to replay. What the choice read of the database is
+        given back before it returns; a choice that fails leaves the step to one call a phase."""
+        tokenizing = _identity("tokenize_card", (tenant, card), {})
+        chosen: list[AuthorizationRequest | None] = []
+        failed: list[Exception] = []
+
+        async def choosing(tokenized: TokenizedCard) -> AuthorizationRequest | None:
+            self._live = processor
+            try:
+                asked = await choose(tokenized)
+            except Exception as error:  # before anything is authorized: the exchange ends with it
+                failed.append(error)
+                raise
+            finally:
+                self._live = None
+                await self._give_back()
+            chosen.append(asked)
+            return asked
+
+        try:
+            answered = await processor.tokenize_and_authorize(tenant, card, choosing)
+        except Exception as error:
+            if failed:
+                self._state.stepwise = True
+                logger.info("payment_exchange_stepwise", error=type(error).__name__)
+                return
+            if isinstance(error, (ProcessorRefused, ProcessorUnavailable)):
+                self._answers[tokenizing] = error  # the tokenizing's, as `tokenize_card` raises it
+                return
+            raise
+        self._answers[tokenizing] = answered.card
+        if chosen and chosen[0] is not None and answered.authorization is not None:
+            asked = _Asked()
+            await authorize_as_asked(
+                cast(Processor, asked),
+                tenant,
+                card_token=answered.card.token,
+                card_fingerprint=answered.card.fingerprint,
+                asked=chosen[0],
+            )
+            self._answers[asked.identity] = answered.authorization
 
 
 async def run_in_phases(
@@ -236,10 +340,10 @@ async def _in_one_transaction(
         result = await step(uow.session, processor)
     except MoneyrailError as error:
         if state.inherited and error.keeps_effect:
-            await _release_in(uow.session, state)
+            await _release_with(uow.session, state)
         raise
     if state.inherited:
-        await _release_in(uow.session, state)
+        await _release_with(uow.session, state)
     return result
 
 
@@ -252,10 +356,16 @@ async def _phased(
 ) -> T:
     answers: dict[str, Outcome] = {}
     while True:
+        state.payment = None
+        session = uow.session
+        replaying = Replaying(answers, state, partial(uow.end_transaction, commit=False))
         try:
-            result = await step(uow.session, cast(Processor, Replaying(answers)))
+            result = await step(session, cast(Processor, replaying))
         except CallNeeded as needed:
+            # what the run loaded stays readable for an exchange's choice (a rollback expires its rows)
+            session.expunge_all()
             await uow.end_transaction(commit=False)  # nothing half done; the lock and connection go
+            state.payment = None
             if len(answers) >= MAX_CALLS:  # a step whose calls differ at each run would never end
                 await _release_after(uow, state, keeps_effect=False)
                 raise RuntimeError(
@@ -264,9 +374,7 @@ async def _phased(
             if not state.claimed:
                 await _claim(uow, tenant, state)
             try:
-                answers[needed.identity] = await needed.make(processor)
-            except (ProcessorRefused, ProcessorUnavailable) as outcome:
-                answers[needed.identity] = outcome
+                await needed.make(processor)
             except BaseException:
                 await _release_after(uow, state, keeps_effect=False)
                 raise
@@ -280,7 +388,7 @@ async def _phased(
                 await _release_after(uow, state, keeps_effect=False)
             raise
         if state.claimed or state.inherited:
-            await _release_in(uow.session, state)
+            await _release_with(uow.session, state)
         return result
 
 
@@ -322,13 +430,21 @@ async def _release_in(session: AsyncSession, state: _Step) -> None:
     await connection.execute(_RELEASE_SQL, state.payment_id, state.token)
 
 
+async def _release_with(session: AsyncSession, state: _Step) -> None:
+    """End the claim with the step's last transaction: its columns went with the step's write of the
+    payment (`ending_claim`); a statement of its own where the step wrote none."""
+    if state.payment is None:
+        await _release_in(session, state)
+
+
 async def _release_after(uow: UnitOfWork, state: _Step, *, keeps_effect: bool) -> None:
     """The step ended with an error: its claim ends with the effect it keeps (a recorded decline), or
     alone once what it wrote is rolled back (the request rolls back a refusal anyway)."""
     if keeps_effect:
-        await _release_in(uow.session, state)
+        await _release_with(uow.session, state)
         return
     await uow.end_transaction(commit=False)
+    state.payment = None
     async with lone_statement_connection(uow) as connection:
         await connection.execute(_RELEASE_SQL, state.payment_id, state.token)
     logger.info("payment_processor_call_released", payment_intent=state.payment_id)

@@ -78,6 +78,7 @@ async def announce(
         if stored is not None:
             writes.append(stored)
     writes.extend(also)
+    phases.ending_claim(payment)  # a step in phases: its claim ends with this write (not in the answer)
     await record_event(
         session, tenant, event_type, shown.model_dump(mode="json"), changed=payment, also=writes
     )
