@@ -21,8 +21,10 @@ from typing import Any, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
 import httpx
+import psutil
 import psycopg
 from redis import Redis
+from redis.exceptions import WatchError
 from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
@@ -141,17 +143,38 @@ class Servers:
 def claim_redis_database(server_url: str) -> str:
     """A numbered database of a shared Redis server that no other test session on this machine uses:
     each xdist worker, and each suite run beside it, gets its own broker queues and rate-limit keys.
-    The claim expires on its own if a session dies without releasing it."""
+    A session that dies without releasing its claim (killed) leaves it to expire, or to be taken over at
+    once by a session of the same machine, which sees that its owner's process is gone."""
+    owner = f"{socket.gethostname()}:{os.getpid()}"
     for number in REDIS_DATABASES:
         parts = urlsplit(server_url)
         url = urlunsplit((parts.scheme, parts.netloc, f"/{number}", parts.query, parts.fragment))
         with Redis.from_url(url) as client:
-            owner = f"{socket.gethostname()}:{os.getpid()}"
-            if client.set(REDIS_CLAIM_KEY, owner, nx=True, ex=CLAIM_SECONDS):
+            if client.set(REDIS_CLAIM_KEY, owner, nx=True, ex=CLAIM_SECONDS) or _took_over(client, owner):
                 with client.pipeline(transaction=True) as claim:  # what a killed session left goes
                     claim.flushdb().set(REDIS_CLAIM_KEY, owner, ex=CLAIM_SECONDS).execute()
                 return url
     raise RuntimeError(f"every Redis database {REDIS_DATABASES} of {server_url} is claimed by a test session")
+
+
+def _took_over(client: Redis, owner: str) -> bool:
+    """The claim of a session of this machine whose process is gone, now this one's (compare and set:
+    two sessions taking over the same claim at once, one of them wins)."""
+    held = client.get(REDIS_CLAIM_KEY)
+    host, _, pid = (held or b"").decode().rpartition(":")
+    if host != socket.gethostname() or not pid.isdigit() or psutil.pid_exists(int(pid)):
+        return False
+    with client.pipeline(transaction=True) as swap:
+        try:
+            swap.watch(REDIS_CLAIM_KEY)
+            if swap.get(REDIS_CLAIM_KEY) != held:
+                return False
+            swap.multi()
+            swap.set(REDIS_CLAIM_KEY, owner, ex=CLAIM_SECONDS)
+            swap.execute()
+        except WatchError:
+            return False
+    return True
 
 
 def release_redis_database(url: str) -> None:
