@@ -11,9 +11,9 @@ import pytest
 from tests.console.support import Account, Console, operator_console
 from tests.web_process import another_web_process
 
-SHORT_IDLE_SECONDS = 1.5
-SHORT_ABSOLUTE_SECONDS = 3.0
-SHORT_LOCKOUT_SECONDS = 1.0
+SHORT_IDLE_SECONDS = 3.0
+SHORT_ABSOLUTE_SECONDS = 6.0
+SHORT_LOCKOUT_SECONDS = 4.0
 
 
 @pytest.fixture(scope="module")
