@@ -345,7 +345,9 @@ def metric(base_url: str, name: str) -> float:
 def test_two_web_processes_sharing_a_busy_key_never_admit_more_than_the_limit_in_a_window(
     servers, web, second_web, api
 ):
-    limit = 160  # leases of up to 10 requests
+    # Leases of up to 3 requests. Kept low so that eight clients out-ask it even on a loaded CI machine
+    # (one such run answered only ~125 requests a second across both processes, under a limit of 160).
+    limit = 48
     set_rate_limit(servers, api.keys.installation_id, limit)
     bases = [web.base_url, second_web]
     for base in bases:  # each process reads the new limit (its settings cache) before the clock starts
