@@ -3,9 +3,12 @@ scheduler's sweep, and the page itself whatever the sweep did."""
 
 from __future__ import annotations
 
+import asyncio
+import threading
 from collections.abc import Iterator
 
 import httpx
+import psycopg
 import pytest
 
 import workers.scheduler  # noqa: F401 - the leader's process registers its jobs by importing the domains
@@ -14,8 +17,18 @@ from moneyrail.config import Settings
 from moneyrail.db.engine import create_engine, create_sessionmaker
 from moneyrail.engine.schedule import periodic_jobs
 from moneyrail.processor.sandbox import SandboxProcessor
+from moneyrail.processor.sandbox.network import NetworkConditions, NetworkDraws, SandboxNetwork
 from tests.checkout.support import card_form, create_session, session_status
-from tests.payments.support import AUTHENTICATE, SUCCEEDS, confirm, create_payment, event_types
+from tests.harness import libpq_url
+from tests.payments.support import (
+    AUTHENTICATE,
+    SUCCEEDS,
+    claim_of,
+    confirm,
+    create_payment,
+    event_types,
+    wait_for,
+)
 
 THIRTY_ONE_MINUTES = 31 * 60
 
@@ -93,7 +106,7 @@ def test_the_scheduler_runs_the_expiry_sweep(bridge, shop, db, network):
         ([checkout["id"] for checkout in sessions],),
     )
 
-    settled = bridge.in_unit_of_work(lambda session: checkout_service.sweep(session, processor=network))
+    settled = bridge.run(checkout_service.sweep(bridge.sessionmaker, processor=network))
     assert settled >= 3
     assert [session_status(shop, checkout) for checkout in sessions] == ["expired", "expired", "complete"]
     assert session_status(shop, fresh) == "open"
@@ -113,5 +126,52 @@ def test_the_sweep_uses_each_sandbox_clock(bridge, shop, db, network):
         (checkout["id"],),
     )
     # due on the sandbox clock, though not yet on real time
-    assert bridge.in_unit_of_work(lambda session: checkout_service.sweep(session, processor=network)) >= 1
+    assert bridge.run(checkout_service.sweep(bridge.sessionmaker, processor=network)) >= 1
     assert session_status(shop, checkout) == "expired"
+
+
+def test_the_sweep_cancels_a_due_payment_at_the_processor_holding_no_transaction_or_lock(servers, shop, db):
+    """On an outside processor (the simulator behind a slow network) the sweep settles each due session
+    in atomic phases: while its payment's cancel is on the network, nothing of the sweep holds a
+    transaction or the session's or payment's row."""
+    payment = create_payment(shop)
+    checkout = create_session(shop, payment["id"])
+    left = httpx.post(checkout["checkout_url"], data=card_form(AUTHENTICATE))
+    assert left.status_code == 303  # to the bank's page, never answered: an authorization to release
+    db.execute(
+        "UPDATE checkout_sessions SET expires_at = now() - interval '1 second' WHERE id = %s",
+        (checkout["id"],),
+    )
+
+    async def sweep_over_a_slow_network() -> int:
+        engine = create_engine(Settings(DATABASE_URL=servers.database_url, db_pool_size=2))
+        try:
+            simulator = SandboxProcessor(create_sessionmaker(engine))
+            slow = SandboxNetwork(simulator, NetworkDraws(NetworkConditions(latency_ms=6000)))
+            return await checkout_service.sweep(create_sessionmaker(engine), processor=slow)
+        finally:
+            await engine.dispose()
+
+    outcome: dict[str, int] = {}
+    thread = threading.Thread(target=lambda: outcome.update(settled=asyncio.run(sweep_over_a_slow_network())))
+    thread.start()
+    try:
+        wait_for(lambda: claim_of(db, payment["id"])[0] is not None, timeout=30)
+        with psycopg.connect(libpq_url(servers.database_url)) as other:
+            for table, row_id in (("checkout_sessions", checkout["id"]), ("payment_intents", payment["id"])):
+                locked = other.execute(f"SELECT id FROM {table} WHERE id = %s FOR UPDATE NOWAIT", (row_id,))
+                assert locked.fetchall() == [(row_id,)]
+            other.rollback()
+        in_transaction = db.execute(
+            "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+            "AND state LIKE 'idle in transaction%%'"
+        ).fetchone()
+        assert in_transaction == (0,)
+        assert session_status(shop, checkout) == "open"  # until the cancel answers
+    finally:
+        thread.join(60)
+    assert outcome == {"settled": 1}
+    assert session_status(shop, checkout) == "expired"
+    after = shop.get(f"/v1/payment-intents/{payment['id']}").json()
+    assert (after["status"], after["cancellation_reason"]) == ("canceled", "abandoned")
+    assert claim_of(db, payment["id"]) == (None, None)

@@ -6,6 +6,7 @@ import time
 from typing import Any
 
 import httpx
+import psycopg
 
 from moneyrail.installations import service as installations
 from tests.harness import KEY_CACHE_SECONDS, AsyncBridge, TenantKeys
@@ -103,3 +104,11 @@ def wait_for(condition: Any, timeout: float = 30, interval: float = 0.1) -> Any:
             return value
         time.sleep(interval)
     raise AssertionError("timed out waiting")
+
+
+def claim_of(db: psycopg.Connection[Any], payment_id: str) -> tuple[str | None, Any]:
+    row = db.execute(
+        "SELECT processor_call, processor_call_until FROM payment_intents WHERE id = %s", (payment_id,)
+    ).fetchone()
+    assert row is not None
+    return row[0], row[1]

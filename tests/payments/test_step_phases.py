@@ -41,6 +41,7 @@ from tests.payments.support import (
     RISK_REVIEW,
     SUCCEEDS,
     card,
+    claim_of,
     confirm,
     create_payment,
     event_types,
@@ -86,14 +87,6 @@ def authorized(api: httpx.Client) -> dict[str, Any]:
     assert confirmed.status_code == 200, confirmed.text
     assert confirmed.json()["status"] == "requires_capture"
     return payment
-
-
-def claim_of(db: psycopg.Connection[Any], payment_id: str) -> tuple[str | None, Any]:
-    row = db.execute(
-        "SELECT processor_call, processor_call_until FROM payment_intents WHERE id = %s", (payment_id,)
-    ).fetchone()
-    assert row is not None
-    return row[0], row[1]
 
 
 def simulator_status(db: psycopg.Connection[Any], payment_id: str) -> tuple[str, int]:

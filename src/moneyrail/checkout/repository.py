@@ -98,6 +98,25 @@ async def due_open_sessions(
     return (await session.scalars(statement)).all()
 
 
+async def lock_due_session(
+    session: AsyncSession, tenant: Tenant, checkout_id: str, now: datetime
+) -> CheckoutSession | None:
+    """One session, still open and past its expiry at `now`, locked; None when a payer holds it (SKIP
+    LOCKED, as in `due_open_sessions`) or it is no longer due."""
+    statement = (
+        select(CheckoutSession)
+        .where(
+            CheckoutSession.id == checkout_id,
+            _owned_by(tenant),
+            CheckoutSession.status == "open",
+            CheckoutSession.expires_at <= now,
+        )
+        .with_for_update(skip_locked=True)
+        .execution_options(populate_existing=True)
+    )
+    return (await session.scalars(statement)).one_or_none()
+
+
 async def installations_with_open_sandbox_sessions(session: AsyncSession, limit: int) -> Sequence[str]:
     """Sandbox clocks run ahead of real time by their own offsets, so each is swept on its own clock."""
     statement = (

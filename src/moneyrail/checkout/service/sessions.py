@@ -2,19 +2,21 @@
 
 from __future__ import annotations
 
+import secrets
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 import structlog
-from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from moneyrail.billing import service as billing
 from moneyrail.billing.service import changes as billing_changes
 from moneyrail.checkout import repository
 from moneyrail.checkout.schemas import CheckoutSessionCreate, render_checkout_session
+from moneyrail.db.uow import UnitOfWork
 from moneyrail.engine.clock import tenant_now
-from moneyrail.engine.schedule import register_periodic
+from moneyrail.engine.schedule import register_periodic_outside
 from moneyrail.errors import (
     CheckoutNotEnabled,
     Conflict,
@@ -32,6 +34,7 @@ from moneyrail.kit.crypto import hash_secret
 from moneyrail.kit.ids import new_id, random_base62
 from moneyrail.kit.tenant import Tenant
 from moneyrail.models import CheckoutSession, PaymentIntent
+from moneyrail.payments import phases
 from moneyrail.payments import service as payments
 from moneyrail.processor import provider
 from moneyrail.processor.interface import Processor
@@ -280,24 +283,22 @@ async def _settle_due(
 async def _settle_due_sessions(
     session: AsyncSession,
     *,
-    tenant: Tenant | None,
-    livemode: bool | None,
+    tenant: Tenant,
     now: datetime,
     processor: Processor | None = None,
 ) -> int:
     due = await repository.due_open_sessions(
-        session, tenant=tenant, livemode=livemode, now=now, limit=SWEEP_BATCH
+        session, tenant=tenant, livemode=None, now=now, limit=SWEEP_BATCH
     )
     if not due:
         return 0
     network = processor or provider.routed()
     settled = 0
     for checkout in due:
-        owner = Tenant(checkout.installation_id, checkout.livemode)
         checkout_id = checkout.id
         try:
             async with session.begin_nested():  # one session's failure leaves the others settled
-                await _settle_due(session, owner, network, checkout)
+                await _settle_due(session, tenant, network, checkout)
         except MoneyrailError as error:  # the network did not answer, or the payment moved meanwhile
             logger.warning("checkout_expiry_deferred", checkout_session=checkout_id, code=error.code)
             continue  # the next sweep tries again
@@ -309,29 +310,86 @@ async def expire_due_sessions(
     session: AsyncSession, tenant: Tenant, now: datetime, *, processor: Processor | None = None
 ) -> int:
     """Due work of a sandbox clock advance: the tenant's sessions past expiry at `now`."""
-    return await _settle_due_sessions(session, tenant=tenant, livemode=None, now=now, processor=processor)
+    return await _settle_due_sessions(session, tenant=tenant, now=now, processor=processor)
 
 
-async def sweep(session: AsyncSession, *, processor: Processor | None = None) -> int:
-    """The scheduler's sweep: live sessions on real time, each sandbox on its own clock.
+@dataclass(frozen=True)
+class _Due:
+    checkout_id: str
+    tenant: Tenant
+    payment_id: str | None
 
-    A session due while a payer holds it (paying right now) is skipped and settled by the next sweep.
-    """
-    settled = await _settle_due_sessions(
-        session, tenant=None, livemode=True, now=utcnow(), processor=processor
+
+async def _due_everywhere(session: AsyncSession) -> list[_Due]:
+    """Live sessions due on real time, then each sandbox's on its own clock."""
+    found = list(
+        await repository.due_open_sessions(
+            session, tenant=None, livemode=True, now=utcnow(), limit=SWEEP_BATCH
+        )
     )
     for installation_id in await repository.installations_with_open_sandbox_sessions(
         session, SWEEP_SANDBOXES
     ):
         sandbox = Tenant(installation_id, False)
         now = await tenant_now(session, sandbox)
-        settled += await expire_due_sessions(session, sandbox, now, processor=processor)
+        found += await repository.due_open_sessions(
+            session, tenant=sandbox, livemode=None, now=now, limit=SWEEP_BATCH
+        )
+    return [
+        _Due(checkout.id, Tenant(checkout.installation_id, checkout.livemode), checkout.payment_intent_id)
+        for checkout in found
+    ]
+
+
+async def _settle_if_still_due(
+    session: AsyncSession, tenant: Tenant, processor: Processor, checkout_id: str
+) -> bool:
+    """One phase's run of a due session's settling: False when it is no longer due, or a payer holds
+    it right now (the next sweep looks again)."""
+    now = await tenant_now(session, tenant)
+    checkout = await repository.lock_due_session(session, tenant, checkout_id, now)
+    if checkout is None:
+        return False
+    await _settle_due(session, tenant, processor, checkout)
+    return True
+
+
+async def _settle_one(
+    sessionmaker: async_sessionmaker[AsyncSession], due: _Due, processor: Processor | None
+) -> bool:
+    """A due session in a unit of work of its own, in atomic phases on an outside processor: the
+    cancel of its payment goes out with no transaction or row lock held."""
+    async with UnitOfWork(sessionmaker) as uow:
+        try:
+            network = processor or await provider.processor_for(uow, due.tenant)
+            settled = await phases.run_in_phases(
+                uow,
+                network,
+                due.tenant,
+                due.payment_id,
+                "sweep:" + secrets.token_hex(16),
+                lambda session, called: _settle_if_still_due(session, due.tenant, called, due.checkout_id),
+            )
+        except MoneyrailError as error:  # the network did not answer, or the payment moved meanwhile
+            logger.warning("checkout_expiry_deferred", checkout_session=due.checkout_id, code=error.code)
+            return False  # the next sweep tries again
+        await uow.commit()
+        return settled
+
+
+async def sweep(sessionmaker: async_sessionmaker[AsyncSession], *, processor: Processor | None = None) -> int:
+    """The scheduler's sweep: live sessions on real time, each sandbox on its own clock, each settled in
+    a unit of work of its own (no transaction is open while a payment's cancel is on the network).
+
+    A session due while a payer holds it (paying right now) is skipped and settled by the next sweep.
+    """
+    async with UnitOfWork(sessionmaker) as uow:
+        due = await _due_everywhere(uow.session)
+    settled = 0
+    for each in due:
+        settled += await _settle_one(sessionmaker, each, processor)
     return settled
 
 
-async def _sweep(session: AsyncSession) -> int:
-    return await sweep(session)
-
-
-register_periodic("checkout.expiry", timedelta(seconds=30), _sweep)
+register_periodic_outside("checkout.expiry", timedelta(seconds=30), sweep)
 register_due_work("checkout.expiry", expire_due_sessions)
