@@ -9,8 +9,9 @@ from typing import Any
 import httpx
 
 from moneyrail.installations import service as installations
-from tests.checkout.support import CANCEL_URL, SUCCESS_URL
+from tests.checkout.support import CANCEL_URL, SUCCESS_URL, card_form
 from tests.harness import AsyncBridge, TenantKeys
+from tests.payment_methods.support import SUCCEEDS
 
 DAY = 24 * 3600
 
@@ -94,3 +95,14 @@ def wait_until(condition: Any, timeout: float = 30, interval: float = 0.1) -> An
             return last
         time.sleep(interval)
     raise AssertionError(f"timed out waiting; last answer: {last!r}")
+
+
+def active_subscription(
+    api: httpx.Client, amount: int = 1500, quantity: int = 1, **terms: Any
+) -> dict[str, Any]:
+    """A subscription whose first checkout was paid with a card that succeeds."""
+    created = subscribe(api, price(api, amount, **terms)["id"], customer(api)["id"], quantity=quantity)
+    checkout = checkout_for(api, created["id"])
+    paid = httpx.post(checkout["checkout_url"], data=card_form(SUCCEEDS, renew_consent="yes"))
+    assert paid.status_code == 303 and paid.headers["location"] == SUCCESS_URL, paid.text
+    return ok(api.get(f"/v1/subscriptions/{created['id']}"))

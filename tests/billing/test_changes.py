@@ -10,15 +10,14 @@ import httpx
 
 from tests.billing.support import (
     DAY,
+    active_subscription,
     advance,
     checkout_for,
     clock_now,
-    customer,
     invoices,
     ok,
     post,
     price,
-    subscribe,
     wait_until,
 )
 from tests.checkout.support import SUCCESS_URL, card_form
@@ -30,14 +29,6 @@ from tests.payments.support import event_types, set_commission
 
 def read(api, subscription_id: str) -> dict:
     return ok(api.get(f"/v1/subscriptions/{subscription_id}"))
-
-
-def active_subscription(api, amount: int = 1500, quantity: int = 1, **terms) -> dict:
-    created = subscribe(api, price(api, amount, **terms)["id"], customer(api)["id"], quantity=quantity)
-    checkout = checkout_for(api, created["id"])
-    paid = httpx.post(checkout["checkout_url"], data=card_form(SUCCEEDS, renew_consent="yes"))
-    assert paid.status_code == 303 and paid.headers["location"] == SUCCESS_URL, paid.text
-    return read(api, created["id"])
 
 
 def propose(api, subscription: dict, **fields) -> httpx.Response:

@@ -24,6 +24,13 @@ from sqlalchemy.engine import make_url
 
 from moneyrail.payments.orphans import sweep_orphans
 from moneyrail.processor.sandbox import SandboxProcessor
+from tests.billing.support import (
+    checkout_for,
+    customer,
+    enable_billing,
+    price,
+    subscribe,
+)
 from tests.checkout.support import SUCCESS_URL, card_form, create_session, enable_checkout, session_status
 from tests.harness import (
     OUTPUT_DIR,
@@ -429,6 +436,60 @@ def test_expiring_a_checkout_cancels_its_payment_at_the_processor_holding_no_tra
     assert (after["status"], after["cancellation_reason"]) == ("canceled", "abandoned")
     assert claim_of(db, payment["id"]) == (None, None)
     assert event_types(api, payment["id"]).count("payment_intent.canceled") == 1
+
+
+def rows_lockable_now(servers: Servers, rows: list[tuple[str, str]]) -> None:
+    """Each (table, id) row can be locked at once by another connection: nobody holds it."""
+    with psycopg.connect(libpq_url(servers.database_url)) as other:
+        for table, row_id in rows:
+            locked = other.execute(f"SELECT id FROM {table} WHERE id = %s FOR UPDATE NOWAIT", (row_id,))
+            assert locked.fetchall() == [(row_id,)]
+        other.rollback()
+
+
+def left_at_the_bank(checkout: dict[str, Any]) -> None:
+    """The payer chose a card that needs authentication and never answered the bank's page."""
+    left = httpx.post(checkout["checkout_url"], data=card_form(AUTHENTICATE, renew_consent="yes"), timeout=30)
+    assert left.status_code == 303 and left.headers["location"] != SUCCESS_URL, left.text
+
+
+def test_cancelling_a_subscription_voids_its_first_payment_holding_nothing_during_the_call(
+    servers: Servers, api, db, bridge, tenant: TenantKeys
+):
+    """An incomplete subscription whose first payment was left at the bank's page: cancelling it cancels
+    that payment at the processor in phases, with no transaction, row lock or busy connection held while
+    the call is out. (Withdrawing a change runs in phases too, but cancels only a difference payment not
+    yet confirmed, which holds no authorization: no processor call to watch.)"""
+    enable_billing(bridge, api.keys)
+    incomplete = subscribe(api, price(api, 900)["id"], customer(api)["id"])
+    first = checkout_for(api, incomplete["id"])
+    left_at_the_bank(first)
+    payment_id = first["payment_intent"]
+    assert api.get(f"/v1/payment-intents/{payment_id}").json()["status"] == "requires_action"
+    path = f"/v1/subscriptions/{incomplete['id']}/cancel"
+    with (
+        web_process(servers, "web-step-phases-billing", MONEYRAIL_SANDBOX_LATENCY_MS=SLOW_CALL_MS) as (
+            url,
+            web,
+        ),
+        httpx.Client(base_url=url, headers={"Authorization": f"Bearer {tenant.secret}"}) as slow,
+    ):
+        thread, outcome = in_background(
+            lambda: slow.post(path, json={}, headers={"Idempotency-Key": path}, timeout=60)
+        )
+        wait_for(lambda: claim_of(db, payment_id)[0] is not None or outcome, timeout=30)
+        assert not outcome, outcome["response"].text  # answered before its call was even out
+        assert [(pid, state) for pid, state in backends_of(db, servers, web) if state != "idle"] == []
+        rows_lockable_now(servers, [("subscriptions", incomplete["id"]), ("payment_intents", payment_id)])
+        assert api.get(f"/v1/subscriptions/{incomplete['id']}").json()["status"] == "incomplete"
+        thread.join(60)
+    canceled = outcome["response"]
+    assert canceled.status_code == 200, canceled.text
+    assert canceled.json()["status"] == "canceled"
+    after = api.get(f"/v1/payment-intents/{payment_id}").json()
+    assert (after["status"], after["cancellation_reason"]) == ("canceled", "abandoned")
+    assert claim_of(db, payment_id) == (None, None)
+    assert event_types(api, payment_id).count("payment_intent.canceled") == 1
 
 
 def value_list(api: httpx.Client, item_type: str, action: str, value: str) -> None:
