@@ -1,4 +1,5 @@
-"""Connected-account work on the `money` queue: making an account at the processor (Stripe)."""
+"""Connected-account work on the `money` queue: making an account at the processor (Stripe), and telling
+it what moneyrail learnt of the account later."""
 
 from __future__ import annotations
 
@@ -19,3 +20,12 @@ async def _link(session: AsyncSession, operation: Operation) -> Call | None:
 @dramatiq.actor(actor_name=at_processor.LINK_ACTOR, queue_name="money", broker=broker)
 async def link(*operation_ids: str) -> None:
     await runtime.run_phased(operation_ids, each(_link))
+
+
+async def _details(session: AsyncSession, operation: Operation) -> Call | None:
+    return await at_processor.prepare_details(session, operation, runtime.processor())
+
+
+@dramatiq.actor(actor_name=at_processor.DETAILS_ACTOR, queue_name="money", broker=broker)
+async def details(*operation_ids: str) -> None:
+    await runtime.run_phased(operation_ids, each(_details))

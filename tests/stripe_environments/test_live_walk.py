@@ -16,7 +16,13 @@ import httpx
 import pytest
 
 from tests.conftest import Api
-from tests.connect.support import GOOD_BANK_ACCOUNT, create_account, onboarding_url, submit_onboarding
+from tests.connect.support import (
+    GOOD_BANK_ACCOUNT,
+    ONBOARDING_FORM,
+    create_account,
+    onboarding_url,
+    submit_onboarding,
+)
 from tests.disputes.support import png_bytes, upload
 from tests.engine.conftest import wait_for_operation
 from tests.harness import create_tenant, use_stripe, verify_ledger_as_an_operator_does
@@ -58,15 +64,39 @@ def account_operation(db: Any, account_id: str) -> str:
     return str(operation_id)
 
 
-def linked_account(api: httpx.Client, db: Any, *, onboard: bool = True) -> tuple[dict[str, Any], str]:
+def details_operation(db: Any, account_id: str) -> str:
+    (operation_id,) = db.execute(
+        "SELECT id FROM operations WHERE resource = %s AND type = 'connected_account_details'", (account_id,)
+    ).fetchone()
+    return str(operation_id)
+
+
+def linked_account(
+    on_stripe: StripeEnvironments, api: Api, db: Any, *, onboard: bool = True
+) -> tuple[dict[str, Any], str]:
     """A connected account made over the API (and onboarded on the hosted page), once its operation
-    made it at Stripe: moneyrail's answer, and Stripe's id of it (kept inside)."""
+    made it at Stripe and, onboarded, its holder reached it there (whichever of the account's making
+    and the onboarding came first): moneyrail's answer, and Stripe's id of it (kept inside)."""
     account = create_account(api)
     if onboard:
         assert submit_onboarding(onboarding_url(api, account["id"])).status_code == 200
     wait_for_operation(api, account_operation(db, account["id"]), {"succeeded"})
     stripe_id = processor_account(db, account["id"])
     assert stripe_id is not None and stripe_id.startswith("acct_")
+    installation = api.keys.installation_id
+    (made,) = [each for each in at_stripe(on_stripe, "account", installation) if each["id"] == stripe_id]
+    assert made["external_accounts"]["data"][0]["last4"] == GOOD_BANK_ACCOUNT[-4:]
+    if onboard:
+        wait_for_operation(api, details_operation(db, account["id"]), {"succeeded"})
+        (onboarded,) = [
+            each for each in at_stripe(on_stripe, "account", installation) if each["id"] == stripe_id
+        ]
+        person, terms = onboarded["individual"], onboarded["tos_acceptance"]
+        assert (person["first_name"], person["last_name"]) == (
+            ONBOARDING_FORM["first_name"],
+            ONBOARDING_FORM["last_name"],
+        )
+        assert terms["date"] is not None and terms["ip"] == "127.0.0.1"
     return account, stripe_id
 
 
@@ -102,8 +132,8 @@ def test_the_walk_on_stripe_over_http(on_stripe: StripeEnvironments, db: Any, se
 
     # two connected accounts, each made at Stripe by its own operation
     (courier, courier_at_stripe), (driver, driver_at_stripe) = (
-        linked_account(live, db),
-        linked_account(live, db),
+        linked_account(on_stripe, live, db),
+        linked_account(on_stripe, live, db),
     )
     for account in (courier, driver):
         shown = live.get(f"/v1/connected-accounts/{account['id']}")
@@ -281,7 +311,7 @@ def test_stripe_failing_once_after_making_it_is_retried_into_one_object(
     installation = live.keys.installation_id
     if failing == "/v1/accounts":
         fail_next(on_stripe.stripe, failing, when="after")  # made at Stripe, its answer lost
-    account, stripe_id = linked_account(live, db, onboard=False)
+    account, stripe_id = linked_account(on_stripe, live, db, onboard=False)
     payment = captured_payment(on_stripe, live, 5_000)
     if failing == "/v1/transfers":
         fail_next(on_stripe.stripe, failing, when="after")

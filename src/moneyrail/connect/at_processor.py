@@ -13,14 +13,19 @@ is retried, `AccountNotLinked`), and a payout likewise; the account shows `capab
 way (made before its environment was put on Stripe) gets one when money is first sent to it
 (`ensure_linked`). On the simulator nothing is linked and nothing waits: it knows moneyrail's ids.
 
-Not pushed to Stripe yet: what the hosted onboarding page collects later (name, birth date, terms
-accepted) and a merchant's bank account given after its account was made.
+What moneyrail learns of an account later (the hosted onboarding page's name, birth date and terms
+accepted; a merchant's bank account given after its account was made) goes to the processor by a
+`connected_account_details` operation, in the same phases, under a key that names what it sends (so a
+retry sends the same, and newer details make a new call). Its account not linked yet, it waits for the
+link operation under way (which then sends everything the row holds), or has nothing to send when no
+link is under way (the account's link, when money first needs it, sends everything).
 """
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Sequence
-from datetime import timedelta
+from datetime import date, timedelta
 
 import structlog
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -33,7 +38,7 @@ from moneyrail.kit.clock import utcnow
 from moneyrail.kit.tenant import Tenant
 from moneyrail.models import ConnectedAccount, Operation
 from moneyrail.processor import provider
-from moneyrail.processor.interface import Processor, operation_key
+from moneyrail.processor.interface import AccountHolder, Processor, operation_key
 
 from . import repository
 from .schemas import render_connected_account
@@ -53,6 +58,20 @@ register_policy(
 )
 # a link operation in these states may still make the account: no second one is started beside it
 UNDER_WAY = frozenset({"pending", "running", "dead_letter", "succeeded"})
+# a link operation in these states is about to make the account: details wait for it
+LINKING = frozenset({"pending", "running"})
+
+DETAILS_TYPE = "connected_account_details"
+DETAILS_ACTOR = "connect.details"
+register_policy(
+    DETAILS_TYPE,
+    RetryPolicy(
+        max_attempts=8,  # waits out its account's link (up to its five attempts)
+        base_delay=timedelta(seconds=1),
+        max_delay=timedelta(minutes=10),
+        queue_name="money",
+    ),
+)
 
 
 class AccountNotLinked(TransientFailure):
@@ -107,6 +126,7 @@ async def prepare_link(session: AsyncSession, operation: Operation, processor: P
     if account is None or account.processor_account is not None:
         return None
     country, email, bank_account = account.country, account.email, account.bank_account_number
+    holder = holder_of(account)
     key = operation_key(operation.id, "account")
 
     async def call() -> Recording:
@@ -117,6 +137,7 @@ async def prepare_link(session: AsyncSession, operation: Operation, processor: P
             email=email,
             reference=account_id,
             bank_account=bank_account,
+            holder=holder,
         )
 
         async def record(session: AsyncSession) -> None:
@@ -135,6 +156,76 @@ async def prepare_link(session: AsyncSession, operation: Operation, processor: P
                 render_connected_account(linked).model_dump(mode="json"),
             )
             logger.info("connected_account_linked", connected_account=account_id, operation_id=operation.id)
+
+        return record
+
+    return call
+
+
+def holder_of(account: ConnectedAccount) -> AccountHolder | None:
+    """The onboarded person, once the hosted page collected them (None before)."""
+    individual = account.individual
+    if account.tos_accepted_at is None or not {"first_name", "last_name", "dob"} <= individual.keys():
+        return None
+    return AccountHolder(
+        first_name=str(individual["first_name"]),
+        last_name=str(individual["last_name"]),
+        born=date.fromisoformat(str(individual["dob"])),
+        terms_accepted_at=account.tos_accepted_at,
+        terms_accepted_from=account.tos_accepted_ip,
+    )
+
+
+async def start_details(session: AsyncSession, tenant: Tenant, account: ConnectedAccount) -> None:
+    """Beside a change of what the processor must know of an account (its holder onboarded, a bank
+    account given): the operation that tells it, where the processor keeps accounts; nothing elsewhere."""
+    if not await provider.keeps_connected_accounts(session, tenant):
+        return
+    await create_operation(
+        session,
+        tenant,
+        operation_type=DETAILS_TYPE,
+        actor_name=DETAILS_ACTOR,
+        resource=account.id,
+        payload={"connected_account": account.id},
+    )
+
+
+async def prepare_details(session: AsyncSession, operation: Operation, processor: Processor) -> Call | None:
+    """The `connected_account_details` operation's first phase: the account's details as they are now,
+    sent once it is linked (see the module's docstring)."""
+    tenant = Tenant(operation.installation_id, operation.livemode)
+    account_id = str(operation.payload["connected_account"])
+    account = await repository.get_account(session, tenant, account_id)
+    if account is None:
+        return None
+    if account.processor_account is None:
+        link = account.link_operation_id
+        statuses = await statuses_of(session, [link] if link else [])
+        if statuses.get(link or "") in LINKING:
+            raise AccountNotLinked(f"{account_id} is being made at the processor: its details wait for it")
+        return None  # its link, whenever it runs, sends what the row holds then
+    processor_account, country = account.processor_account, account.country
+    bank_account, holder = account.bank_account_number, holder_of(account)
+    if bank_account is None and holder is None:
+        return None
+    sent = repr((processor_account, country, bank_account, holder)).encode()
+    key = operation_key(operation.id, "details:" + hashlib.sha256(sent).hexdigest()[:16])
+
+    async def call() -> Recording:
+        await processor.update_connected_account(
+            tenant,
+            idempotency_key=key,
+            processor_account=processor_account,
+            country=country,
+            bank_account=bank_account,
+            holder=holder,
+        )
+
+        async def record(session: AsyncSession) -> None:
+            logger.info(
+                "connected_account_details_sent", connected_account=account_id, operation_id=operation.id
+            )
 
         return record
 

@@ -82,6 +82,7 @@ async def record_merchant_bank_account(
     account.onboarding_status = "complete"
     account.updated_at = utcnow()
     await session.flush()
+    await at_processor.start_details(session, tenant, account)
     await announce(session, tenant, account, "connected_account.updated")
 
 

@@ -87,7 +87,8 @@ async def submit(
     accept_tos: Annotated[str | None, Form()] = None,
 ) -> Response:
     form = service.OnboardingForm(first_name, last_name, dob, accept_tos is not None)
+    from_address = request.client.host if request.client is not None else None
     page = await service.submit_onboarding(
-        request_session(request), token, presented_session(request, token), form
+        request_session(request), token, presented_session(request, token), form, from_address
     )
     return _answer(request, token, page)

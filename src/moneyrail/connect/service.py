@@ -216,10 +216,15 @@ def _check(form: OnboardingForm, today: date) -> str | None:
 
 
 async def submit_onboarding(
-    session: AsyncSession, token: str, page_session: str | None, form: OnboardingForm
+    session: AsyncSession,
+    token: str,
+    page_session: str | None,
+    form: OnboardingForm,
+    from_address: str | None = None,
 ) -> OnboardingPage:
     """The form's answer. A mistake shows the form again (the page session goes on); success uses the
-    link up."""
+    link up, and tells a processor that keeps accounts who the account pays (`from_address`: where the
+    terms were accepted from)."""
     link, page = await _usable_link(session, token, page_session)
     if link is None or page.account is None:
         return page
@@ -235,10 +240,12 @@ async def submit_onboarding(
         "dob": form.dob,
     }
     account.tos_accepted_at = now
+    account.tos_accepted_ip = from_address
     account.onboarding_status = "complete"
     account.updated_at = utcnow()
     link.used_at = now
     await session.flush()
+    await at_processor.start_details(session, tenant, account)
     await announce(session, tenant, account, "connected_account.updated")
     logger.info("connected_account_onboarded", connected_account=account.id)
     return replace(page, state="done")

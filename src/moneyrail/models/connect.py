@@ -50,6 +50,7 @@ class ConnectedAccount(TenantOwned, Base):
     # what the hosted onboarding page collected (never identity documents: names, date of birth)
     individual: Mapped[dict[str, Any]] = mapped_column(server_default=text("'{}'::jsonb"))
     tos_accepted_at: Mapped[datetime | None]
+    tos_accepted_ip: Mapped[str | None]  # the address the terms were accepted from
     metadata_: Mapped[dict[str, Any]] = mapped_column("metadata", server_default=text("'{}'::jsonb"))
     updated_at: Mapped[datetime] = mapped_column(server_default=text("now()"))
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import date, datetime
 from typing import Protocol
 
 from moneyrail.engine.outcomes import PermanentFailure, TransientFailure
@@ -68,6 +68,18 @@ class ProcessorAccount:
     destination and its payouts are made as (Stripe's `acct_…`; on the simulator, moneyrail's own id)."""
 
     processor_id: str
+
+
+@dataclass(frozen=True)
+class AccountHolder:
+    """The person a connected account pays, as the hosted onboarding page collected them: what a
+    processor that keeps accounts (Stripe's `individual`, `tos_acceptance`) needs to let it be paid out."""
+
+    first_name: str
+    last_name: str
+    born: date
+    terms_accepted_at: datetime
+    terms_accepted_from: str | None  # the IP address the terms were accepted from
 
 
 @dataclass(frozen=True)
@@ -429,10 +441,26 @@ class Processor(Protocol):
         email: str | None = None,
         reference: str | None = None,
         bank_account: str | None = None,
+        holder: AccountHolder | None = None,
     ) -> ProcessorAccount:
         """The processor's own account for one of moneyrail's connected accounts (`reference`: its id),
-        able to receive transfers; `bank_account` (when known) is where its payouts go. The simulator
-        keeps none of its own: it answers moneyrail's id as the account's."""
+        able to receive transfers; `bank_account` (when known) is where its payouts go, `holder` (when
+        onboarded) who it pays. The simulator keeps none of its own: it answers moneyrail's id as the
+        account's."""
+        ...
+
+    async def update_connected_account(
+        self,
+        tenant: Tenant,
+        *,
+        idempotency_key: str,
+        processor_account: str,
+        country: str,
+        bank_account: str | None = None,
+        holder: AccountHolder | None = None,
+    ) -> ProcessorAccount:
+        """What moneyrail learnt of an account after it was made at the processor: the bank account its
+        payouts go to (replacing the default one) and who it pays. Nothing on the simulator."""
         ...
 
     async def create_transfer(

@@ -35,6 +35,7 @@ from moneyrail.errors import MoneyrailError, ProcessorNotConfigured, ProcessorUn
 from moneyrail.kit.tenant import Tenant
 from moneyrail.processor import settings as settings_of
 from moneyrail.processor.interface import (
+    AccountHolder,
     Authorization,
     AuthorizationChoice,
     BatchedTransfer,
@@ -312,6 +313,7 @@ class TenantRouted:
         email: str | None = None,
         reference: str | None = None,
         bank_account: str | None = None,
+        holder: AccountHolder | None = None,
     ) -> ProcessorAccount:
         return await (await self.of(tenant)).create_connected_account(
             tenant,
@@ -320,6 +322,26 @@ class TenantRouted:
             email=email,
             reference=reference,
             bank_account=bank_account,
+            holder=holder,
+        )
+
+    async def update_connected_account(
+        self,
+        tenant: Tenant,
+        *,
+        idempotency_key: str,
+        processor_account: str,
+        country: str,
+        bank_account: str | None = None,
+        holder: AccountHolder | None = None,
+    ) -> ProcessorAccount:
+        return await (await self.of(tenant)).update_connected_account(
+            tenant,
+            idempotency_key=idempotency_key,
+            processor_account=processor_account,
+            country=country,
+            bank_account=bank_account,
+            holder=holder,
         )
 
     async def create_transfer(

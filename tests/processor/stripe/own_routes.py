@@ -81,11 +81,43 @@ def listing(url: str, found: list[dict[str, Any]], params: dict[str, Any]) -> An
 
 
 # accounts ------------------------------------------------------------------------------------------
+def bank_of(account_id: str, country: str, currency: str, given: Any) -> dict[str, Any]:
+    """The bank account an `external_account` parameter makes (only its last four digits are kept)."""
+    number = str(given.get("account_number", "")) if isinstance(given, dict) else ""
+    return fixture(
+        "bank_account",
+        id=new_id("ba_"),
+        account=account_id,
+        country=str(given.get("country", country)) if isinstance(given, dict) else country,
+        currency=currency,
+        last4=number[-4:] or "6789",
+        default_for_currency=True,
+    )
+
+
+def with_details(account: dict[str, Any], params: dict[str, Any]) -> dict[str, Any]:
+    """The account with what a create or update call says of its holder, terms and bank account."""
+    account_id = account["id"]
+    if "business_type" in params:
+        account["business_type"] = params["business_type"]
+    if "individual" in params:
+        account["individual"] = {"object": "person", "account": account_id} | dict(params["individual"])
+    if "tos_acceptance" in params:
+        account["tos_acceptance"] = {"date": None, "ip": None, "user_agent": None} | {
+            key: int(value) if key == "date" else value for key, value in params["tos_acceptance"].items()
+        }
+    if "external_account" in params:  # the new default for its currency; the old default is deleted
+        given = params["external_account"]
+        account["external_accounts"]["data"] = [
+            bank_of(account_id, account["country"], account["default_currency"], given)
+        ]
+    return account
+
+
 async def create_account(state: State, call: Call) -> Answer:
     account_id = new_id("acct_")
     country = call.params.get("country", "US")
     currency = "eur" if country != "US" else "usd"
-    bank = fixture("bank_account", id=new_id("ba_"), account=account_id, country=country, currency=currency)
     requested = call.params.get("capabilities", {})
     made = fixture(
         "account",
@@ -102,12 +134,19 @@ async def create_account(state: State, call: Call) -> Answer:
         details_submitted=True,
         external_accounts={
             "object": "list",
-            "data": [bank],
+            "data": [],
             "has_more": False,
             "url": f"/v1/accounts/{account_id}/external_accounts",
         },
     )
-    return answer(state.keep(made))
+    return answer(state.keep(with_details(made, call.params)))
+
+
+async def update_account(state: State, call: Call) -> Answer:
+    found = state.of(call.ids[0], "account")
+    if found is None:
+        return missing("account", call.ids[0])
+    return answer(state.keep(with_details(found, call.params)))
 
 
 async def retrieve_account(state: State, call: Call) -> Answer:
@@ -219,6 +258,11 @@ async def create_payout(state: State, call: Call) -> Answer:
         if holder is None:
             return no_access(call.account)
         banks = holder["external_accounts"]["data"]
+        if not banks:
+            currency = params["currency"]
+            return stripe_error(
+                400, f"Sorry, you don't have any external accounts in that currency ({currency})."
+            )
     destination = params.get("destination") or (banks[0]["id"] if banks else new_id("ba_"))
     if banks and destination not in {bank["id"] for bank in banks}:
         return missing("external account", destination, param="destination")
@@ -435,6 +479,7 @@ route(
 )
 route("POST", "/v1/accounts", p.AccountCreateParams, create_account)
 route("GET", "/v1/accounts/{account}", p.AccountRetrieveParams, retrieve_account)
+route("POST", "/v1/accounts/{account}", p.AccountUpdateParams, update_account)
 route("POST", "/v1/transfers", p.TransferCreateParams, create_transfer)
 route("GET", "/v1/transfers", p.TransferListParams, list_transfers)
 route("GET", "/v1/transfers/{transfer}", p.TransferRetrieveParams, retrieve_transfer)

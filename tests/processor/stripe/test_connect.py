@@ -4,12 +4,13 @@ connected payouts, disputes with evidence and files, and one object per operatio
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 
 import httpx
 import pytest
 
 from moneyrail.processor.interface import (
+    AccountHolder,
     EvidenceFile,
     NotSupported,
     ProcessorRefused,
@@ -31,6 +32,7 @@ def connected(world: StripeWorld) -> ConnectedAccount:
             country="fr",
             email="shop@example.com",
             reference="mer_1",
+            bank_account="FR1420041010050500013M02606",
         )
     )
 
@@ -67,6 +69,52 @@ def test_a_connected_account_is_made_once_per_key(world: StripeWorld) -> None:
     assert (
         world.run(world.processor.connected_account(world.tenant, account_id=made[0].processor_id)) == made[0]
     )
+
+
+def test_what_onboarding_and_a_later_bank_account_tell_reaches_the_account(world: StripeWorld) -> None:
+    """An account made with neither a bank account nor its holder (a merchant whose bank account was
+    still due): its payouts are refused until an update gives both, under one key however often sent."""
+    made = world.run(
+        world.processor.create_connected_account(
+            world.tenant, idempotency_key=fresh_key("account"), country="fr", reference="acct_later"
+        )
+    )
+    with pytest.raises(ProcessorRefused, match="external accounts"):
+        world.run(
+            world.processor.create_payout(
+                world.tenant,
+                idempotency_key=fresh_key("payout"),
+                amount=100,
+                currency="eur",
+                bank_account="",
+                connected_account=made.processor_id,
+            )
+        )
+    holder = AccountHolder("Ada", "Lovelace", date(1990, 12, 10), NOW, "203.0.113.9")
+    key = fresh_key("details")
+    for _ in range(2):
+        world.run(
+            world.processor.update_connected_account(
+                world.tenant,
+                idempotency_key=key,
+                processor_account=made.processor_id,
+                country="fr",
+                bank_account="FR7630006000011234567890189",
+                holder=holder,
+            )
+        )
+    (at_stripe,) = [each for each in world.objects("account") if each["id"] == made.processor_id]
+    assert at_stripe["business_type"] == "individual"
+    person = at_stripe["individual"]
+    assert (person["first_name"], person["last_name"], person["dob"]) == (
+        "Ada",
+        "Lovelace",
+        {"day": "10", "month": "12", "year": "1990"},
+    )
+    assert at_stripe["tos_acceptance"]["date"] == int(NOW.timestamp())
+    assert at_stripe["tos_acceptance"]["ip"] == "203.0.113.9"
+    (bank,) = at_stripe["external_accounts"]["data"]
+    assert bank["last4"] == "0189"
 
 
 def test_transfers_pass_on_a_captured_payments_charge_to_two_accounts(world: StripeWorld) -> None:

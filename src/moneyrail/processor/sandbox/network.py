@@ -29,6 +29,7 @@ from typing import Literal, TypeVar
 from moneyrail.config import Settings
 from moneyrail.kit.tenant import Tenant
 from moneyrail.processor.interface import (
+    AccountHolder,
     Authorization,
     AuthorizationChoice,
     BatchedTransfer,
@@ -257,6 +258,7 @@ class SandboxNetwork:
         email: str | None = None,
         reference: str | None = None,
         bank_account: str | None = None,
+        holder: AccountHolder | None = None,
     ) -> ProcessorAccount:
         return await self._over_network(
             lambda: self.simulator.create_connected_account(
@@ -266,6 +268,28 @@ class SandboxNetwork:
                 email=email,
                 reference=reference,
                 bank_account=bank_account,
+                holder=holder,
+            )
+        )
+
+    async def update_connected_account(
+        self,
+        tenant: Tenant,
+        *,
+        idempotency_key: str,
+        processor_account: str,
+        country: str,
+        bank_account: str | None = None,
+        holder: AccountHolder | None = None,
+    ) -> ProcessorAccount:
+        return await self._over_network(
+            lambda: self.simulator.update_connected_account(
+                tenant,
+                idempotency_key=idempotency_key,
+                processor_account=processor_account,
+                country=country,
+                bank_account=bank_account,
+                holder=holder,
             )
         )
 

@@ -11,6 +11,7 @@ from moneyrail.db.raw import autocommit_connection
 from moneyrail.db.uow import UnitOfWork
 from moneyrail.kit.tenant import Tenant
 from moneyrail.processor.interface import (
+    AccountHolder,
     BatchedTransfer,
     PayoutResult,
     ProcessorAccount,
@@ -42,9 +43,23 @@ class TransferCalls(KeyedCalls):
         email: str | None = None,
         reference: str | None = None,
         bank_account: str | None = None,
+        holder: AccountHolder | None = None,
     ) -> ProcessorAccount:
         """The simulator keeps no accounts of its own: a connected account is known by moneyrail's id."""
         return ProcessorAccount(reference or "")
+
+    async def update_connected_account(
+        self,
+        tenant: Tenant,
+        *,
+        idempotency_key: str,
+        processor_account: str,
+        country: str,
+        bank_account: str | None = None,
+        holder: AccountHolder | None = None,
+    ) -> ProcessorAccount:
+        """Nothing to tell: the simulator reads moneyrail's own rows."""
+        return ProcessorAccount(processor_account)
 
     async def create_transfer(
         self,

@@ -18,6 +18,7 @@ import stripe
 
 from moneyrail.kit.tenant import Tenant
 from moneyrail.processor.interface import (
+    AccountHolder,
     BatchedTransfer,
     PayoutResult,
     ProcessorAccount,
@@ -75,11 +76,12 @@ async def create_connected_account(
     email: str | None = None,
     reference: str | None = None,
     bank_account: str | None = None,
+    holder: AccountHolder | None = None,
 ) -> ConnectedAccount:
     """A Custom account that can receive transfers (`reference`: moneyrail's connected account id):
     moneyrail onboards the person on its own hosted page, so the platform holds the relationship and
     Stripe never writes to them. `bank_account` (an IBAN or account number) becomes its default
-    external account, where its payouts go."""
+    external account, where its payouts go; `holder`, the person, as onboarded."""
     params: stripe.params.AccountCreateParams = {
         "type": "custom",
         "country": country.upper(),
@@ -94,7 +96,54 @@ async def create_connected_account(
             "country": country.upper(),
             "account_number": bank_account,
         }
+    if holder is not None:
+        params["business_type"] = "individual"
+        params["individual"] = {
+            "first_name": holder.first_name,
+            "last_name": holder.last_name,
+            "dob": {"day": holder.born.day, "month": holder.born.month, "year": holder.born.year},
+        }
+        params["tos_acceptance"] = terms_accepted(holder)
     return account_of(await fetched(connection.v1.accounts.create_async(params, keyed(idempotency_key))))
+
+
+def terms_accepted(holder: AccountHolder) -> stripe.params.AccountCreateParamsTosAcceptance:
+    accepted: stripe.params.AccountCreateParamsTosAcceptance = {
+        "date": int(holder.terms_accepted_at.timestamp())
+    }
+    if holder.terms_accepted_from:
+        accepted["ip"] = holder.terms_accepted_from
+    return accepted
+
+
+async def update_connected_account(
+    connection: StripeConnection,
+    *,
+    idempotency_key: str,
+    account_id: str,
+    country: str,
+    bank_account: str | None = None,
+    holder: AccountHolder | None = None,
+) -> ConnectedAccount:
+    """What moneyrail learnt after the account was made: a bank account (Stripe makes it the default for
+    its currency and deletes the old default) and the onboarded person."""
+    params: stripe.params.AccountUpdateParams = {}
+    if bank_account:
+        params["external_account"] = {
+            "object": "bank_account",
+            "country": country.upper(),
+            "account_number": bank_account,
+        }
+    if holder is not None:
+        params["business_type"] = "individual"
+        params["individual"] = {
+            "first_name": holder.first_name,
+            "last_name": holder.last_name,
+            "dob": {"day": holder.born.day, "month": holder.born.month, "year": holder.born.year},
+        }
+        params["tos_acceptance"] = {**terms_accepted(holder)}
+    updated = connection.v1.accounts.update_async(account_id, params, keyed(idempotency_key))
+    return account_of(await fetched(updated))
 
 
 async def connected_account(connection: StripeConnection, account_id: str) -> ConnectedAccount:

@@ -9,6 +9,7 @@ from datetime import datetime
 from moneyrail.config import Settings, get_settings
 from moneyrail.kit.tenant import Tenant
 from moneyrail.processor.interface import (
+    AccountHolder,
     Authorization,
     AuthorizationChoice,
     BatchedTransfer,
@@ -284,6 +285,7 @@ class StripeProcessor:
         email: str | None = None,
         reference: str | None = None,
         bank_account: str | None = None,
+        holder: AccountHolder | None = None,
     ) -> ConnectedAccount:
         return await connect.create_connected_account(
             self._connection,
@@ -293,6 +295,26 @@ class StripeProcessor:
             email=email,
             reference=reference,
             bank_account=bank_account,
+            holder=holder,
+        )
+
+    async def update_connected_account(
+        self,
+        tenant: Tenant,
+        *,
+        idempotency_key: str,
+        processor_account: str,
+        country: str,
+        bank_account: str | None = None,
+        holder: AccountHolder | None = None,
+    ) -> ConnectedAccount:
+        return await connect.update_connected_account(
+            self._connection,
+            idempotency_key=idempotency_key,
+            account_id=processor_account,
+            country=country,
+            bank_account=bank_account,
+            holder=holder,
         )
 
     async def connected_account(self, tenant: Tenant, *, account_id: str) -> ConnectedAccount:
