@@ -21,6 +21,8 @@ class Receiver:
     url: str
     deliveries: list[Delivery] = field(default_factory=list)
     statuses: list[int] = field(default_factory=list)  # answered in order, then 200
+    hold: threading.Event | None = None  # when given, each POST is answered only once it is set
+    arrived: int = 0  # POSTs received, answered or still held
 
 
 @contextmanager
@@ -30,6 +32,9 @@ def receiver() -> Iterator[Receiver]:
     class Handler(BaseHTTPRequestHandler):
         def do_POST(self) -> None:
             body = self.rfile.read(int(self.headers.get("content-length", "0")))
+            state.arrived += 1
+            if state.hold is not None:
+                state.hold.wait(60)
             state.deliveries.append(
                 Delivery(self.path, {k.lower(): v for k, v in self.headers.items()}, body)
             )

@@ -8,10 +8,10 @@ from typing import Any, NamedTuple
 
 import orjson
 from sqlalchemy import and_, select
-from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
 
 from moneyrail.db.pagination import newest_first_page
-from moneyrail.db.raw import Write, WriteAt, driver_connection, engine_of, pending_update
+from moneyrail.db.raw import Write, WriteAt, driver_connection, pending_update
 from moneyrail.engine.repository import NewOperations, operations_from, relay_wakeups
 from moneyrail.kit.pagination import Position
 from moneyrail.kit.tenant import Tenant
@@ -324,7 +324,7 @@ _INSERT_ATTEMPT = """
 
 
 async def record_attempt_now(
-    session: AsyncSession,
+    engine: AsyncEngine,
     *,
     delivery_id: str,
     number: int,
@@ -335,7 +335,7 @@ async def record_attempt_now(
 ) -> None:
     """Written on a connection of its own that commits at once: a failed attempt's transaction is rolled
     back by the engine, and the integrator must still see what the receiver answered."""
-    async with engine_of(session).connect() as connection:  # no statement through SQLAlchemy: nothing begins
+    async with engine.connect() as connection:  # no statement through SQLAlchemy: nothing begins
         pooled = await connection.get_raw_connection()
         driver: Any = pooled.driver_connection
         await driver.execute(

@@ -19,13 +19,15 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from standardwebhooks import Webhook
 
 from moneyrail.config import API_VERSIONS, get_settings
-from moneyrail.db.raw import WriteAt, from_row
+from moneyrail.db.raw import WriteAt, engine_of, from_row
 from moneyrail.engine.clock import clock_offset
 from moneyrail.engine.outcomes import AttemptError, PermanentFailure, TransientFailure
 from moneyrail.engine.policy import RetryPolicy, policy_for, register_policy
 from moneyrail.engine.repository import NewOperations
 from moneyrail.engine.schemas import render_operation
 from moneyrail.engine.service import (
+    Call,
+    Recording,
     create_operation,
     register_attempt_failure_listener,
     register_outcome_listener,
@@ -408,8 +410,14 @@ def signing_secrets(endpoint: WebhookEndpoint, at: datetime) -> list[str]:
     return signing
 
 
-async def deliver(session: AsyncSession, operation: Operation, resolver: Resolver = system_resolver) -> None:
-    """One delivery attempt of one event to one endpoint (the `webhook_delivery` operation handler)."""
+async def prepare_delivery(
+    session: AsyncSession, operation: Operation, resolver: Resolver = system_resolver
+) -> Call:
+    """One delivery attempt of one event to one endpoint (the `webhook_delivery` operation), in phases
+    (engine `PhasedHandler`): the endpoint and event read and the request signed in a short unit of
+    work; the POST made with no transaction or pooled connection held, so a slow receiver keeps none of
+    the pool from the money's operations; each attempt's answer written at once on a connection of its
+    own (a failed attempt must show what the receiver answered)."""
     tenant = Tenant(operation.installation_id, operation.livemode)
     endpoint = await repository.get_endpoint_any_state(session, operation.payload["endpoint"])
     if endpoint is None or endpoint.deleted_at is not None:
@@ -420,50 +428,60 @@ async def deliver(session: AsyncSession, operation: Operation, resolver: Resolve
     now = datetime.now(UTC)
     body = orjson.dumps(event_object(event)).decode()
     headers = signed_headers(signing_secrets(endpoint, now), event.id, body, now)
+    engine, endpoint_id, url, event_id = engine_of(session), endpoint.id, endpoint.url, event.id
+    delivery_id, number = operation.id, operation.attempts
 
     async def note(outcome: str, status: int | None, latency_ms: float | None, error: str | None) -> None:
         await repository.record_attempt_now(
-            session,
-            delivery_id=operation.id,
-            number=operation.attempts,
+            engine,
+            delivery_id=delivery_id,
+            number=number,
             outcome=outcome,
             response_status=status,
             latency_ms=latency_ms,
             error=error,
         )
 
-    started = time.perf_counter()
-    try:
-        # resolved once, checked, and connected to that very address (no DNS rebinding in between)
-        target, response = await post_pinned(
-            endpoint.url,
-            content=body,
-            headers=headers,
-            public_only=tenant.livemode,
-            timeout_seconds=DELIVERY_TIMEOUT_SECONDS,
-            resolver=resolver,
-        )
-    except AddressRefused as refused:
-        await note("failed", None, None, f"endpoint address refused: {refused}")
-        raise TransientFailure(f"endpoint address refused: {refused}") from refused
-    except httpx.HTTPError as error:
+    async def call() -> Recording:
+        started = time.perf_counter()
+        try:
+            # resolved once, checked, and connected to that very address (no DNS rebinding in between)
+            target, response = await post_pinned(
+                url,
+                content=body,
+                headers=headers,
+                public_only=tenant.livemode,
+                timeout_seconds=DELIVERY_TIMEOUT_SECONDS,
+                resolver=resolver,
+            )
+        except AddressRefused as refused:
+            await note("failed", None, None, f"endpoint address refused: {refused}")
+            raise TransientFailure(f"endpoint address refused: {refused}") from refused
+        except httpx.HTTPError as error:
+            latency_ms = round((time.perf_counter() - started) * 1000, 2)
+            await note("failed", None, latency_ms, f"delivery failed: {type(error).__name__}")
+            raise TransientFailure(f"delivery failed: {type(error).__name__}") from error
         latency_ms = round((time.perf_counter() - started) * 1000, 2)
-        await note("failed", None, latency_ms, f"delivery failed: {type(error).__name__}")
-        raise TransientFailure(f"delivery failed: {type(error).__name__}") from error
-    latency_ms = round((time.perf_counter() - started) * 1000, 2)
-    if not response.is_success:
-        await note(
-            "failed", response.status_code, latency_ms, f"endpoint answered HTTP {response.status_code}"
+        if not response.is_success:
+            await note(
+                "failed", response.status_code, latency_ms, f"endpoint answered HTTP {response.status_code}"
+            )
+            raise TransientFailure(f"endpoint answered HTTP {response.status_code}")
+        await note("succeeded", response.status_code, latency_ms, None)
+        logger.info(
+            "webhook_delivered",
+            event_id=event_id,
+            endpoint=endpoint_id,
+            status=response.status_code,
+            address=target.address,
         )
-        raise TransientFailure(f"endpoint answered HTTP {response.status_code}")
-    await note("succeeded", response.status_code, latency_ms, None)
-    logger.info(
-        "webhook_delivered",
-        event_id=event.id,
-        endpoint=endpoint.id,
-        status=response.status_code,
-        address=target.address,
-    )
+        return nothing_to_record
+
+    return call
+
+
+async def nothing_to_record(session: AsyncSession) -> None:
+    """A delivery's attempt is written as it ends; its success is the operation's own."""
 
 
 OUTCOME_EVENTS = {
