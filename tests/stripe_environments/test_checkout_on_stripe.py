@@ -12,6 +12,8 @@ from typing import Any
 import httpx
 import pytest
 
+from moneyrail.checkout import service as checkout_service
+from moneyrail.processor.stripe import StripeProcessor
 from tests.checkout.support import (
     SUCCESS_URL,
     card_form,
@@ -21,6 +23,7 @@ from tests.checkout.support import (
 )
 from tests.harness import OUTPUT_DIR
 from tests.helpers import count_rows
+from tests.processor.stripe.servers import SECRET_KEY
 from tests.stripe_environments.conftest import StripeEnvironments, stripe_js_url
 from tests.stripe_environments.support import (
     SUCCEEDS,
@@ -192,3 +195,31 @@ def test_without_a_publishable_key_the_page_takes_no_new_card_and_runs_no_script
     posted = httpx.post(checkout["checkout_url"], data={"payment_method": "new"})
     assert posted.status_code == 400 and "Enter your card details" in posted.text
     assert payment_status(live, payment) == "requires_payment_method"
+
+
+def test_a_sandbox_on_stripe_leaves_its_due_sessions_to_the_sweep_which_cancels_at_stripe(on_stripe, db):
+    """A clock advance settles no session of a sandbox on Stripe's test mode (the cancel would go out
+    inside the advance's transaction); the scheduler's sweep settles it on that sandbox's clock, the
+    payment's cancel made at Stripe in phases."""
+    sandbox = shop_on_stripe(on_stripe, livemode=False)
+    payment, checkout = payment_and_checkout(sandbox)
+    confirmed = confirm_with_token(sandbox, payment, card_token(on_stripe.stripe, AUTHENTICATION))
+    assert confirmed.json()["status"] == "requires_action", confirmed.text
+    advanced = sandbox.post("/v1/test-helpers/clock/advance", json={"seconds": 31 * 60})
+    assert advanced.status_code == 200, advanced.text
+    assert advanced.json()["work_done"]["checkout.expiry"] == 0
+    assert session_status(sandbox, checkout) == "open"
+
+    stripe = StripeProcessor(SECRET_KEY, api_base=on_stripe.stripe.double)
+    try:
+        settled = on_stripe.bridge.run(
+            checkout_service.sweep(on_stripe.bridge.sessionmaker, processor=stripe)
+        )
+    finally:
+        on_stripe.bridge.run(stripe.aclose())
+    assert settled >= 1
+    assert session_status(sandbox, checkout) == "expired"
+    after = sandbox.get(f"/v1/payment-intents/{payment['id']}").json()
+    assert (after["status"], after["cancellation_reason"]) == ("canceled", "abandoned")
+    intent = stripe_get(on_stripe.stripe, f"/v1/payment_intents/{processor_authorization(db, payment['id'])}")
+    assert intent["status"] == "canceled"
