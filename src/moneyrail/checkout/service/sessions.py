@@ -292,7 +292,11 @@ async def _settle_due_sessions(
     )
     if not due:
         return 0
-    network = processor or provider.routed()
+    network = processor or await provider.processor_for(session, tenant)
+    if phases.outside(network):
+        # their payments' cancels would go out inside this transaction (a clock advance's): the
+        # scheduler's sweep settles them, each in atomic phases
+        return 0
     settled = 0
     for checkout in due:
         checkout_id = checkout.id
@@ -310,12 +314,8 @@ async def expire_due_sessions(
     session: AsyncSession, tenant: Tenant, now: datetime, *, processor: Processor | None = None
 ) -> int:
     """Due work of a sandbox clock advance: the tenant's sessions past expiry at `now`. A sandbox on an
-    outside processor (Stripe's test mode) has none settled here: their payments' cancels would go out
-    inside the advance's transaction, so the scheduler's sweep settles them, each in atomic phases."""
-    network = processor or await provider.processor_for(session, tenant)
-    if phases.outside(network):
-        return 0
-    return await _settle_due_sessions(session, tenant=tenant, now=now, processor=network)
+    outside processor (Stripe's test mode) has none settled here: the scheduler's sweep settles them."""
+    return await _settle_due_sessions(session, tenant=tenant, now=now, processor=processor)
 
 
 @dataclass(frozen=True)
