@@ -97,6 +97,8 @@ def linked_account(
             ONBOARDING_FORM["last_name"],
         )
         assert terms["date"] is not None and terms["ip"] == "127.0.0.1"
+        # onboarding sent the person only: the bank account made with the account is still its default
+        assert onboarded["external_accounts"]["data"] == made["external_accounts"]["data"]
     return account, stripe_id
 
 

@@ -15,8 +15,9 @@ way (made before its environment was put on Stripe) gets one when money is first
 
 What moneyrail learns of an account later (the hosted onboarding page's name, birth date and terms
 accepted; a merchant's bank account given after its account was made) goes to the processor by a
-`connected_account_details` operation, in the same phases, under a key that names what it sends (so a
-retry sends the same, and newer details make a new call). Its account not linked yet, it waits for the
+`connected_account_details` operation, in the same phases: only what changed (a bank account sent
+again would replace the default one), under a key that names what it sends (so a retry sends the same,
+and newer details make a new call). Its account not linked yet, it waits for the
 link operation under way (which then sends everything the row holds), or has nothing to send when no
 link is under way (the account's link, when money first needs it, sends everything).
 """
@@ -176,9 +177,15 @@ def holder_of(account: ConnectedAccount) -> AccountHolder | None:
     )
 
 
-async def start_details(session: AsyncSession, tenant: Tenant, account: ConnectedAccount) -> None:
-    """Beside a change of what the processor must know of an account (its holder onboarded, a bank
-    account given): the operation that tells it, where the processor keeps accounts; nothing elsewhere."""
+HOLDER, BANK_ACCOUNT = "holder", "bank_account"
+
+
+async def start_details(
+    session: AsyncSession, tenant: Tenant, account: ConnectedAccount, changed: str
+) -> None:
+    """Beside a change of what the processor must know of an account (`changed`: HOLDER, onboarded, or
+    BANK_ACCOUNT, given): the operation that tells it, where the processor keeps accounts; nothing
+    elsewhere. Only what changed is sent: a bank account sent again would replace the default one."""
     if not await provider.keeps_connected_accounts(session, tenant):
         return
     await create_operation(
@@ -187,7 +194,7 @@ async def start_details(session: AsyncSession, tenant: Tenant, account: Connecte
         operation_type=DETAILS_TYPE,
         actor_name=DETAILS_ACTOR,
         resource=account.id,
-        payload={"connected_account": account.id},
+        payload={"connected_account": account.id, "changed": changed},
     )
 
 
@@ -206,7 +213,9 @@ async def prepare_details(session: AsyncSession, operation: Operation, processor
             raise AccountNotLinked(f"{account_id} is being made at the processor: its details wait for it")
         return None  # its link, whenever it runs, sends what the row holds then
     processor_account, country = account.processor_account, account.country
-    bank_account, holder = account.bank_account_number, holder_of(account)
+    changed = operation.payload.get("changed")
+    bank_account = account.bank_account_number if changed == BANK_ACCOUNT else None
+    holder = holder_of(account) if changed == HOLDER else None
     if bank_account is None and holder is None:
         return None
     sent = repr((processor_account, country, bank_account, holder)).encode()

@@ -82,7 +82,7 @@ async def record_merchant_bank_account(
     account.onboarding_status = "complete"
     account.updated_at = utcnow()
     await session.flush()
-    await at_processor.start_details(session, tenant, account)
+    await at_processor.start_details(session, tenant, account, at_processor.BANK_ACCOUNT)
     await announce(session, tenant, account, "connected_account.updated")
 
 

@@ -245,7 +245,7 @@ async def submit_onboarding(
     account.updated_at = utcnow()
     link.used_at = now
     await session.flush()
-    await at_processor.start_details(session, tenant, account)
+    await at_processor.start_details(session, tenant, account, at_processor.HOLDER)
     await announce(session, tenant, account, "connected_account.updated")
     logger.info("connected_account_onboarded", connected_account=account.id)
     return replace(page, state="done")
