@@ -90,30 +90,42 @@ async def create_connected_account(
     }
     if email is not None:
         params["email"] = email
+    details = account_details(country, bank_account, holder)
+    if "external_account" in details:
+        params["external_account"] = details["external_account"]
+    if "individual" in details and "tos_acceptance" in details:
+        params["business_type"] = "individual"
+        params["individual"] = details["individual"]
+        params["tos_acceptance"] = details["tos_acceptance"]
+    return account_of(await fetched(connection.v1.accounts.create_async(params, keyed(idempotency_key))))
+
+
+def account_details(
+    country: str, bank_account: str | None, holder: AccountHolder | None
+) -> stripe.params.AccountUpdateParams:
+    """The parameters that say where an account's payouts go and who it pays, the same on its creation
+    and on an update."""
+    details: stripe.params.AccountUpdateParams = {}
     if bank_account:
-        params["external_account"] = {
+        details["external_account"] = {
             "object": "bank_account",
             "country": country.upper(),
             "account_number": bank_account,
         }
     if holder is not None:
-        params["business_type"] = "individual"
-        params["individual"] = {
+        details["business_type"] = "individual"
+        details["individual"] = {
             "first_name": holder.first_name,
             "last_name": holder.last_name,
             "dob": {"day": holder.born.day, "month": holder.born.month, "year": holder.born.year},
         }
-        params["tos_acceptance"] = terms_accepted(holder)
-    return account_of(await fetched(connection.v1.accounts.create_async(params, keyed(idempotency_key))))
-
-
-def terms_accepted(holder: AccountHolder) -> stripe.params.AccountCreateParamsTosAcceptance:
-    accepted: stripe.params.AccountCreateParamsTosAcceptance = {
-        "date": int(holder.terms_accepted_at.timestamp())
-    }
-    if holder.terms_accepted_from:
-        accepted["ip"] = holder.terms_accepted_from
-    return accepted
+        accepted: stripe.params.AccountUpdateParamsTosAcceptance = {
+            "date": int(holder.terms_accepted_at.timestamp())
+        }
+        if holder.terms_accepted_from:
+            accepted["ip"] = holder.terms_accepted_from
+        details["tos_acceptance"] = accepted
+    return details
 
 
 async def update_connected_account(
@@ -127,22 +139,8 @@ async def update_connected_account(
 ) -> ConnectedAccount:
     """What moneyrail learnt after the account was made: a bank account (Stripe makes it the default for
     its currency and deletes the old default) and the onboarded person."""
-    params: stripe.params.AccountUpdateParams = {}
-    if bank_account:
-        params["external_account"] = {
-            "object": "bank_account",
-            "country": country.upper(),
-            "account_number": bank_account,
-        }
-    if holder is not None:
-        params["business_type"] = "individual"
-        params["individual"] = {
-            "first_name": holder.first_name,
-            "last_name": holder.last_name,
-            "dob": {"day": holder.born.day, "month": holder.born.month, "year": holder.born.year},
-        }
-        params["tos_acceptance"] = {**terms_accepted(holder)}
-    updated = connection.v1.accounts.update_async(account_id, params, keyed(idempotency_key))
+    details = account_details(country, bank_account, holder)
+    updated = connection.v1.accounts.update_async(account_id, details, keyed(idempotency_key))
     return account_of(await fetched(updated))
 
 
