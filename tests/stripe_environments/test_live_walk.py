@@ -26,6 +26,7 @@ from tests.connect.support import (
 from tests.disputes.support import png_bytes, upload
 from tests.engine.conftest import wait_for_operation
 from tests.harness import create_tenant, use_stripe, verify_ledger_as_an_operator_does
+from tests.merchants.support import RETURN_URL, connect, register_redirect_uris
 from tests.payments.support import wait_for
 from tests.processor.stripe.servers import SECRET_KEY
 from tests.stripe_environments.conftest import StripeEnvironments
@@ -377,3 +378,36 @@ def test_an_account_made_before_the_environment_was_on_stripe_is_made_there_when
     assert [each["id"] for each in at_stripe(on_stripe, "account", keys.installation_id)] == [stripe_id]
     shown = sandbox.get(f"/v1/connected-accounts/{account['id']}").json()
     assert shown["capabilities"]["transfers"] == "active" and stripe_id not in json.dumps(shown)
+
+
+def test_a_merchants_bank_account_given_on_its_activation_page_reaches_its_account_at_stripe(
+    on_stripe: StripeEnvironments, db: Any
+) -> None:
+    live = on_stripe.api(livemode=True, kind="platform")
+    installation = live.keys.installation_id
+    register_redirect_uris(on_stripe.bridge, live.keys)
+    merchant = connect(live)
+    account_id = merchant["connected_account"]
+    wait_for_operation(live, account_operation(db, account_id), {"succeeded"})
+    stripe_id = processor_account(db, account_id)
+    assert stripe_id is not None
+    (made,) = [each for each in at_stripe(on_stripe, "account", installation) if each["id"] == stripe_id]
+    assert made["external_accounts"]["data"] == []  # live: the merchant's bank account is still due
+    shown = live.get(f"/v1/connected-accounts/{account_id}").json()
+    assert shown["payouts_enabled"] is False and shown["external_account"] is None
+
+    session = live.post(
+        f"/v1/merchants/{merchant['id']}/onboarding-sessions", json={"return_url": RETURN_URL}
+    )
+    assert session.status_code == 200, session.text
+    done = httpx.post(
+        session.json()["url"], data={"bank_account": "8937 0400 12"}, follow_redirects=False, timeout=30
+    )
+    assert done.status_code == 303, done.text
+    wait_for_operation(live, details_operation(db, account_id), {"succeeded"})
+    (updated,) = [each for each in at_stripe(on_stripe, "account", installation) if each["id"] == stripe_id]
+    assert [bank["last4"] for bank in updated["external_accounts"]["data"]] == ["0012"]
+    shown_after = live.get(f"/v1/connected-accounts/{account_id}")
+    assert shown_after.json()["payouts_enabled"] is True
+    assert shown_after.json()["external_account"]["bank_last4"] == "0012"
+    assert stripe_id not in shown_after.text

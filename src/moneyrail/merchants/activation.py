@@ -26,8 +26,8 @@ from moneyrail.models import Merchant, MerchantOnboardingSession
 from . import repository
 from .schemas import OnboardingSessionCreate
 from .service import (
+    BANK_ACCOUNT_REQUIREMENT,
     ONBOARDING_LIFETIME,
-    SANDBOX_REQUIREMENT,
     TOKEN_LENGTH,
     Notice,
     Redirect,
@@ -151,13 +151,13 @@ async def complete_onboarding(
         return loaded
     onboarding, merchant, tenant = loaded.onboarding, loaded.merchant, loaded.tenant
     number = re.sub(r"[\s-]", "", bank_account or "")
-    if SANDBOX_REQUIREMENT in merchant.requirements_due and not re.fullmatch(r"[0-9]{6,34}", number):
+    if BANK_ACCOUNT_REQUIREMENT in merchant.requirements_due and not re.fullmatch(r"[0-9]{6,34}", number):
         return OnboardingForm(
             _onboarding_view(onboarding, merchant),
             "Enter the bank account number (6 to 34 digits).",
             loaded.new_session,
         )
-    if SANDBOX_REQUIREMENT in merchant.requirements_due:
+    if BANK_ACCOUNT_REQUIREMENT in merchant.requirements_due:
         await merchant_accounts.record_merchant_bank_account(session, tenant, merchant.id, number)
     merchant.requirements_due = []
     merchant.updated_at = utcnow()

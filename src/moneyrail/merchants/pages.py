@@ -51,7 +51,7 @@ SCOPE_LABELS = {
     "transfers": "Send money to your account",
     "payouts": "See and start payouts to your bank",
 }
-REQUIREMENT_LABELS = {service.SANDBOX_REQUIREMENT: "A bank account to receive payouts"}
+REQUIREMENT_LABELS = {service.BANK_ACCOUNT_REQUIREMENT: "A bank account to receive payouts"}
 
 
 def _query(request: Request) -> dict[str, list[str]]:
@@ -182,7 +182,7 @@ def _onboarding_page(request: Request, token: str, step: activation.OnboardingSt
         {
             "business": view.business_name,
             "requirements": [REQUIREMENT_LABELS.get(item, item) for item in view.requirements],
-            "needs_bank_account": service.SANDBOX_REQUIREMENT in view.requirements,
+            "needs_bank_account": service.BANK_ACCOUNT_REQUIREMENT in view.requirements,
             "sandbox": not view.livemode,
             "error": step.error,
             "action": f"/onboarding/merchants/{token}",

@@ -83,8 +83,9 @@ CONNECTION_TRANSITIONS: dict[str, frozenset[str]] = {
     "revoked": frozenset({"pending"}),  # a new consent session
 }
 RESTARTABLE = frozenset({"pending", "denied", "revoked"})
-# What the sandbox business form can leave due: a bank account to pay out to.
-SANDBOX_REQUIREMENT = "external_account"
+# A bank account to pay out to: due in live until the activation page collects it (live money never goes
+# to a made-up account); the sandbox business form can leave it due, else the sandbox makes one up.
+BANK_ACCOUNT_REQUIREMENT = "external_account"
 
 
 def _move(merchant: Merchant, status: str) -> None:
@@ -423,7 +424,7 @@ async def decide_consent(
     merchant.scopes = issued.scope.split()
     # the sandbox form can leave a requirement due, to exercise activation; live has no such switch
     leave_due = form.leave_requirement_due and not tenant.livemode
-    merchant.requirements_due = [SANDBOX_REQUIREMENT] if leave_due else []
+    merchant.requirements_due = [BANK_ACCOUNT_REQUIREMENT] if leave_due else []
     merchant.revoked_at = None
     merchant.updated_at = utcnow()
     await session.flush()
@@ -490,14 +491,17 @@ async def exchange_code(
         stored.used_at = utcnow()
         _move(merchant, "active")
         await session.flush()
-        await merchant_accounts.ensure_account_for_merchant(
+        account = await merchant_accounts.ensure_account_for_merchant(
             session,
             application.tenant,
             merchant_id=merchant.id,
             business_name=merchant.business_name,
             email=merchant.support_email,
-            bank_account_due=SANDBOX_REQUIREMENT in merchant.requirements_due,
+            bank_account_due=BANK_ACCOUNT_REQUIREMENT in merchant.requirements_due,
         )
+        if account.bank_account_number is None and BANK_ACCOUNT_REQUIREMENT not in merchant.requirements_due:
+            # its account has nowhere to pay out to yet (always so in live): activation collects it
+            merchant.requirements_due = [*merchant.requirements_due, BANK_ACCOUNT_REQUIREMENT]
         await announce(session, application.tenant, merchant, "merchant.connected")
         logger.info("merchant_connected", merchant=merchant.id)
     return answer
