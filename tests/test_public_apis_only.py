@@ -81,10 +81,6 @@ ALLOWED: dict[tuple[str, str], str] = {
         "SQLAlchemy's IdentityMap: attaches a driver-read row as the ORM's loader does (loaded_row); "
         "goes with the ORM state helpers (issue 28, item 1)"
     ),
-    ("src/moneyrail/db/uow.py", "transaction._connections"): (
-        "SQLAlchemy's SessionTransaction: whether the ORM transaction holds a connection, to end idle "
-        "ones without a round trip; goes with SessionOnDemand (issue 28, item 1)"
-    ),
 }
 
 

@@ -32,7 +32,10 @@ from __future__ import annotations
 
 from types import TracebackType
 
+from sqlalchemy import event
+from sqlalchemy.engine import Connection
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
+from sqlalchemy.orm import Session, SessionTransaction
 
 from moneyrail.db.raw import (
     UNIT_OF_WORK_SESSION,
@@ -163,8 +166,25 @@ def _orm_has_work(session: AsyncSession) -> bool:
     flush nothing and end nothing, for a greenlet hop and its bookkeeping."""
     if session.new or session.dirty or session.deleted:
         return True
-    transaction = session.sync_session.get_transaction()
-    return transaction is not None and bool(transaction._connections)
+    return bool(session.info.get(_ORM_CONNECTION_BEGUN))
+
+
+# Set while the session's transaction holds a connection it began (SQLAlchemy's public session events:
+# `after_begin` when a connection joins the transaction, `after_transaction_end` when the outermost ends).
+# Listened to on every Session: a unit of work may be given any sessionmaker, and a missed flag would
+# leave an ORM transaction uncommitted.
+_ORM_CONNECTION_BEGUN = "moneyrail.orm_connection_begun"
+
+
+@event.listens_for(Session, "after_begin")
+def _note_connection_begun(session: Session, transaction: SessionTransaction, connection: Connection) -> None:
+    session.info[_ORM_CONNECTION_BEGUN] = True
+
+
+@event.listens_for(Session, "after_transaction_end")
+def _note_transaction_ended(session: Session, transaction: SessionTransaction) -> None:
+    if transaction.parent is None:
+        session.info.pop(_ORM_CONNECTION_BEGUN, None)
 
 
 def _end_idle_orm_transaction(session: AsyncSession) -> None:
