@@ -13,13 +13,14 @@ import secrets
 import signal
 import threading
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from datetime import timedelta
 from typing import Any
 
 import httpx
 import psutil
 import psycopg
+import pytest
 from sqlalchemy.engine import make_url
 
 from moneyrail.payments.orphans import sweep_orphans
@@ -69,6 +70,21 @@ def web_process(servers: Servers, log_name: str, **env: str) -> Iterator[tuple[s
         yield base_url, process
     finally:
         process.stop()
+
+
+@pytest.fixture(scope="module")
+def web_at_100ms(servers: Servers) -> Iterator[tuple[str, Process]]:
+    """A web process whose processor is 100 ms away, shared by the module's tests that only need one."""
+    with web_process(servers, "web-step-phases-100ms", MONEYRAIL_SANDBOX_LATENCY_MS="100") as running:
+        yield running
+
+
+@pytest.fixture(scope="module")
+def web_far_away(servers: Servers) -> Iterator[tuple[str, Process]]:
+    """A web process whose processor calls take SLOW_CALL_MS: long enough to look at the database while
+    one is on the network. Shared by the tests that do not kill it."""
+    with web_process(servers, "web-step-phases-far", MONEYRAIL_SANDBOX_LATENCY_MS=SLOW_CALL_MS) as running:
+        yield running
 
 
 def backends_of(db: psycopg.Connection[Any], servers: Servers, process: Process) -> list[tuple[int, str]]:
@@ -121,15 +137,12 @@ def in_background(call: Any) -> tuple[threading.Thread, dict[str, Any]]:
 
 
 def test_a_capture_on_the_network_holds_no_transaction_lock_or_connection_and_a_second_step_waits(
-    servers: Servers, api, db, tenant: TenantKeys
+    servers: Servers, api, db, tenant: TenantKeys, web_far_away
 ):
     payment = authorized(api)
     path = f"/v1/payment-intents/{payment['id']}/capture"
     with (
-        web_process(servers, "web-step-phases-slow", MONEYRAIL_SANDBOX_LATENCY_MS=SLOW_CALL_MS) as (
-            url,
-            web,
-        ),
+        nullcontext(web_far_away) as (url, web),
         httpx.Client(base_url=url, headers={"Authorization": f"Bearer {tenant.secret}"}) as slow,
     ):
         thread, outcome = in_background(
@@ -208,10 +221,12 @@ def test_a_web_process_killed_after_the_processor_captured_is_finished_by_the_sa
     verify_ledger_as_an_operator_does(servers)
 
 
-def test_a_confirm_and_capture_over_the_network_end_as_in_one_transaction(servers: Servers, api, db, tenant):
+def test_a_confirm_and_capture_over_the_network_end_as_in_one_transaction(
+    servers: Servers, api, db, tenant, web_at_100ms
+):
     """The bench's flow (create, confirm with a card, capture) on the phased path, with a key each."""
     with (
-        web_process(servers, "web-step-phases-flow", MONEYRAIL_SANDBOX_LATENCY_MS="100") as (url, _),
+        nullcontext(web_at_100ms) as (url, _),
         httpx.Client(base_url=url, headers={"Authorization": f"Bearer {tenant.secret}"}, timeout=30) as slow,
     ):
         payment = create_payment(slow, 2000, capture_method="manual")
@@ -273,11 +288,13 @@ def test_an_unreachable_processor_answers_503_and_releases_the_claim(servers: Se
     assert simulator_status(db, payment["id"]) == ("captured", 2000)
 
 
-def test_bank_authentication_completes_in_phases_with_automatic_capture(servers: Servers, api, db, tenant):
+def test_bank_authentication_completes_in_phases_with_automatic_capture(
+    servers: Servers, api, db, tenant, web_at_100ms
+):
     """The bank's page on the phased path: its answer, then the automatic capture, two calls, then the
     payment recorded once."""
     with (
-        web_process(servers, "web-step-phases-3ds", MONEYRAIL_SANDBOX_LATENCY_MS="100") as (url, _),
+        nullcontext(web_at_100ms) as (url, _),
         httpx.Client(base_url=url, headers={"Authorization": f"Bearer {tenant.secret}"}, timeout=30) as slow,
     ):
         payment = create_payment(slow, 4500)
@@ -301,14 +318,13 @@ def test_bank_authentication_completes_in_phases_with_automatic_capture(servers:
 
 
 def test_the_hosted_checkout_pays_in_phases_and_a_double_click_meanwhile_is_told_to_wait(
-    servers: Servers, api, db, bridge, tenant
+    servers: Servers, api, db, bridge, tenant, web_far_away
 ):
     enable_checkout(bridge, api.keys)
     payment = create_payment(api, 2000)
     checkout = create_session(api, payment["id"])
     page = "/checkout/" + checkout["checkout_url"].rsplit("/checkout/", 1)[1]
-    slow = {"MONEYRAIL_SANDBOX_LATENCY_MS": SLOW_CALL_MS}
-    with web_process(servers, "web-step-phases-checkout", **slow) as (url, web):
+    with nullcontext(web_far_away) as (url, web):
         thread, outcome = in_background(
             lambda: httpx.post(f"{url}{page}", data=card_form(SUCCEEDS), timeout=60)
         )
@@ -379,7 +395,7 @@ def authorizations(db: psycopg.Connection[Any], payment_id: str) -> list[str]:
     return [row[0] for row in rows]
 
 
-def test_a_review_approval_captures_in_phases(servers: Servers, api, db, tenant):
+def test_a_review_approval_captures_in_phases(servers: Servers, api, db, tenant, web_at_100ms):
     """A step that reaches its payment through another object (here a risk review) claims the first
     payment it locks."""
     payment = create_payment(api, 2000)
@@ -388,7 +404,7 @@ def test_a_review_approval_captures_in_phases(servers: Servers, api, db, tenant)
     reviews = api.get("/v1/radar/reviews", params={"limit": 100}).json()["data"]
     (review,) = [review for review in reviews if review["payment_intent"] == payment["id"]]
     with (
-        web_process(servers, "web-step-phases-review", MONEYRAIL_SANDBOX_LATENCY_MS="100") as (url, _),
+        nullcontext(web_at_100ms) as (url, _),
         httpx.Client(base_url=url, headers={"Authorization": f"Bearer {tenant.secret}"}, timeout=30) as slow,
     ):
         approved = slow.post(f"/v1/radar/reviews/{review['id']}/approve")
@@ -400,7 +416,7 @@ def test_a_review_approval_captures_in_phases(servers: Servers, api, db, tenant)
 
 
 def test_expiring_a_checkout_cancels_its_payment_at_the_processor_holding_no_transaction_or_lock(
-    servers: Servers, api, db, bridge, tenant
+    servers: Servers, api, db, bridge, tenant, web_far_away
 ):
     """The payer left the bank's page of a hosted checkout; the merchant expires the session: the
     payment's authorization is cancelled at the processor in phases."""
@@ -413,10 +429,7 @@ def test_expiring_a_checkout_cancels_its_payment_at_the_processor_holding_no_tra
     assert api.get(f"/v1/payment-intents/{payment['id']}").json()["status"] == "requires_action"
     path = f"/v1/checkout-sessions/{checkout['id']}/expire"
     with (
-        web_process(servers, "web-step-phases-expire", MONEYRAIL_SANDBOX_LATENCY_MS=SLOW_CALL_MS) as (
-            url,
-            web,
-        ),
+        nullcontext(web_far_away) as (url, web),
         httpx.Client(base_url=url, headers={"Authorization": f"Bearer {tenant.secret}"}) as slow,
     ):
         thread, outcome = in_background(lambda: slow.post(path, json={}, timeout=60))
@@ -454,7 +467,7 @@ def left_at_the_bank(checkout: dict[str, Any]) -> None:
 
 
 def test_cancelling_a_subscription_voids_its_first_payment_holding_nothing_during_the_call(
-    servers: Servers, api, db, bridge, tenant: TenantKeys
+    servers: Servers, api, db, bridge, tenant: TenantKeys, web_far_away
 ):
     """An incomplete subscription whose first payment was left at the bank's page: cancelling it cancels
     that payment at the processor in phases, with no transaction, row lock or busy connection held while
@@ -468,10 +481,7 @@ def test_cancelling_a_subscription_voids_its_first_payment_holding_nothing_durin
     assert api.get(f"/v1/payment-intents/{payment_id}").json()["status"] == "requires_action"
     path = f"/v1/subscriptions/{incomplete['id']}/cancel"
     with (
-        web_process(servers, "web-step-phases-billing", MONEYRAIL_SANDBOX_LATENCY_MS=SLOW_CALL_MS) as (
-            url,
-            web,
-        ),
+        nullcontext(web_far_away) as (url, web),
         httpx.Client(base_url=url, headers={"Authorization": f"Bearer {tenant.secret}"}) as slow,
     ):
         thread, outcome = in_background(
@@ -508,7 +518,7 @@ def value_list(api: httpx.Client, item_type: str, action: str, value: str) -> No
 
 
 def test_a_new_card_is_tokenized_screened_and_authorized_in_one_phase_holding_nothing_meanwhile(
-    servers: Servers, api, db, tenant: TenantKeys
+    servers: Servers, api, db, tenant: TenantKeys, web_at_100ms, web_far_away
 ):
     """A confirm with a new card makes the processor's `tokenize_and_authorize` exchange in one phase, the
     step's risk screen run in between (its `card_risk` call, the customer's e-mail and the value lists
@@ -521,8 +531,8 @@ def test_a_new_card_is_tokenized_screened_and_authorized_in_one_phase_holding_no
     value_list(api, "email", "block", blocked["email"])
     value_list(api, "email", "review", reviewed["email"])
     plain = create_payment(api, 2000, capture_method="manual")
-    log_name = "web-step-phases-exchange"
-    with web_process(servers, log_name, MONEYRAIL_SANDBOX_LATENCY_MS=SLOW_CALL_MS) as (url, web):
+    with nullcontext(web_far_away) as (url, web):
+        logged_before = len(web.log_text())
         path = f"{url}/v1/payment-intents/{plain['id']}/confirm"
         headers = {"Authorization": f"Bearer {plain['publishable_key']}", "Idempotency-Key": "exchange-1"}
         body = {"client_secret": plain["client_secret"], "card": card()}
@@ -541,9 +551,10 @@ def test_a_new_card_is_tokenized_screened_and_authorized_in_one_phase_holding_no
     assert claim_of(db, plain["id"]) == (None, None)
     assert authorizations(db, plain["id"]) == ["authorized"]
     with (
-        web_process(servers, log_name + "-screens", MONEYRAIL_SANDBOX_LATENCY_MS="100") as (url, _),
+        nullcontext(web_at_100ms) as (url, near),
         httpx.Client(base_url=url, headers={"Authorization": f"Bearer {tenant.secret}"}, timeout=30) as slow,
     ):
+        near_logged_before = len(near.log_text())
         listed = create_payment(slow, 2000, capture_method="manual", customer=blocked["id"])
         declined = confirm(slow, listed)
         assert declined.status_code == 402, declined.text
@@ -557,5 +568,6 @@ def test_a_new_card_is_tokenized_screened_and_authorized_in_one_phase_holding_no
         assert [r["status"] for r in reviews if r["payment_intent"] == held_payment["id"]] == ["open"]
     for made in (plain, listed, held_payment):
         assert claim_of(db, made["id"]) == (None, None)
-    for name in (log_name, log_name + "-screens"):
-        assert "payment_exchange_stepwise" not in (OUTPUT_DIR / f"{name}.log").read_text()
+    # what the shared processes logged during this test (a line is written and flushed as it is logged)
+    assert "payment_exchange_stepwise" not in web.log_text()[logged_before:]
+    assert "payment_exchange_stepwise" not in near.log_text()[near_logged_before:]
