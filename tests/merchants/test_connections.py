@@ -3,15 +3,18 @@ application's API calls, the merchant's browser on the consent page, and the tok
 
 from __future__ import annotations
 
+import importlib.util
 import re
 import time
 from urllib.parse import parse_qs, urlencode, urlsplit
 
 import httpx
 
+from tests.harness import ROOT
 from tests.helpers import assert_error, count_rows
 from tests.merchants.support import (
     REDIRECT_URI,
+    RETURN_URL,
     approve,
     assert_oauth_error,
     business_form,
@@ -425,6 +428,35 @@ def test_a_live_connection_is_the_live_environments_with_no_sandbox_switches(mak
     # page collects it
     assert merchant["livemode"] is True and merchant["requirements"]["currently_due"] == ["external_account"]
     assert merchant["capabilities"]["payouts"] == "pending"
+
+
+def test_migration_0045_marks_the_bank_account_due_on_live_merchants_connected_before_it(
+    make_api, bridge, db
+):
+    """Before 0045 a live merchant was left with nothing due while its account had no bank account, so
+    its activation page refused to open: the migration marks it due, once, and touches no other."""
+    path = ROOT / "src/moneyrail/db/migrations/versions/0045_live_merchants_bank_account_due.py"
+    spec = importlib.util.spec_from_file_location("migration_0045", path)
+    assert spec is not None and spec.loader is not None
+    migration = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(migration)
+    live = make_api(livemode=True)
+    register_redirect_uris(bridge, live.keys)
+    sandbox = make_api()
+    register_redirect_uris(bridge, sandbox.keys)
+    left_as_before = connect(live)
+    with_a_bank = connect(sandbox)
+    db.execute("UPDATE merchants SET requirements_due = '{}' WHERE id = %s", (left_as_before["id"],))
+    assert live.get(f"/v1/merchants/{left_as_before['id']}").json()["requirements"]["currently_due"] == []
+    for _ in range(2):  # run again, it adds nothing
+        db.execute(migration.BACKFILL)
+    merchant = live.get(f"/v1/merchants/{left_as_before['id']}").json()
+    assert merchant["requirements"]["currently_due"] == ["external_account"]
+    opened = live.post(
+        f"/v1/merchants/{left_as_before['id']}/onboarding-sessions", json={"return_url": RETURN_URL}
+    )
+    assert opened.status_code == 200, opened.text
+    assert sandbox.get(f"/v1/merchants/{with_a_bank['id']}").json()["requirements"]["currently_due"] == []
 
 
 def test_the_state_comes_back_byte_for_byte_whatever_its_characters(platform):

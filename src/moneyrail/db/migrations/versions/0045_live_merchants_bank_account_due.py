@@ -20,15 +20,17 @@ branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
 
+# also run by tests/merchants/test_connections.py on merchants left as before it
+BACKFILL = """
+UPDATE merchants m SET requirements_due = array_append(m.requirements_due, 'external_account')
+FROM connected_accounts a
+WHERE a.merchant_id = m.id AND a.installation_id = m.installation_id AND a.livemode = m.livemode
+  AND a.bank_account_number IS NULL AND NOT 'external_account' = ANY(m.requirements_due)
+"""
+
+
 def upgrade() -> None:
-    op.execute(
-        """
-        UPDATE merchants m SET requirements_due = array_append(m.requirements_due, 'external_account')
-        FROM connected_accounts a
-        WHERE a.merchant_id = m.id AND a.installation_id = m.installation_id AND a.livemode = m.livemode
-          AND a.bank_account_number IS NULL AND NOT 'external_account' = ANY(m.requirements_due)
-        """
-    )
+    op.execute(BACKFILL)
 
 
 def downgrade() -> None:
