@@ -130,21 +130,24 @@ def test_the_sweep_uses_each_sandbox_clock(bridge, shop, db, network):
     assert session_status(shop, checkout) == "expired"
 
 
-def test_the_sweep_cancels_a_due_payment_at_the_processor_holding_no_transaction_or_lock(servers, shop, db):
+def test_the_sweep_cancels_due_payments_at_the_processor_together_holding_no_transaction_or_lock(
+    servers, shop, db
+):
     """On an outside processor (the simulator behind a slow network) the sweep settles each due session
-    in atomic phases: while its payment's cancel is on the network, nothing of the sweep holds a
-    transaction or the session's or payment's row."""
-    payment = create_payment(shop)
-    checkout = create_session(shop, payment["id"])
-    left = httpx.post(checkout["checkout_url"], data=card_form(AUTHENTICATE))
-    assert left.status_code == 303  # to the bank's page, never answered: an authorization to release
+    in atomic phases, several at once: while their payments' cancels are all on the network together,
+    nothing of the sweep holds a transaction or a session's or payment's row."""
+    payments = [create_payment(shop) for _ in range(3)]
+    checkouts = [create_session(shop, payment["id"]) for payment in payments]
+    for checkout in checkouts:
+        left = httpx.post(checkout["checkout_url"], data=card_form(AUTHENTICATE))
+        assert left.status_code == 303  # to the bank's page, never answered: an authorization to release
     db.execute(
-        "UPDATE checkout_sessions SET expires_at = now() - interval '1 second' WHERE id = %s",
-        (checkout["id"],),
+        "UPDATE checkout_sessions SET expires_at = now() - interval '1 second' WHERE id = ANY(%s)",
+        ([checkout["id"] for checkout in checkouts],),
     )
 
     async def sweep_over_a_slow_network() -> int:
-        engine = create_engine(Settings(DATABASE_URL=servers.database_url, db_pool_size=2))
+        engine = create_engine(Settings(DATABASE_URL=servers.database_url, db_pool_size=4))
         try:
             simulator = SandboxProcessor(create_sessionmaker(engine))
             slow = SandboxNetwork(simulator, NetworkDraws(NetworkConditions(latency_ms=6000)))
@@ -156,22 +159,30 @@ def test_the_sweep_cancels_a_due_payment_at_the_processor_holding_no_transaction
     thread = threading.Thread(target=lambda: outcome.update(settled=asyncio.run(sweep_over_a_slow_network())))
     thread.start()
     try:
-        wait_for(lambda: claim_of(db, payment["id"])[0] is not None, timeout=30)
+        # the three cancels on the network at the same time (one after another, one claim at a time)
+        wait_for(lambda: all(claim_of(db, payment["id"])[0] is not None for payment in payments), timeout=30)
         with psycopg.connect(libpq_url(servers.database_url)) as other:
-            for table, row_id in (("checkout_sessions", checkout["id"]), ("payment_intents", payment["id"])):
-                locked = other.execute(f"SELECT id FROM {table} WHERE id = %s FOR UPDATE NOWAIT", (row_id,))
-                assert locked.fetchall() == [(row_id,)]
+            for checkout, payment in zip(checkouts, payments, strict=True):
+                for table, row_id in (
+                    ("checkout_sessions", checkout["id"]),
+                    ("payment_intents", payment["id"]),
+                ):
+                    locked = other.execute(
+                        f"SELECT id FROM {table} WHERE id = %s FOR UPDATE NOWAIT", (row_id,)
+                    )
+                    assert locked.fetchall() == [(row_id,)]
             other.rollback()
         in_transaction = db.execute(
             "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
             "AND state LIKE 'idle in transaction%%'"
         ).fetchone()
         assert in_transaction == (0,)
-        assert session_status(shop, checkout) == "open"  # until the cancel answers
+        assert [session_status(shop, checkout) for checkout in checkouts] == ["open"] * 3  # until they answer
     finally:
         thread.join(60)
-    assert outcome == {"settled": 1}
-    assert session_status(shop, checkout) == "expired"
-    after = shop.get(f"/v1/payment-intents/{payment['id']}").json()
-    assert (after["status"], after["cancellation_reason"]) == ("canceled", "abandoned")
-    assert claim_of(db, payment["id"]) == (None, None)
+    assert outcome == {"settled": 3}
+    assert [session_status(shop, checkout) for checkout in checkouts] == ["expired"] * 3
+    for payment in payments:
+        after = shop.get(f"/v1/payment-intents/{payment['id']}").json()
+        assert (after["status"], after["cancellation_reason"]) == ("canceled", "abandoned")
+        assert claim_of(db, payment["id"]) == (None, None)
