@@ -395,18 +395,22 @@ async def sweep(sessionmaker: async_sessionmaker[AsyncSession], *, processor: Pr
     """
     async with UnitOfWork(sessionmaker) as uow:
         due = await _due_everywhere(uow.session)
-    gate = asyncio.Semaphore(SETTLING_AT_ONCE)
+    waiting = iter(due)  # shared by the lanes: each due session is taken by one of them
 
-    async def settle(each: _Due) -> bool:
-        async with gate:
-            return await _settle_one(sessionmaker, each, processor)
+    async def lane() -> int:
+        settled = 0
+        for each in waiting:
+            settled += await _settle_one(sessionmaker, each, processor)
+        return settled
 
-    # every due session gets its turn; an unexpected failure of one is raised once the others are done
-    outcomes = await asyncio.gather(*(settle(each) for each in due), return_exceptions=True)
-    for outcome in outcomes:
+    # an unexpected failure ends its lane only; it is raised once the other lanes have drained the rest
+    lanes = await asyncio.gather(
+        *(lane() for _ in range(min(SETTLING_AT_ONCE, len(due)))), return_exceptions=True
+    )
+    for outcome in lanes:
         if isinstance(outcome, BaseException):
             raise outcome
-    return sum(1 for outcome in outcomes if outcome is True)
+    return sum(outcome for outcome in lanes if isinstance(outcome, int))
 
 
 register_periodic_outside("checkout.expiry", timedelta(seconds=30), sweep)
