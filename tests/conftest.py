@@ -16,6 +16,7 @@ from moneyrail.config import get_settings
 from moneyrail.db.migrate import upgrade
 from tests.harness import (
     OUTPUT_DIR,
+    TLS,
     AsyncBridge,
     Process,
     Servers,
@@ -94,7 +95,9 @@ class Api(httpx.Client):
     """An HTTP client for one installation's sandbox, authenticated with an all-scopes key."""
 
     def __init__(self, base_url: str, keys: TenantKeys) -> None:
-        super().__init__(base_url=base_url, headers={"Authorization": f"Bearer {keys.secret}"}, timeout=30)
+        super().__init__(
+            base_url=base_url, headers={"Authorization": f"Bearer {keys.secret}"}, timeout=30, verify=TLS
+        )
         self.keys = keys
 
 

@@ -7,7 +7,7 @@ from typing import Any
 
 import httpx
 
-from tests.harness import KEY_CACHE_SECONDS
+from tests.harness import KEY_CACHE_SECONDS, TLS
 
 
 def assert_error(
@@ -39,7 +39,7 @@ def refused_within_key_cache_lifetime(url: str, headers: dict[str, str]) -> http
     must be refused within that lifetime. Polls the route until it answers other than 200; fails when
     the key outlives the lifetime (plus a second for the requests themselves)."""
     deadline = time.monotonic() + KEY_CACHE_SECONDS + 1.0
-    while (response := httpx.get(url, headers=headers)).status_code == 200:
+    while (response := httpx.get(url, headers=headers, verify=TLS)).status_code == 200:
         assert time.monotonic() < deadline, "the revoked key outlived the key cache lifetime"
         time.sleep(0.1)
     return response

@@ -20,7 +20,7 @@ import httpx
 import pytest
 
 from tests.engine.conftest import create_probe, start_scheduler, start_worker, wait_for_operation
-from tests.harness import free_port
+from tests.harness import TLS, free_port
 
 ROOT = Path(__file__).resolve().parents[1]
 ALERTS = ROOT / "deploy" / "prometheus" / "alerts.yaml"
@@ -104,12 +104,12 @@ def test_every_metric_in_the_alerts_and_the_dashboard_is_exported(api, bridge, s
         operation_id = create_probe(bridge, api.keys.tenant)
         wait_for_operation(api, operation_id, {"succeeded"})
         api.get("/v1/account")
-        exported = exposed_sample_names(httpx.get(f"{web.base_url}/metrics").text)
+        exported = exposed_sample_names(httpx.get(f"{web.base_url}/metrics", verify=TLS).text)
         deadline = time.monotonic() + 20
         worker_names: set[str] = set()
         while time.monotonic() < deadline and "moneyrail_operation_attempts_total" not in worker_names:
             with contextlib.suppress(httpx.TransportError):
-                worker_names = exposed_sample_names(httpx.get(f"http://127.0.0.1:{port}/").text)
+                worker_names = exposed_sample_names(httpx.get(f"http://127.0.0.1:{port}/", verify=TLS).text)
             time.sleep(0.2)
         exported |= worker_names
     finally:

@@ -23,7 +23,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.harness import free_port, json_lines
+from tests.harness import TLS, free_port, json_lines
 
 pytestmark = pytest.mark.embedded
 
@@ -141,13 +141,13 @@ def test_dev_starts_everything_prints_a_working_curl_line_and_stops_cleanly(tmp_
             account = httpx.Response(200, content=answered.stdout.encode()).json()
         else:  # the same request without curl
             url = re.search(r"(http://\S+)", curl_line).group(1)
-            account = httpx.get(url, headers={"Authorization": f"Bearer {secret}"}).json()
+            account = httpx.get(url, headers={"Authorization": f"Bearer {secret}"}, verify=TLS).json()
         assert account["object"] == "account" and account["livemode"] is False
 
         # "ready" was honest: the worker's metrics answer and a scheduler leads (seen from the web process)
         metrics_url = re.search(r"metrics on (http://\S+)", screen).group(1)
-        assert httpx.get(metrics_url).status_code == 200
-        exposition = httpx.get(f"http://127.0.0.1:{port}/metrics").text
+        assert httpx.get(metrics_url, verify=TLS).status_code == 200
+        exposition = httpx.get(f"http://127.0.0.1:{port}/metrics", verify=TLS).text
         assert "moneyrail_scheduler_leaders 1.0" in exposition
 
         # the worker and the scheduler really run beside the web process
@@ -173,7 +173,7 @@ def test_dev_starts_everything_prints_a_working_curl_line_and_stops_cleanly(tmp_
         second = start_dev(folder, free_port(), tmp_path / "dev-second.screen")
         assert second.wait(60) == 1
         assert "already running" in (tmp_path / "dev-second.screen").read_text()
-        assert httpx.get(f"http://127.0.0.1:{port}/healthz").status_code == 200
+        assert httpx.get(f"http://127.0.0.1:{port}/healthz", verify=TLS).status_code == 200
     finally:
         exit_code = stop_dev(process)
     assert exit_code == 0, screen_path.read_text()

@@ -9,13 +9,13 @@ import time
 
 import httpx
 
-from tests.harness import OUTPUT_DIR, ROOT, Process, free_port, json_lines
+from tests.harness import OUTPUT_DIR, ROOT, TLS, Process, free_port, json_lines
 from tests.web_process import another_web_process
 
 
 def test_a_web_process_logs_json_lines_only_uvicorns_included(servers):
     with another_web_process(servers, "web-json-lines") as base_url:
-        assert httpx.get(f"{base_url}/healthz").status_code == 200
+        assert httpx.get(f"{base_url}/healthz", verify=TLS).status_code == 200
     entries = json_lines((OUTPUT_DIR / "web-json-lines.log").read_text())  # stopped: its whole output
     uvicorn = [entry for entry in entries if str(entry.get("logger", "")).startswith("uvicorn")]
     assert any("Started server process" in entry["event"] for entry in uvicorn), entries

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import httpx
 
-from tests.harness import OUTPUT_DIR
+from tests.harness import OUTPUT_DIR, TLS
 
 CHECKS = (
     "not_a_server_error",
@@ -105,7 +105,7 @@ def schemathesis(
 
 
 def client_side_operation_ids(base_url: str) -> list[str]:
-    spec = httpx.get(f"{base_url}/openapi.json").json()
+    spec = httpx.get(f"{base_url}/openapi.json", verify=TLS).json()
     return [
         operation["operationId"]
         for item in spec["paths"].values()
@@ -117,9 +117,11 @@ def client_side_operation_ids(base_url: str) -> list[str]:
 def real_objects(web, keys) -> dict[str, str]:
     """One of each object a path names, made through the API, so the fuzz also reads and acts on real ones."""
     secret = httpx.Client(
-        base_url=web.base_url, headers={"Authorization": f"Bearer {keys.secret}"}, timeout=30
+        base_url=web.base_url, headers={"Authorization": f"Bearer {keys.secret}"}, timeout=30, verify=TLS
     )
-    public = httpx.Client(base_url=web.base_url, headers={"Authorization": f"Bearer {keys.publishable_key}"})
+    public = httpx.Client(
+        base_url=web.base_url, headers={"Authorization": f"Bearer {keys.publishable_key}"}, verify=TLS
+    )
     card = {"number": "4242424242424242", "exp_month": 12, "exp_year": 2034, "cvc": "123"}
     with secret, public:
         customer = secret.post("/v1/customers", json={"email": "fuzz@example.com"}).json()

@@ -18,6 +18,7 @@ import pytest
 from moneyrail.db.migrate import upgrade
 from tests.harness import (
     OUTPUT_DIR,
+    TLS,
     AsyncBridge,
     Process,
     Servers,
@@ -87,7 +88,7 @@ def test_requests_answer_503_while_postgresql_is_down_and_succeed_once_it_is_bac
     headers = {"Authorization": f"Bearer {keys.secret}"}
     try:
         wait_until_ready(base_url, web)
-        with httpx.Client(base_url=base_url, headers=headers, timeout=30) as api:
+        with httpx.Client(base_url=base_url, headers=headers, timeout=30, verify=TLS) as api:
             assert api.get("/v1/customers").status_code == 200  # the pool holds live connections now
 
             own_postgres.stop()

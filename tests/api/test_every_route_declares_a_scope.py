@@ -12,7 +12,7 @@ import httpx
 import pytest
 
 from moneyrail.kit.scopes import AREAS, is_known_scope
-from tests.harness import add_key
+from tests.harness import TLS, add_key
 from tests.helpers import assert_error
 
 PUBLIC_ROUTES = {
@@ -25,7 +25,7 @@ PUBLIC_ROUTES = {
 
 @pytest.fixture(scope="module")
 def operations(web):
-    spec = httpx.get(f"{web.base_url}/openapi.json").json()
+    spec = httpx.get(f"{web.base_url}/openapi.json", verify=TLS).json()
     found = [
         (method, path, operation)
         for path, item in spec["paths"].items()
@@ -78,16 +78,16 @@ def test_every_scoped_route_refuses_a_missing_key_and_a_key_of_another_area(oper
         stranger = add_key(bridge, tenant.tenant, (f"{other_area}:write",))
         url = f"{web.base_url}{_concrete(path)}"
         kwargs = {"json": {}} if method in {"post", "put", "patch"} else {}
-        assert_error(httpx.request(method.upper(), url, **kwargs), 401, "authentication_required")
+        assert_error(httpx.request(method.upper(), url, **kwargs, verify=TLS), 401, "authentication_required")
         refused = httpx.request(
-            method.upper(), url, headers={"Authorization": f"Bearer {stranger}"}, **kwargs
+            method.upper(), url, headers={"Authorization": f"Bearer {stranger}"}, **kwargs, verify=TLS
         )
         if _is_client_side(operation):
             # a client-side route takes the publishable key only: any secret key is refused outright
             assert_error(refused, 401, "invalid_api_key")
             all_scopes = add_key(bridge, tenant.tenant, ("*",))
             refused = httpx.request(
-                method.upper(), url, headers={"Authorization": f"Bearer {all_scopes}"}, **kwargs
+                method.upper(), url, headers={"Authorization": f"Bearer {all_scopes}"}, **kwargs, verify=TLS
             )
             assert_error(refused, 401, "invalid_api_key")
             client_side_checked += 1

@@ -7,12 +7,12 @@ import time
 
 import httpx
 
-from tests.harness import OUTPUT_DIR, Process, free_port
+from tests.harness import OUTPUT_DIR, TLS, Process, free_port
 
 
 def test_a_healthy_server_is_live_and_ready(web):
-    assert httpx.get(f"{web.base_url}/healthz").json() == {"status": "ok"}
-    ready = httpx.get(f"{web.base_url}/readyz")
+    assert httpx.get(f"{web.base_url}/healthz", verify=TLS).json() == {"status": "ok"}
+    ready = httpx.get(f"{web.base_url}/readyz", verify=TLS)
     assert ready.status_code == 200
     assert ready.json()["checks"] == {"database": "ok", "broker": "ok"}
 
@@ -24,7 +24,7 @@ def _start_web(servers, name: str, **env: str) -> tuple[Process, str]:
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
         try:
-            httpx.get(f"{base_url}/healthz")
+            httpx.get(f"{base_url}/healthz", verify=TLS)
             return process, base_url
         except httpx.TransportError:
             assert process.popen.poll() is None, process.log_text()
@@ -37,8 +37,8 @@ def test_a_redis_outage_leaves_web_ready_and_reports_the_broker_down(servers, te
     """The outbox keeps accepted work in PostgreSQL, so readiness must not drop every pod with Redis."""
     process, base_url = _start_web(servers, "web-no-broker", REDIS_URL=f"redis://127.0.0.1:{free_port()}/0")
     try:
-        assert httpx.get(f"{base_url}/healthz").status_code == 200
-        ready = httpx.get(f"{base_url}/readyz")
+        assert httpx.get(f"{base_url}/healthz", verify=TLS).status_code == 200
+        ready = httpx.get(f"{base_url}/readyz", verify=TLS)
         assert ready.status_code == 200
         body = ready.json()
         assert body["status"] == "degraded"
@@ -49,9 +49,10 @@ def test_a_redis_outage_leaves_web_ready_and_reports_the_broker_down(servers, te
             f"{base_url}/v1/customers",
             headers={"Authorization": f"Bearer {tenant.secret}"},
             json={"email": "ada@example.com"},
+            verify=TLS,
         )
         assert created.status_code == 200, created.text
-        exposition = httpx.get(f"{base_url}/metrics").text
+        exposition = httpx.get(f"{base_url}/metrics", verify=TLS).text
         assert "moneyrail_broker_up 0.0" in exposition
     finally:
         process.stop()
@@ -61,8 +62,8 @@ def test_a_server_whose_database_is_unreachable_is_live_but_not_ready(servers):
     dead_database = f"postgresql://postgres@127.0.0.1:{free_port()}/moneyrail"
     process, base_url = _start_web(servers, "web-no-database", DATABASE_URL=dead_database)
     try:
-        assert httpx.get(f"{base_url}/healthz").status_code == 200
-        ready = httpx.get(f"{base_url}/readyz")
+        assert httpx.get(f"{base_url}/healthz", verify=TLS).status_code == 200
+        ready = httpx.get(f"{base_url}/readyz", verify=TLS)
         assert ready.status_code == 503
         body = ready.json()
         assert body["status"] == "unavailable"
@@ -73,7 +74,7 @@ def test_a_server_whose_database_is_unreachable_is_live_but_not_ready(servers):
 
 
 def test_openapi_documents_exactly_the_served_operations(web, api):
-    spec = httpx.get(f"{web.base_url}/openapi.json").json()
+    spec = httpx.get(f"{web.base_url}/openapi.json", verify=TLS).json()
     assert spec["openapi"].startswith("3.")
     assert spec["components"]["securitySchemes"]["ApiKey"] == {
         "type": "http",

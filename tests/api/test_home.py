@@ -6,13 +6,13 @@ from __future__ import annotations
 import httpx
 
 from moneyrail.api.home import GUIDES
-from tests.harness import ROOT
+from tests.harness import ROOT, TLS
 
 BROWSER_ACCEPT = "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8"
 
 
 def test_a_program_gets_json_pointing_at_the_docs_the_account_and_the_guides(web, api):
-    answer = httpx.get(f"{web.base_url}/")
+    answer = httpx.get(f"{web.base_url}/", verify=TLS)
     assert answer.status_code == 200
     assert answer.headers["content-type"].startswith("application/json")
     body = answer.json()
@@ -22,13 +22,13 @@ def test_a_program_gets_json_pointing_at_the_docs_the_account_and_the_guides(web
     assert f"curl -s {web.base_url}/v1/account" in body["quick_start"]
     assert [guide["path"] for guide in body["guides"]] == [path for _title, path in GUIDES]
     # every address it names answers
-    assert httpx.get(body["docs"]).status_code == 200
-    assert "paths" in httpx.get(body["openapi"]).json()
+    assert httpx.get(body["docs"], verify=TLS).status_code == 200
+    assert "paths" in httpx.get(body["openapi"], verify=TLS).json()
     assert api.get(body["account"]).json()["object"] == "account"
 
 
 def test_a_browser_gets_a_short_page_with_the_same_pointers(web):
-    page = httpx.get(f"{web.base_url}/", headers={"Accept": BROWSER_ACCEPT})
+    page = httpx.get(f"{web.base_url}/", headers={"Accept": BROWSER_ACCEPT}, verify=TLS)
     assert page.status_code == 200
     assert page.headers["content-type"].startswith("text/html")
     assert "default-src 'none'" in page.headers["content-security-policy"]
@@ -45,4 +45,4 @@ def test_the_guides_it_names_are_the_repositorys_and_it_is_not_part_of_the_api_c
         for path in (ROOT / "docs" / "guides").glob("*.md")
         if path.name != "README.md"
     )
-    assert "/" not in httpx.get(f"{web.base_url}/openapi.json").json()["paths"]
+    assert "/" not in httpx.get(f"{web.base_url}/openapi.json", verify=TLS).json()["paths"]

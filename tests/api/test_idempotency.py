@@ -9,7 +9,7 @@ import httpx
 import psycopg
 
 from moneyrail.api.idempotency import advisory_lock_id
-from tests.harness import libpq_url
+from tests.harness import TLS, libpq_url
 from tests.helpers import assert_error, count_rows
 
 
@@ -83,6 +83,7 @@ def test_validation_and_authentication_failures_leave_the_key_free(api, web):
         f"{web.base_url}/v1/customers",
         json={"email": "ok@example.com"},
         headers={"Idempotency-Key": "retry-me", "Authorization": "Bearer sk_test_wrong"},
+        verify=TLS,
     )
     assert_error(unauthenticated, 401, "invalid_api_key")
     good = api.post(

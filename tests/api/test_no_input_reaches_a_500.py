@@ -24,7 +24,7 @@ from moneyrail.api.routing import publishable_key_gate
 from moneyrail.app import create_app
 from moneyrail.config import Settings
 from tests.checkout.support import card_form, create_session, enable_checkout, token_of
-from tests.harness import create_tenant
+from tests.harness import TLS, create_tenant
 from tests.helpers import assert_error, count_rows
 
 WRITE_METHODS = {"POST", "PUT", "PATCH", "DELETE"}
@@ -89,7 +89,10 @@ def test_a_nul_in_a_hosted_page_form_post_is_refused_naming_the_field(web, api, 
     payment = api.post("/v1/payment-intents", json={"amount": 1000, "currency": "eur"}).json()
     token = token_of(create_session(api, payment["id"]))
     response = httpx.post(
-        f"{web.base_url}/checkout/{token}", data=card_form("4242424242424242\u0000"), follow_redirects=False
+        f"{web.base_url}/checkout/{token}",
+        data=card_form("4242424242424242\u0000"),
+        follow_redirects=False,
+        verify=TLS,
     )
     assert_error(response, 400, "parameter_invalid", "card_number")
     assert api.get(f"/v1/payment-intents/{payment['id']}").json()["status"] == "requires_payment_method"
@@ -206,7 +209,9 @@ def fuzz_target(web, bridge) -> dict[str, Any]:
     """One tenant with a real object for each path parameter the routes name, so bodies get past 404."""
     keys = create_tenant(bridge)
     enable_checkout(bridge, keys)
-    with httpx.Client(base_url=web.base_url, headers={"Authorization": f"Bearer {keys.secret}"}) as api:
+    with httpx.Client(
+        base_url=web.base_url, headers={"Authorization": f"Bearer {keys.secret}"}, verify=TLS
+    ) as api:
         customer = api.post("/v1/customers", json={"email": "fuzz@example.com"}).json()
         payment = api.post("/v1/payment-intents", json={"amount": 5000, "currency": "eur"}).json()
         checkout = api.post(
@@ -349,5 +354,6 @@ def test_arbitrary_json_to_a_write_route_never_answers_5xx(
             "Content-Type": "application/json",
         },
         timeout=30,
+        verify=TLS,
     )
     assert response.status_code < 500, (method, path, body, response.text)

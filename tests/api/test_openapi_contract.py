@@ -25,6 +25,7 @@ from moneyrail.api.routing import MoneyrailRoute, scoped
 from moneyrail.app import create_app
 from moneyrail.config import Settings
 from moneyrail.kit.schemas import RequestBody
+from tests.harness import TLS
 from tests.helpers import assert_error
 
 APP = create_app(Settings(database_url="postgresql://unused@127.0.0.1/unused"))
@@ -207,18 +208,18 @@ def test_an_object_moved_by_an_operation_shows_its_last_error(name):
 
 
 def test_the_served_document_is_the_derived_one(web):
-    served = httpx.get(f"{web.base_url}/openapi.json")
+    served = httpx.get(f"{web.base_url}/openapi.json", verify=TLS)
     assert served.status_code == 200
     assert served.json()["paths"].keys() == SPEC["paths"].keys()
 
 
 def test_the_docs_load_their_assets_from_this_server_not_a_cdn(web):
-    html = httpx.get(f"{web.base_url}/docs").text
+    html = httpx.get(f"{web.base_url}/docs", verify=TLS).text
     assert not re.search(r"""(src|href)=["']?(https?:)?//""", html), html
     assets = re.findall(r"""(?:src|href)=["']?(/[^"' >]+)""", html)
     assert any(asset.endswith(".js") for asset in assets), html
     for asset in assets:
-        loaded = httpx.get(f"{web.base_url}{asset}")
+        loaded = httpx.get(f"{web.base_url}{asset}", verify=TLS)
         assert loaded.status_code == 200, asset
         assert len(loaded.content) > 1000, asset
 

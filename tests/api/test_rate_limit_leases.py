@@ -35,7 +35,7 @@ from moneyrail.api.rate_limits import (
 from moneyrail.kit.redis_script import RedisScript
 from moneyrail.kit.tenant import Tenant
 from tests.api.test_rate_limits import set_rate_limit
-from tests.harness import OUTPUT_DIR, Process, free_port, wait_until_ready
+from tests.harness import OUTPUT_DIR, TLS, Process, free_port, wait_until_ready
 
 
 def start_window(redis_url: str, key_id: str, limit: int) -> tuple[float, float]:
@@ -337,7 +337,7 @@ def second_web(servers: Any) -> Iterator[str]:
 
 
 def metric(base_url: str, name: str) -> float:
-    text = httpx.get(f"{base_url}/metrics", timeout=10).text
+    text = httpx.get(f"{base_url}/metrics", timeout=10, verify=TLS).text
     found = re.search(rf"^{name} ([0-9.e+]+)$", text, re.MULTILINE)
     return float(found.group(1)) if found else 0.0
 
@@ -351,7 +351,12 @@ def test_two_web_processes_sharing_a_busy_key_never_admit_more_than_the_limit_in
     set_rate_limit(servers, api.keys.installation_id, limit)
     bases = [web.base_url, second_web]
     for base in bases:  # each process reads the new limit (its settings cache) before the clock starts
-        httpx.get(f"{base}/v1/customers", headers={"Authorization": f"Bearer {api.keys.secret}"}, timeout=30)
+        httpx.get(
+            f"{base}/v1/customers",
+            headers={"Authorization": f"Bearer {api.keys.secret}"},
+            timeout=30,
+            verify=TLS,
+        )
     calls_before = sum(metric(base, "moneyrail_rate_limit_leases_total") for base in bases)
     opened = start_window(servers.redis_url, api.keys.key_id, limit)
     until = opened[1] + 3.3
@@ -359,7 +364,7 @@ def test_two_web_processes_sharing_a_busy_key_never_admit_more_than_the_limit_in
     def client(base_url: str) -> list[tuple[float, float, int]]:
         seen = []
         headers = {"Authorization": f"Bearer {api.keys.secret}"}
-        with httpx.Client(base_url=base_url, headers=headers, timeout=30) as http:
+        with httpx.Client(base_url=base_url, headers=headers, timeout=30, verify=TLS) as http:
             while time.monotonic() < until:
                 sent = time.monotonic()
                 status = http.get("/v1/customers").status_code

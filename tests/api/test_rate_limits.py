@@ -15,7 +15,7 @@ import httpx
 import pytest
 
 from tests.conftest import Api
-from tests.harness import OUTPUT_DIR, ROOT, Process, add_key, create_tenant, free_port, wait_until_ready
+from tests.harness import OUTPUT_DIR, ROOT, TLS, Process, add_key, create_tenant, free_port, wait_until_ready
 from tests.helpers import assert_error
 
 
@@ -69,7 +69,9 @@ def test_each_key_has_its_own_budget(servers, web, api, bridge):
     set_rate_limit(servers, api.keys.installation_id, 2)
     assert 429 in [response.status_code for response in burst(api, 6)]
     other_key = add_key(bridge, api.keys.tenant, ("*",))
-    with httpx.Client(base_url=web.base_url, headers={"Authorization": f"Bearer {other_key}"}) as other:
+    with httpx.Client(
+        base_url=web.base_url, headers={"Authorization": f"Bearer {other_key}"}, verify=TLS
+    ) as other:
         assert [response.status_code for response in burst(other, 2)] == [200, 200]
 
 
@@ -110,7 +112,7 @@ def web_without_redis(servers: Any) -> Iterator[str]:
     deadline = time.monotonic() + 60
     while True:  # /readyz reports the broker down: wait for the process itself
         try:
-            if httpx.get(f"{base_url}/healthz", timeout=2).status_code == 200:
+            if httpx.get(f"{base_url}/healthz", timeout=2, verify=TLS).status_code == 200:
                 break
         except httpx.HTTPError:
             pass
@@ -156,7 +158,7 @@ def test_two_web_processes_enforce_one_budget_per_key(servers, web, second_web, 
     """The window lives in Redis: a key's requests spread over a fleet still get its limit, not n times it."""
     set_rate_limit(servers, api.keys.installation_id, 4)
     headers = {"Authorization": f"Bearer {api.keys.secret}"}
-    with httpx.Client(base_url=second_web, headers=headers) as other:
+    with httpx.Client(base_url=second_web, headers=headers, verify=TLS) as other:
         for _attempt in range(3):  # a second boundary in the middle of a burst lets the next one through
             statuses = [(api if n % 2 else other).get("/v1/customers").status_code for n in range(12)]
             if statuses.count(200) <= 4:

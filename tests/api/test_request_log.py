@@ -7,7 +7,7 @@ import time
 
 import httpx
 
-from tests.harness import add_key
+from tests.harness import TLS, add_key
 
 
 def _request_lines(log_text: str) -> list[dict]:
@@ -52,10 +52,15 @@ def test_secrets_never_reach_the_log(api, web, bridge):
     for response in (
         api.get("/v1/account"),
         httpx.post(
-            f"{web.base_url}/v1/customers", json={}, headers={"Authorization": f"Bearer {other_secret}"}
+            f"{web.base_url}/v1/customers",
+            json={},
+            headers={"Authorization": f"Bearer {other_secret}"},
+            verify=TLS,
         ),
         httpx.get(
-            f"{web.base_url}/v1/account", headers={"Authorization": "Bearer sk_test_leakedleakedleaked"}
+            f"{web.base_url}/v1/account",
+            headers={"Authorization": "Bearer sk_test_leakedleakedleaked"},
+            verify=TLS,
         ),
         api.post("/v1/customers", json={"card": {"number": card_number, "cvc": "123"}}),
         api.post("/v1/customers", json={"name": card_number}),

@@ -28,7 +28,7 @@ from moneyrail.api.middleware import route_template
 from moneyrail.app import create_app
 from moneyrail.config import Settings
 from tests.conftest import WebServer
-from tests.harness import Servers
+from tests.harness import TLS, Servers
 from tests.helpers import assert_error
 
 # Routes whose templates overlap, included under /v1 after create_app, last in the list
@@ -218,7 +218,7 @@ def test_routes_added_after_the_first_request_are_reached():
 
 
 def test_the_real_server_decodes_paths_and_redirects_trailing_slashes(web: WebServer):
-    with httpx.Client(base_url=web.base_url) as client:
+    with httpx.Client(base_url=web.base_url, verify=TLS) as client:
         # a percent-encoded literal arrives decoded: the route, which asks for a key
         assert_error(client.post("/%761/customers", json={}), 401, "authentication_required")
         redirect = client.get("/v1/customers/")

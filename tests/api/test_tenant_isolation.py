@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import httpx
 
-from tests.harness import add_key
+from tests.harness import TLS, add_key
 
 
 def _without_request_id(response: httpx.Response) -> dict:
@@ -32,7 +32,7 @@ def test_a_foreign_customer_is_indistinguishable_from_a_missing_one(make_api):
 def test_sandbox_and_live_of_one_installation_see_separate_data(web, api, bridge):
     live_key = add_key(bridge, type(api.keys.tenant)(api.keys.installation_id, True), ("*",))
     sandbox_customer = api.post("/v1/customers", json={"external_reference": "same-ref"}).json()
-    live = httpx.Client(base_url=web.base_url, headers={"Authorization": f"Bearer {live_key}"})
+    live = httpx.Client(base_url=web.base_url, headers={"Authorization": f"Bearer {live_key}"}, verify=TLS)
     assert live.get(f"/v1/customers/{sandbox_customer['id']}").status_code == 404
     live_customer = live.post("/v1/customers", json={"external_reference": "same-ref"}).json()
     assert live_customer["livemode"] is True

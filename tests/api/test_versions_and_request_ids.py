@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from tests.harness import TLS
 from tests.helpers import assert_error
 
 
@@ -44,8 +45,8 @@ def test_every_response_carries_a_fresh_request_id(api, web):
     for response in (
         api.get("/v1/account"),
         api.get("/v1/customers/cus_doesnotexist"),
-        httpx.get(f"{web.base_url}/healthz"),
-        httpx.get(f"{web.base_url}/v1/account"),
+        httpx.get(f"{web.base_url}/healthz", verify=TLS),
+        httpx.get(f"{web.base_url}/v1/account", verify=TLS),
     ):
         request_id = response.headers["Request-Id"]
         assert request_id.startswith("req_") and len(request_id) == len("req_") + 24
@@ -56,6 +57,6 @@ def test_every_response_carries_a_fresh_request_id(api, web):
 def test_paths_outside_the_apis_carry_no_service_version(web):
     import httpx
 
-    response = httpx.get(f"{web.base_url}/healthz")
+    response = httpx.get(f"{web.base_url}/healthz", verify=TLS)
     assert response.status_code == 200
     assert "Service-Version" not in response.headers

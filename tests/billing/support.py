@@ -10,7 +10,7 @@ import httpx
 
 from moneyrail.installations import service as installations
 from tests.checkout.support import CANCEL_URL, SUCCESS_URL, card_form
-from tests.harness import AsyncBridge, TenantKeys
+from tests.harness import TLS, AsyncBridge, TenantKeys
 from tests.payment_methods.support import SUCCEEDS
 
 DAY = 24 * 3600
@@ -103,6 +103,6 @@ def active_subscription(
     """A subscription whose first checkout was paid with a card that succeeds."""
     created = subscribe(api, price(api, amount, **terms)["id"], customer(api)["id"], quantity=quantity)
     checkout = checkout_for(api, created["id"])
-    paid = httpx.post(checkout["checkout_url"], data=card_form(SUCCEEDS, renew_consent="yes"))
+    paid = httpx.post(checkout["checkout_url"], data=card_form(SUCCEEDS, renew_consent="yes"), verify=TLS)
     assert paid.status_code == 303 and paid.headers["location"] == SUCCESS_URL, paid.text
     return ok(api.get(f"/v1/subscriptions/{created['id']}"))

@@ -23,6 +23,7 @@ from tests.billing.support import (
 )
 from tests.checkout.support import SUCCESS_URL, card_form
 from tests.engine.conftest import assert_ledger_verifies, start_scheduler, start_worker
+from tests.harness import TLS
 from tests.payment_methods.support import CHARGES_DECLINED, SUCCEEDS, save_card
 from tests.payments.support import event_types
 
@@ -96,7 +97,7 @@ def test_a_subscription_from_31_january_through_a_year_matches_the_hand_written_
 
     # 31 January: the subscription checkout, with consent
     checkout = checkout_for(biller, sid)
-    paid = httpx.post(checkout["checkout_url"], data=card_form(SUCCEEDS, renew_consent="yes"))
+    paid = httpx.post(checkout["checkout_url"], data=card_form(SUCCEEDS, renew_consent="yes"), verify=TLS)
     assert paid.status_code == 303 and paid.headers["location"] == SUCCESS_URL
 
     def read() -> dict:
@@ -121,7 +122,7 @@ def test_a_subscription_from_31_january_through_a_year_matches_the_hand_written_
     assert invoices(biller, sid)[-1]["status"] == "failed"  # no background retry
     recovery = checkout_for(biller, sid, invoice=failed["id"])
     assert recovery["payment_intent"] == failed["payment_intent"]
-    paid = httpx.post(recovery["checkout_url"], data=card_form(SUCCEEDS, renew_consent="yes"))
+    paid = httpx.post(recovery["checkout_url"], data=card_form(SUCCEEDS, renew_consent="yes"), verify=TLS)
     assert paid.status_code == 303
     recovered = read()
     assert (recovered["status"], recovered["entitled"]) == ("active", True)

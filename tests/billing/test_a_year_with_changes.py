@@ -26,6 +26,7 @@ from tests.billing.support import (
 from tests.checkout.support import SUCCESS_URL, card_form
 from tests.connect.support import create_account
 from tests.engine.conftest import assert_ledger_verifies, start_scheduler, start_worker
+from tests.harness import TLS
 from tests.payment_methods.support import SUCCEEDS
 
 START = datetime(2027, 1, 31, 10, 0, 0, tzinfo=UTC)
@@ -93,7 +94,7 @@ def shares(merchant: str, courier: str, merchant_bp: int, courier_bp: int) -> di
 
 def consent(api, subscription_id: str, change_id: str, form: dict) -> None:
     checkout = checkout_for(api, subscription_id, change=change_id)
-    answered = httpx.post(checkout["checkout_url"], data=form)
+    answered = httpx.post(checkout["checkout_url"], data=form, verify=TLS)
     assert answered.status_code == 303 and answered.headers["location"] == SUCCESS_URL, answered.text
 
 
@@ -136,7 +137,7 @@ def test_a_platform_year_with_an_upgrade_a_downgrade_a_quantity_and_a_distributi
     # 31 January: the subscription checkout
     consent_to_pay = card_form(SUCCEEDS, renew_consent="yes")
     checkout = checkout_for(api, sid)
-    assert httpx.post(checkout["checkout_url"], data=consent_to_pay).status_code == 303
+    assert httpx.post(checkout["checkout_url"], data=consent_to_pay, verify=TLS).status_code == 303
 
     # 14 February: pro, at once; the payer pays the hand-computed difference
     advance_to(api, UPGRADE_AT)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from tests.billing.support import ok, post, price, product
-from tests.harness import add_key
+from tests.harness import TLS, add_key
 from tests.helpers import assert_error, count_rows
 
 GRADUATED = [
@@ -172,8 +172,12 @@ def test_billing_routes_need_the_billing_scopes(api, bridge, web):
     reader = add_key(bridge, api.keys.tenant, ("billing:read",))
     other = add_key(bridge, api.keys.tenant, ("payments:write",))
     owned = product(api)
-    with httpx.Client(base_url=web.base_url, headers={"Authorization": f"Bearer {reader}"}) as read_only:
+    with httpx.Client(
+        base_url=web.base_url, headers={"Authorization": f"Bearer {reader}"}, verify=TLS
+    ) as read_only:
         assert read_only.get(f"/v1/products/{owned['id']}").status_code == 200
         assert_error(post(read_only, "/v1/products", {"name": "x"}), 403, "insufficient_scope")
-    with httpx.Client(base_url=web.base_url, headers={"Authorization": f"Bearer {other}"}) as unrelated:
+    with httpx.Client(
+        base_url=web.base_url, headers={"Authorization": f"Bearer {other}"}, verify=TLS
+    ) as unrelated:
         assert_error(unrelated.get("/v1/products"), 403, "insufficient_scope")

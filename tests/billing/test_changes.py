@@ -22,6 +22,7 @@ from tests.billing.support import (
 )
 from tests.checkout.support import SUCCESS_URL, card_form
 from tests.disputes.support import disputed
+from tests.harness import TLS
 from tests.helpers import assert_error, count_rows
 from tests.payment_methods.support import SUCCEEDS
 from tests.payments.support import event_types, set_commission
@@ -73,7 +74,7 @@ def test_an_immediate_upgrade_charges_the_prorated_difference_and_applies_only_o
         expected_due,
     )
     assert difference["payment_intent"] == checkout["payment_intent"]
-    page = httpx.get(checkout["checkout_url"])
+    page = httpx.get(checkout["checkout_url"], verify=TLS)
     assert page.status_code == 200
     assert "then €40.00 every month" in page.text  # the difference now, the new total at each renewal
     # consent without the full payment applies nothing
@@ -81,7 +82,7 @@ def test_an_immediate_upgrade_charges_the_prorated_difference_and_applies_only_o
     assert count_rows(db, "sandbox_processor_calls", biller.keys.installation_id) == before_calls
 
     paying_at = clock_now(biller)
-    paid = httpx.post(checkout["checkout_url"], data=card_form(SUCCEEDS, renew_consent="yes"))
+    paid = httpx.post(checkout["checkout_url"], data=card_form(SUCCEEDS, renew_consent="yes"), verify=TLS)
     assert paid.status_code == 303 and paid.headers["location"] == SUCCESS_URL, paid.text
     after = read(biller, subscription["id"])
     assert (after["price"], after["amount"], after["terms_version"]) == (dearer["id"], 4000, 2)
@@ -203,7 +204,10 @@ def test_withdrawing_an_immediate_change_cancels_its_unpaid_difference_without_r
     assert ok(biller.get(f"/v1/payment-intents/{checkout['payment_intent']}"))["status"] == "canceled"
     # the page no longer takes the card, and the subscription keeps its terms
     assert (
-        httpx.post(checkout["checkout_url"], data=card_form(SUCCEEDS, renew_consent="yes")).status_code != 303
+        httpx.post(
+            checkout["checkout_url"], data=card_form(SUCCEEDS, renew_consent="yes"), verify=TLS
+        ).status_code
+        != 303
     )
     assert read(biller, subscription["id"])["terms_version"] == 1
     assert event_types(biller, change["id"]) == [
@@ -225,14 +229,14 @@ def test_a_next_cycle_change_is_confirmed_without_a_charge_survives_the_links_ex
     assert (change["current_amount"], change["amount"], change["amount_due"]) == (1500, 500, 0)
     checkout = checkout_for(biller, subscription["id"], change=change["id"])
     assert checkout["payment_intent"] is None and checkout["change"] == change["id"]
-    page = httpx.get(checkout["checkout_url"])
+    page = httpx.get(checkout["checkout_url"], verify=TLS)
     assert page.status_code == 200 and "Nothing is charged now" in page.text
     assert 'name="card_number"' not in page.text  # a confirmation of the change, not of a charge
     calls = count_rows(db, "sandbox_processor_calls", biller.keys.installation_id)
-    refused = httpx.post(checkout["checkout_url"], data={})  # consent not ticked
+    refused = httpx.post(checkout["checkout_url"], data={}, verify=TLS)  # consent not ticked
     assert refused.status_code == 400 and "agree" in refused.text
     assert read_change(biller, subscription["id"], change["id"])["status"] == "open"
-    confirmed = httpx.post(checkout["checkout_url"], data={"renew_consent": "yes"})
+    confirmed = httpx.post(checkout["checkout_url"], data={"renew_consent": "yes"}, verify=TLS)
     assert confirmed.status_code == 303 and confirmed.headers["location"] == SUCCESS_URL
     assert count_rows(db, "sandbox_processor_calls", biller.keys.installation_id) == calls  # nothing charged
     accepted = read_change(biller, subscription["id"], change["id"])

@@ -23,6 +23,7 @@ from tests.billing.support import (
 from tests.checkout.support import card_form
 from tests.connect.support import create_account
 from tests.engine.conftest import wait_for_operation
+from tests.harness import TLS
 from tests.helpers import assert_error
 from tests.payment_methods.support import SUCCEEDS
 from tests.transfers.support import FINAL
@@ -79,7 +80,10 @@ def test_a_new_distribution_version_applies_to_later_cycles_only(marketplace, mo
     )
     checkout = checkout_for(marketplace, created["id"])
     assert (
-        httpx.post(checkout["checkout_url"], data=card_form(SUCCEEDS, renew_consent="yes")).status_code == 303
+        httpx.post(
+            checkout["checkout_url"], data=card_form(SUCCEEDS, renew_consent="yes"), verify=TLS
+        ).status_code
+        == 303
     )
     (first,) = invoices(marketplace, created["id"])
 
@@ -157,7 +161,9 @@ def test_versioning_a_distribution_needs_the_payment_and_transfer_scopes(marketp
         distribution=shares(bakery["id"], courier["id"], 8000, 2000),
     )
     secret = add_key(bridge, marketplace.keys.tenant, ("billing:write",))
-    with httpx.Client(base_url=web.base_url, headers={"Authorization": f"Bearer {secret}"}) as narrow:
+    with httpx.Client(
+        base_url=web.base_url, headers={"Authorization": f"Bearer {secret}"}, verify=TLS
+    ) as narrow:
         refused = version(narrow, created, shares(bakery["id"], courier["id"], 5000, 5000), 1)
         assert_error(refused, 403, "insufficient_scope")
     assert ok(marketplace.get(f"/v1/subscriptions/{created['id']}"))["distribution_version"] == 1
@@ -178,7 +184,10 @@ def test_a_refunded_cycle_takes_back_its_transfers_itself_and_no_manual_reversal
     )
     checkout = checkout_for(marketplace, created["id"])
     assert (
-        httpx.post(checkout["checkout_url"], data=card_form(SUCCEEDS, renew_consent="yes")).status_code == 303
+        httpx.post(
+            checkout["checkout_url"], data=card_form(SUCCEEDS, renew_consent="yes"), verify=TLS
+        ).status_code
+        == 303
     )
     (first,) = invoices(marketplace, created["id"])
     assert paid_out(marketplace, first) == {bakery["id"]: 1600, courier["id"]: 400}
@@ -240,7 +249,10 @@ def test_a_failed_cycle_distribution_is_retried_as_its_own_operation_only(
     )
     checkout = checkout_for(marketplace, created["id"])
     assert (
-        httpx.post(checkout["checkout_url"], data=card_form(SUCCEEDS, renew_consent="yes")).status_code == 303
+        httpx.post(
+            checkout["checkout_url"], data=card_form(SUCCEEDS, renew_consent="yes"), verify=TLS
+        ).status_code
+        == 303
     )
     failed = wait_until(lambda: (i := invoices(marketplace, created["id"])[0])["allocation_group"] and i)
     group = ok(marketplace.get(f"/v1/allocation-groups/{failed['allocation_group']}"))

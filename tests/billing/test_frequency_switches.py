@@ -22,6 +22,7 @@ from tests.billing.support import (
 )
 from tests.billing.test_changes import propose, read, read_change
 from tests.checkout.support import SUCCESS_URL, card_form
+from tests.harness import TLS
 from tests.helpers import assert_error, count_rows
 from tests.payment_methods.support import SUCCEEDS
 from tests.payments.support import event_types
@@ -53,7 +54,9 @@ def subscribed_on_31_january(api, amount: int, interval: str) -> dict:
     advance_to(api, int(START.timestamp()))
     created = subscribe(api, price(api, amount, interval=interval)["id"], customer(api)["id"])
     paid = httpx.post(
-        checkout_for(api, created["id"])["checkout_url"], data=card_form(SUCCEEDS, renew_consent="yes")
+        checkout_for(api, created["id"])["checkout_url"],
+        data=card_form(SUCCEEDS, renew_consent="yes"),
+        verify=TLS,
     )
     assert paid.status_code == 303 and paid.headers["location"] == SUCCESS_URL, paid.text
     return read(api, created["id"])
@@ -62,9 +65,9 @@ def subscribed_on_31_january(api, amount: int, interval: str) -> dict:
 def consent_to(api, subscription: dict, change: dict, frequency: str) -> None:
     checkout = checkout_for(api, subscription["id"], change=change["id"])
     assert checkout["payment_intent"] is None  # nothing is charged now
-    page = httpx.get(checkout["checkout_url"])
+    page = httpx.get(checkout["checkout_url"], verify=TLS)
     assert page.status_code == 200 and "Nothing is charged now" in page.text and frequency in page.text
-    confirmed = httpx.post(checkout["checkout_url"], data={"renew_consent": "yes"})
+    confirmed = httpx.post(checkout["checkout_url"], data={"renew_consent": "yes"}, verify=TLS)
     assert confirmed.status_code == 303, confirmed.text
     assert read_change(api, subscription["id"], change["id"])["status"] == "accepted"
 

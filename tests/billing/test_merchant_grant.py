@@ -24,6 +24,7 @@ from tests.billing.support import (
 from tests.billing.test_distribution_versions import shares
 from tests.checkout.support import card_form
 from tests.connect.support import create_account
+from tests.harness import TLS
 from tests.helpers import assert_error, count_rows
 from tests.merchants.support import approve, connect, exchange, register_redirect_uris, restart_consent
 from tests.payment_methods.support import SUCCEEDS
@@ -57,7 +58,9 @@ def test_a_revoked_merchant_stops_the_renewal_for_review_and_a_sync_after_consen
     )
     assert created["merchant"] == merchant["id"]
     paid = httpx.post(
-        checkout_for(platform, created["id"])["checkout_url"], data=card_form(SUCCEEDS, renew_consent="yes")
+        checkout_for(platform, created["id"])["checkout_url"],
+        data=card_form(SUCCEEDS, renew_consent="yes"),
+        verify=TLS,
     )
     assert paid.status_code == 303, paid.text
     subscription = read(platform, created["id"])

@@ -24,6 +24,7 @@ from tests.billing.support import (
 from tests.checkout.support import card_form
 from tests.connect.support import create_account
 from tests.engine.conftest import wait_for_operation
+from tests.harness import TLS
 from tests.helpers import assert_error, count_rows
 from tests.payment_methods.support import SUCCEEDS
 from tests.transfers.support import FINAL
@@ -56,9 +57,9 @@ def test_a_platform_subscription_distributes_each_paid_cycle_by_basis_points(mar
     assert (created["distribution_version"], created["terms_version"]) == (1, 1)
     assert created["distribution"]["allocations"][0]["basis_points"] == 8000
     checkout = checkout_for(marketplace, created["id"])
-    page = httpx.get(checkout["checkout_url"]).text
+    page = httpx.get(checkout["checkout_url"], verify=TLS).text
     assert "Bakery Ltd" in page and "test installation" not in page  # the seller, never the developer firm
-    paid = httpx.post(checkout["checkout_url"], data=card_form(SUCCEEDS, renew_consent="yes"))
+    paid = httpx.post(checkout["checkout_url"], data=card_form(SUCCEEDS, renew_consent="yes"), verify=TLS)
     assert paid.status_code == 303
     (first,) = invoices(marketplace, created["id"])
     assert (first["status"], first["distribution_version"], first["settlement_status"]) == (
@@ -122,7 +123,10 @@ def test_transient_network_faults_during_a_renewal_are_retried_with_one_charge(b
     created = subscribe(biller, price(biller, 1200)["id"], customer(biller)["id"])
     checkout = checkout_for(biller, created["id"])
     assert (
-        httpx.post(checkout["checkout_url"], data=card_form(SUCCEEDS, renew_consent="yes")).status_code == 303
+        httpx.post(
+            checkout["checkout_url"], data=card_form(SUCCEEDS, renew_consent="yes"), verify=TLS
+        ).status_code
+        == 303
     )
     ok(
         biller.post(

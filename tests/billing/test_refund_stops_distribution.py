@@ -24,6 +24,7 @@ from tests.billing.test_distribution_versions import shares
 from tests.checkout.support import card_form
 from tests.connect.support import create_account
 from tests.engine.conftest import assert_ledger_verifies, start_scheduler, start_worker, wait_for_operation
+from tests.harness import TLS
 from tests.helpers import assert_error
 from tests.payment_methods.support import SUCCEEDS
 from tests.transfers.support import FINAL
@@ -56,7 +57,9 @@ def paid_platform_subscription(api) -> tuple[dict, dict, dict]:
         distribution=shares(bakery["id"], courier["id"], 8000, 2000),
     )
     paid = httpx.post(
-        checkout_for(api, created["id"])["checkout_url"], data=card_form(SUCCEEDS, renew_consent="yes")
+        checkout_for(api, created["id"])["checkout_url"],
+        data=card_form(SUCCEEDS, renew_consent="yes"),
+        verify=TLS,
     )
     assert paid.status_code == 303, paid.text
     (first,) = invoices(api, created["id"])

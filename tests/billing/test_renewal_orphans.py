@@ -29,7 +29,7 @@ from tests.billing.support import (
 )
 from tests.checkout.support import SUCCESS_URL, card_form
 from tests.engine.conftest import start_scheduler, start_worker
-from tests.harness import verify_ledger
+from tests.harness import TLS, verify_ledger
 from tests.payment_methods.support import SUCCEEDS
 from tests.payments.support import event_types
 
@@ -115,7 +115,7 @@ def test_a_renewal_re_driven_after_its_charge_was_released_charges_anew_and_is_p
 ):
     created = subscribe(biller, price(biller, 1500)["id"], customer(biller)["id"])
     checkout = checkout_for(biller, created["id"])
-    paid = httpx.post(checkout["checkout_url"], data=card_form(SUCCEEDS, renew_consent="yes"))
+    paid = httpx.post(checkout["checkout_url"], data=card_form(SUCCEEDS, renew_consent="yes"), verify=TLS)
     assert paid.status_code == 303 and paid.headers["location"] == SUCCESS_URL, paid.text
     subscription = ok(biller.get(f"/v1/subscriptions/{created['id']}"))
     lose_renewal_payments(subscription["customer"])

@@ -24,6 +24,7 @@ from tests.billing.support import (
 )
 from tests.checkout.support import SUCCESS_URL, card_form
 from tests.engine.conftest import assert_ledger_verifies, start_scheduler, start_worker, wait_for_operation
+from tests.harness import TLS
 from tests.helpers import assert_error, count_rows
 from tests.payment_methods.support import CHARGES_DECLINED, SUCCEEDS, save_card
 from tests.payments.support import event_types
@@ -45,7 +46,7 @@ def read(api, subscription_id: str) -> dict:
 
 def pay_checkout(api, subscription_id: str, number: str = SUCCEEDS, **fields) -> httpx.Response:
     checkout = checkout_for(api, subscription_id, **fields)
-    return httpx.post(checkout["checkout_url"], data=card_form(number, renew_consent="yes"))
+    return httpx.post(checkout["checkout_url"], data=card_form(number, renew_consent="yes"), verify=TLS)
 
 
 def active_subscription(api, amount: int = 1500, **terms) -> dict:
@@ -193,17 +194,17 @@ def test_the_subscription_checkout_needs_consent_then_activates_and_sets_access_
     created = subscribe(biller, price(biller, 1500)["id"], customer(biller)["id"])
     checkout = checkout_for(biller, created["id"])
     assert (checkout["subscription"], checkout["invoice"]) == (created["id"], created["latest_invoice"])
-    page = httpx.get(checkout["checkout_url"])
+    page = httpx.get(checkout["checkout_url"], verify=TLS)
     assert page.status_code == 200
     assert (
         "every month" in page.text
         and "test installation" in page.text
         and 'name="renew_consent"' in page.text
     )
-    refused = httpx.post(checkout["checkout_url"], data=card_form(SUCCEEDS))  # consent not ticked
+    refused = httpx.post(checkout["checkout_url"], data=card_form(SUCCEEDS), verify=TLS)  # consent not ticked
     assert refused.status_code == 400 and "agree" in refused.text
     assert count_rows(db, "sandbox_processor_calls", biller.keys.installation_id) == 0
-    paid = httpx.post(checkout["checkout_url"], data=card_form(SUCCEEDS, renew_consent="yes"))
+    paid = httpx.post(checkout["checkout_url"], data=card_form(SUCCEEDS, renew_consent="yes"), verify=TLS)
     assert paid.status_code == 303 and paid.headers["location"] == SUCCESS_URL
     after = read(biller, created["id"])
     assert (after["status"], after["entitled"]) == ("active", True)
@@ -415,7 +416,9 @@ def test_a_subscription_with_a_distribution_needs_the_payment_and_transfer_scope
         "customer": customer(biller)["id"],
         "distribution": {"allocations": [{"recipient": "acct_x", "role": "merchant", "basis_points": 10000}]},
     }
-    with httpx.Client(base_url=web.base_url, headers={"Authorization": f"Bearer {secret}"}) as narrow:
+    with httpx.Client(
+        base_url=web.base_url, headers={"Authorization": f"Bearer {secret}"}, verify=TLS
+    ) as narrow:
         assert_error(post(narrow, "/v1/subscriptions", body), 403, "insufficient_scope")
 
 

@@ -10,6 +10,7 @@ import httpx
 from playwright.sync_api import expect
 
 from tests.checkout.support import create_session, session_status
+from tests.harness import TLS
 from tests.payment_methods.support import new_customer, save_card
 from tests.payments.support import (
     AUTHENTICATE,
@@ -245,4 +246,4 @@ def test_the_cancel_link_returns_to_the_shop_and_charges_nothing(seller, shop_si
     expect(page.get_by_role("heading")).to_have_text("Your order is not paid")
     assert payment_of(seller, payment)["status"] == "requires_payment_method"
     assert session_status(seller, checkout) == "open"  # until it expires: the back button finds the form
-    assert httpx.get(checkout["checkout_url"]).status_code == 200
+    assert httpx.get(checkout["checkout_url"], verify=TLS).status_code == 200

@@ -8,6 +8,7 @@ import time
 import httpx
 
 from tests.checkout.support import card_form, create_session, token_of
+from tests.harness import TLS
 from tests.payments.support import AUTHENTICATE, GENERIC_DECLINE, SUCCEEDS, create_payment
 
 
@@ -25,7 +26,7 @@ def test_no_checkout_token_ever_reaches_the_log(shop, web):
     first = create_session(shop, create_payment(shop)["id"])
     second = create_session(shop, create_payment(shop)["id"])
     url = first["checkout_url"]
-    with httpx.Client() as browser:  # keeps cookies, as a browser does across the bank's page
+    with httpx.Client(verify=TLS) as browser:  # keeps cookies, as a browser does across the bank's page
         responses = [
             browser.get(url),
             browser.post(url, data=card_form(GENERIC_DECLINE)),
@@ -66,7 +67,7 @@ def test_no_checkout_token_ever_reaches_the_log(shop, web):
 def test_the_payment_and_its_events_never_hold_the_checkout_token(shop, db):
     payment = create_payment(shop)
     checkout = create_session(shop, payment["id"])
-    with httpx.Client() as browser:
+    with httpx.Client(verify=TLS) as browser:
         assert browser.post(checkout["checkout_url"], data=card_form(AUTHENTICATE)).status_code == 303
     token = token_of(checkout)
     stored = shop.get(f"/v1/payment-intents/{payment['id']}").json()
@@ -81,12 +82,12 @@ def test_the_payment_and_its_events_never_hold_the_checkout_token(shop, db):
 
 def test_a_spent_or_revoked_link_opens_nothing(shop):
     paid = create_session(shop, create_payment(shop)["id"])
-    assert httpx.post(paid["checkout_url"], data=card_form(SUCCEEDS)).status_code == 303
+    assert httpx.post(paid["checkout_url"], data=card_form(SUCCEEDS), verify=TLS).status_code == 303
     revoked = create_session(shop, create_payment(shop)["id"])
     assert shop.post(f"/v1/checkout-sessions/{revoked['id']}/expire").status_code == 200
     for checkout in (paid, revoked):
-        page = httpx.get(checkout["checkout_url"])
+        page = httpx.get(checkout["checkout_url"], verify=TLS)
         assert page.status_code == 410
         assert "<form" not in page.text and checkout["title"] not in page.text
     # the revoked one takes no card either
-    assert httpx.post(revoked["checkout_url"], data=card_form(SUCCEEDS)).status_code == 410
+    assert httpx.post(revoked["checkout_url"], data=card_form(SUCCEEDS), verify=TLS).status_code == 410

@@ -19,7 +19,7 @@ from moneyrail.engine.schedule import periodic_jobs
 from moneyrail.processor.sandbox import SandboxProcessor
 from moneyrail.processor.sandbox.network import NetworkConditions, NetworkDraws, SandboxNetwork
 from tests.checkout.support import card_form, create_session, session_status
-from tests.harness import libpq_url
+from tests.harness import TLS, libpq_url
 from tests.payments.support import (
     AUTHENTICATE,
     SUCCEEDS,
@@ -57,10 +57,10 @@ def test_advancing_the_sandbox_clock_31_minutes_expires_the_session_and_cancels_
     after = shop.get(f"/v1/payment-intents/{payment['id']}").json()
     assert after["status"] == "canceled" and after["cancellation_reason"] == "abandoned"
     assert event_types(shop, checkout["id"]) == ["checkout.session.expired"]
-    page = httpx.get(checkout["checkout_url"])
+    page = httpx.get(checkout["checkout_url"], verify=TLS)
     assert page.status_code == 410 and "expired" in page.text and "<form" not in page.text
-    assert httpx.post(checkout["checkout_url"], data=card_form(SUCCEEDS)).status_code == 410
-    assert httpx.get(f"{checkout['checkout_url']}/cancel").status_code == 410
+    assert httpx.post(checkout["checkout_url"], data=card_form(SUCCEEDS), verify=TLS).status_code == 410
+    assert httpx.get(f"{checkout['checkout_url']}/cancel", verify=TLS).status_code == 410
 
 
 def test_29_minutes_leave_the_session_open_and_payable(shop):
@@ -68,8 +68,8 @@ def test_29_minutes_leave_the_session_open_and_payable(shop):
     checkout = create_session(shop, payment["id"])
     assert advance(shop, 29 * 60)["work_done"]["checkout.expiry"] == 0
     assert session_status(shop, checkout) == "open"
-    assert httpx.get(checkout["checkout_url"]).status_code == 200
-    assert httpx.post(checkout["checkout_url"], data=card_form(SUCCEEDS)).status_code == 303
+    assert httpx.get(checkout["checkout_url"], verify=TLS).status_code == 200
+    assert httpx.post(checkout["checkout_url"], data=card_form(SUCCEEDS), verify=TLS).status_code == 303
     assert session_status(shop, checkout) == "complete"
     advance(shop, 2 * 60)
     assert session_status(shop, checkout) == "complete"  # a complete session never expires
@@ -83,9 +83,9 @@ def test_the_page_refuses_a_session_past_its_expiry_before_any_sweep(shop, db):
         (checkout["id"],),
     )
     assert session_status(shop, checkout) == "open"  # no sweep ran
-    page = httpx.get(checkout["checkout_url"])
+    page = httpx.get(checkout["checkout_url"], verify=TLS)
     assert page.status_code == 410 and "<form" not in page.text
-    assert httpx.post(checkout["checkout_url"], data=card_form(SUCCEEDS)).status_code == 410
+    assert httpx.post(checkout["checkout_url"], data=card_form(SUCCEEDS), verify=TLS).status_code == 410
     assert shop.get(f"/v1/payment-intents/{payment['id']}").json()["amount_received"] == 0
 
 
@@ -97,7 +97,7 @@ def test_the_scheduler_runs_the_expiry_sweep(bridge, shop, db, network):
     waiting = create_payment(shop)  # left on the bank's page: its authorization is released
     paid_elsewhere = create_payment(shop)
     sessions = [create_session(shop, payment["id"]) for payment in (abandoned, waiting, paid_elsewhere)]
-    bank = httpx.post(sessions[1]["checkout_url"], data=card_form(AUTHENTICATE))
+    bank = httpx.post(sessions[1]["checkout_url"], data=card_form(AUTHENTICATE), verify=TLS)
     assert bank.status_code == 303
     assert confirm(shop, paid_elsewhere, SUCCEEDS).json()["status"] == "succeeded"
     fresh = create_session(shop, create_payment(shop)["id"])
@@ -115,7 +115,7 @@ def test_the_scheduler_runs_the_expiry_sweep(bridge, shop, db, network):
     assert shop.get(f"/v1/payment-intents/{paid_elsewhere['id']}").json()["status"] == "succeeded"
     assert event_types(shop, sessions[2]["id"]) == ["checkout.session.completed"]
     # the bank's page of the released authorization is gone too
-    assert httpx.get(bank.headers["location"]).status_code == 404
+    assert httpx.get(bank.headers["location"], verify=TLS).status_code == 404
 
 
 def test_the_sweep_uses_each_sandbox_clock(bridge, shop, db, network):
@@ -139,7 +139,7 @@ def test_the_sweep_cancels_due_payments_at_the_processor_together_holding_no_tra
     payments = [create_payment(shop) for _ in range(3)]
     checkouts = [create_session(shop, payment["id"]) for payment in payments]
     for checkout in checkouts:
-        left = httpx.post(checkout["checkout_url"], data=card_form(AUTHENTICATE))
+        left = httpx.post(checkout["checkout_url"], data=card_form(AUTHENTICATE), verify=TLS)
         assert left.status_code == 303  # to the bank's page, never answered: an authorization to release
     db.execute(
         "UPDATE checkout_sessions SET expires_at = now() - interval '1 second' WHERE id = ANY(%s)",

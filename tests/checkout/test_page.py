@@ -16,6 +16,7 @@ from tests.checkout.support import (
     session_status,
     token_of,
 )
+from tests.harness import TLS
 from tests.payment_methods.support import new_customer, save_card
 from tests.payments.support import (
     AUTHENTICATE,
@@ -32,7 +33,7 @@ from tests.payments.support import (
 def test_the_page_shows_title_amount_and_seller_with_a_labelled_card_form(shop):
     payment = create_payment(shop, 2000)
     checkout = create_session(shop, payment["id"], title="Order 42: two tickets")
-    page = httpx.get(checkout["checkout_url"])
+    page = httpx.get(checkout["checkout_url"], verify=TLS)
     assert page.status_code == 200
     assert page.headers["content-type"].startswith("text/html")
     html = page.text
@@ -59,7 +60,7 @@ def test_the_page_shows_title_amount_and_seller_with_a_labelled_card_form(shop):
 
 def test_the_page_has_a_strict_content_security_policy(shop, web):
     checkout = create_session(shop, create_payment(shop)["id"])
-    page = httpx.get(checkout["checkout_url"])
+    page = httpx.get(checkout["checkout_url"], verify=TLS)
     policy = page.headers["Content-Security-Policy"]
     directives = {part.split()[0]: part.split()[1:] for part in policy.split("; ")}
     assert directives["default-src"] == ["'none'"]
@@ -74,14 +75,14 @@ def test_the_page_has_a_strict_content_security_policy(shop, web):
     assert page.headers["Cache-Control"] == "no-store"
     assert page.headers["X-Content-Type-Options"] == "nosniff"
     # a second rendering has another nonce
-    again = httpx.get(checkout["checkout_url"]).headers["Content-Security-Policy"]
+    again = httpx.get(checkout["checkout_url"], verify=TLS).headers["Content-Security-Policy"]
     assert again != policy
 
 
 def test_paying_with_4242_completes_the_session_and_sends_the_payer_to_success_url(shop, db):
     payment = create_payment(shop, 2000)
     checkout = create_session(shop, payment["id"])
-    paid = httpx.post(checkout["checkout_url"], data=card_form("4242 4242 4242 4242"))
+    paid = httpx.post(checkout["checkout_url"], data=card_form("4242 4242 4242 4242"), verify=TLS)
     assert paid.status_code == 303
     assert paid.headers["location"] == SUCCESS_URL
     assert session_status(shop, checkout) == "complete"
@@ -95,9 +96,9 @@ def test_paying_with_4242_completes_the_session_and_sends_the_payer_to_success_u
     assert completed == (True,)
 
     # the link is spent: the page is gone, a repeated post charges nothing and goes to success_url
-    gone = httpx.get(checkout["checkout_url"])
+    gone = httpx.get(checkout["checkout_url"], verify=TLS)
     assert gone.status_code == 410 and "<form" not in gone.text
-    again = httpx.post(checkout["checkout_url"], data=card_form(SUCCEEDS))
+    again = httpx.post(checkout["checkout_url"], data=card_form(SUCCEEDS), verify=TLS)
     assert again.status_code == 303 and again.headers["location"] == SUCCESS_URL
     assert shop.get(f"/v1/payment-intents/{payment['id']}").json()["amount_received"] == 2000
     assert ledger_balance(db, shop.keys.installation_id, "balance:pending") == 2000
@@ -110,7 +111,7 @@ def test_paying_with_4242_completes_the_session_and_sends_the_payer_to_success_u
 def test_a_decline_shows_the_form_again_with_an_alert_and_another_card_then_pays(shop, number, message):
     payment = create_payment(shop)
     checkout = create_session(shop, payment["id"])
-    declined = httpx.post(checkout["checkout_url"], data=card_form(number))
+    declined = httpx.post(checkout["checkout_url"], data=card_form(number), verify=TLS)
     assert declined.status_code == 402
     alert = re.search(r'<p class="error" role="alert"[^>]*>([^<]+)</p>', declined.text)
     assert alert is not None and message in alert.group(1)
@@ -120,7 +121,7 @@ def test_a_decline_shows_the_form_again_with_an_alert_and_another_card_then_pays
     assert after["last_payment_error"]["code"] == "card_declined"
     assert session_status(shop, checkout) == "open"
 
-    paid = httpx.post(checkout["checkout_url"], data=card_form(SUCCEEDS))
+    paid = httpx.post(checkout["checkout_url"], data=card_form(SUCCEEDS), verify=TLS)
     assert paid.status_code == 303 and paid.headers["location"] == SUCCESS_URL
     assert shop.get(f"/v1/payment-intents/{payment['id']}").json()["status"] == "succeeded"
 
@@ -138,7 +139,7 @@ def test_a_decline_shows_the_form_again_with_an_alert_and_another_card_then_pays
 def test_a_malformed_card_is_refused_on_the_page_and_records_nothing(shop, changes, message):
     payment = create_payment(shop)
     checkout = create_session(shop, payment["id"])
-    refused = httpx.post(checkout["checkout_url"], data=card_form(SUCCEEDS, **changes))
+    refused = httpx.post(checkout["checkout_url"], data=card_form(SUCCEEDS, **changes), verify=TLS)
     assert refused.status_code == 400
     assert 'role="alert"' in refused.text and message in refused.text
     after = shop.get(f"/v1/payment-intents/{payment['id']}").json()
@@ -151,7 +152,7 @@ def test_bank_authentication_returns_to_the_page_which_believes_only_the_payment
     checkout = create_session(shop, payment["id"])
     token = token_of(checkout)
     return_address = f"{shop.base_url}/checkout/return/{checkout['id']}"
-    with httpx.Client() as browser:
+    with httpx.Client(verify=TLS) as browser:
         started = browser.post(checkout["checkout_url"], data=card_form(AUTHENTICATE))
         assert started.status_code == 303
         bank_page = started.headers["location"]
@@ -180,7 +181,7 @@ def test_bank_authentication_returns_to_the_page_which_believes_only_the_payment
 def test_a_failed_bank_authentication_shows_the_form_again_to_try_another_card(shop):
     payment = create_payment(shop)
     checkout = create_session(shop, payment["id"])
-    with httpx.Client() as browser:
+    with httpx.Client(verify=TLS) as browser:
         bank_page = browser.post(checkout["checkout_url"], data=card_form(AUTHENTICATE)).headers["location"]
         failed = browser.post(bank_page, data={"decision": "fail"})
         assert failed.status_code == 303
@@ -188,7 +189,7 @@ def test_a_failed_bank_authentication_shows_the_form_again_to_try_another_card(s
     assert returned.status_code == 402
     assert 'role="alert"' in returned.text and "authenticate" in returned.text
     assert "<form" in returned.text
-    paid = httpx.post(checkout["checkout_url"], data=card_form(SUCCEEDS))
+    paid = httpx.post(checkout["checkout_url"], data=card_form(SUCCEEDS), verify=TLS)
     assert paid.headers["location"] == SUCCESS_URL
 
 
@@ -197,22 +198,25 @@ def test_a_return_without_the_payers_link_moves_nothing_unless_the_payment_is_pa
     checkout = create_session(shop, payment["id"])
     return_address = f"{shop.base_url}/checkout/return/{checkout['id']}"
     forged = httpx.get(
-        return_address, params={"payment_intent": payment["id"], "redirect_status": "succeeded"}
+        return_address, params={"payment_intent": payment["id"], "redirect_status": "succeeded"}, verify=TLS
     )
     assert forged.status_code == 200 and "<form" not in forged.text and "Return to the shop" in forged.text
     assert session_status(shop, checkout) == "open"
     assert shop.get(f"/v1/payment-intents/{payment['id']}").json()["status"] == "requires_payment_method"
     # once the payment is paid (here through the page), any return completes the session
-    assert httpx.post(checkout["checkout_url"], data=card_form(SUCCEEDS)).status_code == 303
-    assert httpx.get(return_address).status_code == 200
+    assert httpx.post(checkout["checkout_url"], data=card_form(SUCCEEDS), verify=TLS).status_code == 303
+    assert httpx.get(return_address, verify=TLS).status_code == 200
     assert session_status(shop, checkout) == "complete"
-    assert httpx.get(f"{shop.base_url}/checkout/return/cs_000000000000000000000000").status_code == 404
+    assert (
+        httpx.get(f"{shop.base_url}/checkout/return/cs_000000000000000000000000", verify=TLS).status_code
+        == 404
+    )
 
 
 def test_the_cancel_link_goes_to_cancel_url_and_leaves_the_session_open(shop):
     payment = create_payment(shop)
     checkout = create_session(shop, payment["id"])
-    left = httpx.get(f"{checkout['checkout_url']}/cancel")
+    left = httpx.get(f"{checkout['checkout_url']}/cancel", verify=TLS)
     assert left.status_code == 303 and left.headers["location"] == CANCEL_URL
     assert session_status(shop, checkout) == "open"
     assert shop.get(f"/v1/payment-intents/{payment['id']}").json()["status"] == "requires_payment_method"
@@ -225,7 +229,7 @@ def test_a_customers_saved_cards_are_offered_masked_preferred_first_and_selected
     assert shop.post(f"/v1/customers/{customer}/payment-methods/{second['id']}/default").status_code == 200
     payment = create_payment(shop, 1500, customer=customer)
     checkout = create_session(shop, payment["id"])
-    html = httpx.get(checkout["checkout_url"]).text
+    html = httpx.get(checkout["checkout_url"], verify=TLS).text
     radios = re.findall(r'<input type="radio"[^>]*value="([^"]+)"([^>]*)>', html)
     assert [value for value, _ in radios] == [second["id"], first["id"], "new"]
     assert "checked" in radios[0][1] and "checked" not in radios[1][1]
@@ -233,7 +237,7 @@ def test_a_customers_saved_cards_are_offered_masked_preferred_first_and_selected
     assert first["card"]["fingerprint"] not in html
     assert 'name="save_card"' in html  # a new card may be saved, with consent
 
-    paid = httpx.post(checkout["checkout_url"], data={"payment_method": first["id"]})
+    paid = httpx.post(checkout["checkout_url"], data={"payment_method": first["id"]}, verify=TLS)
     assert paid.status_code == 303 and paid.headers["location"] == SUCCESS_URL
     after = shop.get(f"/v1/payment-intents/{payment['id']}").json()
     assert after["status"] == "succeeded" and after["payment_method"] == first["id"]
@@ -246,40 +250,43 @@ def test_a_saved_card_of_another_customer_is_refused_and_charges_nothing(shop):
     save_card(shop, ada)
     payment = create_payment(shop, customer=ada)
     checkout = create_session(shop, payment["id"])
-    refused = httpx.post(checkout["checkout_url"], data={"payment_method": bobs_card["id"]})
+    refused = httpx.post(checkout["checkout_url"], data={"payment_method": bobs_card["id"]}, verify=TLS)
     assert refused.status_code == 400 and 'role="alert"' in refused.text
     after = shop.get(f"/v1/payment-intents/{payment['id']}").json()
     assert after["status"] == "requires_payment_method" and after["amount_received"] == 0
     # an anonymous checkout takes no saved card at all
     anonymous = create_session(shop, create_payment(shop)["id"])
-    refused = httpx.post(anonymous["checkout_url"], data={"payment_method": bobs_card["id"]})
+    refused = httpx.post(anonymous["checkout_url"], data={"payment_method": bobs_card["id"]}, verify=TLS)
     assert refused.status_code == 400
 
 
 def test_an_unknown_link_is_a_404_page(web):
-    page = httpx.get(f"{web.base_url}/checkout/{'x' * 43}")
+    page = httpx.get(f"{web.base_url}/checkout/{'x' * 43}", verify=TLS)
     assert page.status_code == 404
     assert "not valid" in page.text and "<form" not in page.text
     assert page.headers["content-type"].startswith("text/html")
     for suffix in ("/cancel",):
-        assert httpx.get(f"{web.base_url}/checkout/{'x' * 43}{suffix}").status_code == 404
-    assert httpx.post(f"{web.base_url}/checkout/{'x' * 43}", data=card_form(SUCCEEDS)).status_code == 404
+        assert httpx.get(f"{web.base_url}/checkout/{'x' * 43}{suffix}", verify=TLS).status_code == 404
+    assert (
+        httpx.post(f"{web.base_url}/checkout/{'x' * 43}", data=card_form(SUCCEEDS), verify=TLS).status_code
+        == 404
+    )
 
 
 def test_a_payment_cancelled_by_the_shop_closes_the_page(shop):
     payment = create_payment(shop)
     checkout = create_session(shop, payment["id"])
     assert shop.post(f"/v1/payment-intents/{payment['id']}/cancel").status_code == 200
-    page = httpx.get(checkout["checkout_url"])
+    page = httpx.get(checkout["checkout_url"], verify=TLS)
     assert page.status_code == 410 and "<form" not in page.text
-    assert httpx.post(checkout["checkout_url"], data=card_form(SUCCEEDS)).status_code == 410
+    assert httpx.post(checkout["checkout_url"], data=card_form(SUCCEEDS), verify=TLS).status_code == 410
 
 
 def test_after_a_declined_new_card_the_form_offers_a_new_card_again(shop):
     customer = new_customer(shop, email="ada@example.com")
     save_card(shop, customer, SUCCEEDS)
     checkout = create_session(shop, create_payment(shop, customer=customer)["id"])
-    declined = httpx.post(checkout["checkout_url"], data=card_form(GENERIC_DECLINE))
+    declined = httpx.post(checkout["checkout_url"], data=card_form(GENERIC_DECLINE), verify=TLS)
     assert declined.status_code == 402
     radios = dict(re.findall(r'<input type="radio"[^>]*value="([^"]+)"([^>]*)>', declined.text))
     assert "checked" in radios["new"]
@@ -291,7 +298,7 @@ def test_two_pays_at_the_same_moment_charge_once(shop, db):
     checkout = create_session(shop, payment["id"])
 
     def pay(_: int) -> httpx.Response:
-        return httpx.post(checkout["checkout_url"], data=card_form(SUCCEEDS), timeout=30)
+        return httpx.post(checkout["checkout_url"], data=card_form(SUCCEEDS), timeout=30, verify=TLS)
 
     with ThreadPoolExecutor(max_workers=4) as pool:
         answers = list(pool.map(pay, range(4)))

@@ -14,7 +14,7 @@ from moneyrail_client import Moneyrail
 from tests.conftest import WebServer
 from tests.engine.conftest import start_scheduler, start_worker
 from tests.events.conftest import FAST_RETRIES
-from tests.harness import AsyncBridge, Process, Servers, TenantKeys, create_tenant
+from tests.harness import TLS, AsyncBridge, Process, Servers, TenantKeys, create_tenant
 
 
 @pytest.fixture(scope="package")
@@ -43,7 +43,9 @@ class Recorder:
 
     def http_client(self, timeout: float = 30) -> httpx.Client:
         return httpx.Client(
-            timeout=timeout, event_hooks={"request": [self.on_request], "response": [self.on_response]}
+            timeout=timeout,
+            event_hooks={"request": [self.on_request], "response": [self.on_response]},
+            verify=TLS,
         )
 
 

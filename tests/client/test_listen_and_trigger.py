@@ -22,7 +22,7 @@ from moneyrail.installations import service as installations
 from moneyrail_client import webhooks
 from moneyrail_client.events import PaymentIntentEvent
 from tests.events.receiver import Receiver, receiver
-from tests.harness import ROOT, TenantKeys, create_tenant
+from tests.harness import ROOT, TLS, TenantKeys, create_tenant
 
 SECRET_LINE = re.compile(r"Webhook signing secret: (whsec_\S+)")
 
@@ -184,9 +184,9 @@ def test_transfer_and_payout_triggers_walk_through_the_workers(servers, web, bri
 def test_listen_removes_its_endpoint_on_exit(web, listening) -> None:
     """Last in the module: it stops the module's `listen`."""
     headers = {"Authorization": f"Bearer {listening.keys.secret}"}
-    endpoints = httpx.get(f"{web.base_url}/v1/webhook-endpoints", headers=headers).json()["data"]
+    endpoints = httpx.get(f"{web.base_url}/v1/webhook-endpoints", headers=headers, verify=TLS).json()["data"]
     assert [endpoint["description"] for endpoint in endpoints] == ["moneyrail listen (temporary)"]
     listening.process.send_signal(signal.SIGINT)
     assert listening.process.wait(30) == 0
     listening.wait_for_line(rf"Removed endpoint {endpoints[0]['id']}")
-    assert httpx.get(f"{web.base_url}/v1/webhook-endpoints", headers=headers).json()["data"] == []
+    assert httpx.get(f"{web.base_url}/v1/webhook-endpoints", headers=headers, verify=TLS).json()["data"] == []

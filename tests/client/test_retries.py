@@ -18,7 +18,7 @@ import pytest
 from moneyrail_client import InvalidRequestError, Moneyrail, RateLimitError, RetryPolicy
 from tests.api.test_rate_limits import set_rate_limit
 from tests.client.conftest import Recorder
-from tests.harness import KEY_CACHE_SECONDS, OUTPUT_DIR, Process, free_port, wait_until_ready
+from tests.harness import KEY_CACHE_SECONDS, OUTPUT_DIR, TLS, Process, free_port, wait_until_ready
 from tests.helpers import count_rows
 
 QUICK = RetryPolicy(max_retries=8, initial_delay=0.1, max_delay=1.0)
@@ -80,7 +80,7 @@ def answer_losing_proxy(upstream: str, lose: int) -> Iterator[str]:
             body = self.rfile.read(int(self.headers.get("content-length") or 0))
             headers = {k: v for k, v in self.headers.items() if k.lower() not in {"host", "content-length"}}
             answer = httpx.request(
-                self.command, upstream + self.path, content=body, headers=headers, timeout=30
+                self.command, upstream + self.path, content=body, headers=headers, timeout=30, verify=TLS
             )
             if self.command == "POST" and lost < lose:
                 lost += 1

@@ -10,6 +10,7 @@ import pytest
 
 from tests.checkout.support import card_form, create_session
 from tests.engine.conftest import assert_ledger_verifies, processor_calls, start_scheduler, start_worker
+from tests.harness import TLS
 from tests.helpers import assert_error
 from tests.payments.support import SUCCEEDS, event_types
 
@@ -30,7 +31,7 @@ def authorized_at_checkout(shop) -> tuple[dict, dict]:
     """An order whose bound payment the payer authorized on the hosted checkout page."""
     order, payment = bound_order(shop)
     checkout = create_session(shop, payment["id"])
-    assert httpx.post(checkout["checkout_url"], data=card_form(SUCCEEDS)).status_code == 303
+    assert httpx.post(checkout["checkout_url"], data=card_form(SUCCEEDS), verify=TLS).status_code == 303
     assert shop.get(f"/v1/payment-intents/{payment['id']}").json()["status"] == "requires_capture"
     return order, payment
 
@@ -88,7 +89,7 @@ def test_a_payment_bound_to_no_order_is_still_captured_and_cancelled_directly(sh
             "/v1/payment-intents", json={"amount": TOTAL, "currency": "eur", "capture_method": "manual"}
         ).json()
         checkout = create_session(shop, payment["id"])
-        assert httpx.post(checkout["checkout_url"], data=card_form(SUCCEEDS)).status_code == 303
+        assert httpx.post(checkout["checkout_url"], data=card_form(SUCCEEDS), verify=TLS).status_code == 303
         done = shop.post(f"/v1/payment-intents/{payment['id']}/{action}", json={})
         assert done.status_code == 200, done.text
         assert done.json()["status"] == status
@@ -154,7 +155,7 @@ def test_changing_the_amount_of_an_order_bound_payment_is_refused_and_other_upda
 
     # and the order's flow is untouched: the payer authorizes its total, preparation captures it
     checkout = create_session(shop, payment["id"])
-    assert httpx.post(checkout["checkout_url"], data=card_form(SUCCEEDS)).status_code == 303
+    assert httpx.post(checkout["checkout_url"], data=card_form(SUCCEEDS), verify=TLS).status_code == 303
     started = act(shop, shop.get(f"/commerce/v1/orders/{order['id']}").json(), "start-preparation")
     assert started.status_code == 200, started.text
     assert shop.get(f"/v1/payment-intents/{payment['id']}").json()["amount_received"] == TOTAL
@@ -169,7 +170,7 @@ def test_a_payment_bound_to_no_order_is_still_incremented_and_updated_directly(s
     assert updated.json()["amount"] == TOTAL + 100
 
     checkout = create_session(shop, payment["id"])
-    assert httpx.post(checkout["checkout_url"], data=card_form(SUCCEEDS)).status_code == 303
+    assert httpx.post(checkout["checkout_url"], data=card_form(SUCCEEDS), verify=TLS).status_code == 303
     raised = shop.post(
         f"/v1/payment-intents/{payment['id']}/increment-authorization", json={"amount": TOTAL + 600}
     )

@@ -11,7 +11,7 @@ import httpx
 import pytest
 
 from tests.checkout.support import card_form, create_session
-from tests.harness import add_key
+from tests.harness import TLS, add_key
 from tests.helpers import assert_error, count_rows
 from tests.payments.support import SUCCEEDS, confirm, event_types, ledger_balance
 
@@ -79,7 +79,7 @@ def test_the_order_flow_binds_authorizes_at_checkout_and_captures_when_preparati
     assert bound.json()["status"] == "pending"
 
     checkout = create_session(shop, payment["id"], title=f"Order {order['id']}")
-    paid = httpx.post(checkout["checkout_url"], data=card_form(SUCCEEDS))
+    paid = httpx.post(checkout["checkout_url"], data=card_form(SUCCEEDS), verify=TLS)
     assert paid.status_code == 303
     assert payment_of(shop, payment["id"])["status"] == "requires_capture"  # authorized, not captured
     assert ledger_balance(db, shop.keys.installation_id, "balance:pending") == 0
@@ -211,7 +211,7 @@ def test_expiring_the_checkout_of_an_order_bound_payment_is_refused_saying_to_ca
     # cancelling the order is the way: the payment is released and the page shows it
     assert act(shop, order, "cancel").json()["status"] == "canceled"
     assert payment_of(shop, payment["id"])["status"] == "canceled"
-    assert "<form" not in httpx.get(checkout["checkout_url"]).text
+    assert "<form" not in httpx.get(checkout["checkout_url"], verify=TLS).text
 
 
 def test_a_timed_out_link_leaves_the_order_bound_payment_to_the_order(shop):
@@ -224,7 +224,7 @@ def test_a_timed_out_link_leaves_the_order_bound_payment_to_the_order(shop):
     assert shop.get(f"/commerce/v1/orders/{order['id']}").json() == order
     # a new link for the same payment, and the order goes on
     again = create_session(shop, payment["id"])
-    assert httpx.post(again["checkout_url"], data=card_form(SUCCEEDS)).status_code == 303
+    assert httpx.post(again["checkout_url"], data=card_form(SUCCEEDS), verify=TLS).status_code == 303
     assert act(shop, order, "start-preparation").json()["status"] == "preparing"
 
 
@@ -234,7 +234,9 @@ def test_two_clerks_acting_at_once_on_two_connections_one_wins(api):
     start = threading.Barrier(2)
 
     def clerk(action: str) -> httpx.Response:
-        with httpx.Client(base_url=str(api.base_url), headers=dict(api.headers), timeout=30) as client:
+        with httpx.Client(
+            base_url=str(api.base_url), headers=dict(api.headers), timeout=30, verify=TLS
+        ) as client:
             start.wait()
             return act(client, order, action)
 
@@ -257,7 +259,7 @@ def test_orders_need_the_commerce_scopes(api, bridge):
     assert_error(refused, 403, "insufficient_scope")
     payments_only = {"Authorization": f"Bearer {add_key(bridge, api.keys.tenant, ('payments:write',))}"}
     assert_error(api.get("/commerce/v1/orders", headers=payments_only), 403, "insufficient_scope")
-    assert_error(httpx.get(f"{api.base_url}/commerce/v1/orders"), 401, "authentication_required")
+    assert_error(httpx.get(f"{api.base_url}/commerce/v1/orders", verify=TLS), 401, "authentication_required")
     assert api.get(f"/commerce/v1/orders/{order['id']}").json()["status"] == "pending"
 
 

@@ -6,6 +6,8 @@ from typing import Any
 
 import httpx
 
+from tests.harness import TLS
+
 CLOSED_BANK_ACCOUNT = "000111111116"
 GOOD_BANK_ACCOUNT = "DE89370400440532013000"
 
@@ -33,7 +35,7 @@ def submit_onboarding(url: str, browser: httpx.Client | None = None, **fields: s
     link's first open from a fresh one."""
     if browser is not None:
         return browser.post(url, data=ONBOARDING_FORM | fields)
-    return httpx.post(url, data=ONBOARDING_FORM | fields, timeout=30)
+    return httpx.post(url, data=ONBOARDING_FORM | fields, timeout=30, verify=TLS)
 
 
 def onboarded_account(api: httpx.Client, kind: str = "courier", **fields: Any) -> dict[str, Any]:

@@ -11,7 +11,7 @@ from tests.connect.support import (
     onboarding_url,
     submit_onboarding,
 )
-from tests.harness import add_key
+from tests.harness import TLS, add_key
 from tests.helpers import assert_error, count_rows
 from tests.payments.support import event_types
 
@@ -39,7 +39,9 @@ def test_a_new_courier_can_receive_transfers_but_not_payouts_until_onboarded(api
 def test_the_onboarding_page_collects_what_is_due_and_reading_the_account_shows_it(api):
     account = create_account(api, "driver")
     url = onboarding_url(api, account["id"])
-    with httpx.Client(timeout=30) as browser:  # keeps the page session's cookie, as a browser does
+    with httpx.Client(
+        timeout=30, verify=TLS
+    ) as browser:  # keeps the page session's cookie, as a browser does
         page = browser.get(url)
         assert page.status_code == 200
         assert "Tell us who you are" in page.text and GOOD_BANK_ACCOUNT[-4:] in page.text
@@ -63,7 +65,7 @@ def test_an_onboarding_link_works_once(api):
     account = create_account(api)
     url = onboarding_url(api, account["id"])
     assert submit_onboarding(url).status_code == 200
-    again = httpx.get(url, timeout=30)
+    again = httpx.get(url, timeout=30, verify=TLS)
     assert again.status_code == 410 and "has been used" in again.text
     resubmitted = submit_onboarding(url, first_name="Mallory")
     assert resubmitted.status_code == 410
@@ -73,7 +75,7 @@ def test_an_onboarding_link_works_once(api):
 def test_a_mistake_on_the_form_keeps_the_link_and_changes_nothing(api):
     account = create_account(api)
     url = onboarding_url(api, account["id"])
-    with httpx.Client(timeout=30) as browser:
+    with httpx.Client(timeout=30, verify=TLS) as browser:
         for fields in ({"accept_tos": ""}, {"dob": "not a date"}, {"first_name": " "}, {"dob": "2030-01-01"}):
             data = {"first_name": "Ada", "last_name": "L", "dob": "1990-01-01"} | fields
             if fields.get("accept_tos") is None:
@@ -92,13 +94,13 @@ def test_an_onboarding_link_expires_after_five_minutes_on_the_sandbox_clock(api)
     link = api.post(f"/v1/connected-accounts/{account['id']}/onboarding-links").json()
     assert link["expires_at"] - link["created"] in (299, 300, 301)
     api.post("/v1/test-helpers/clock/advance", json={"seconds": 301})
-    assert httpx.get(link["url"], timeout=30).status_code == 410
+    assert httpx.get(link["url"], timeout=30, verify=TLS).status_code == 410
     assert submit_onboarding(link["url"]).status_code == 410
     assert api.get(f"/v1/connected-accounts/{account['id']}").json()["payouts_enabled"] is False
 
 
 def test_unknown_onboarding_links_are_not_found(web):
-    assert httpx.get(f"{web.base_url}/onboarding/nosuchtoken", timeout=30).status_code == 404
+    assert httpx.get(f"{web.base_url}/onboarding/nosuchtoken", timeout=30, verify=TLS).status_code == 404
 
 
 def test_a_return_url_must_be_registered_exactly(api, db):
@@ -175,9 +177,13 @@ def test_connected_account_routes_need_the_accounts_scope(web, api, bridge):
     payments_only = add_key(bridge, api.keys.tenant, ("payments:write",))
     reader = add_key(bridge, api.keys.tenant, ("accounts:read",))
     account = create_account(api)
-    with httpx.Client(base_url=web.base_url, headers={"Authorization": f"Bearer {payments_only}"}) as client:
+    with httpx.Client(
+        base_url=web.base_url, headers={"Authorization": f"Bearer {payments_only}"}, verify=TLS
+    ) as client:
         assert_error(client.get("/v1/connected-accounts"), 403, "insufficient_scope")
-    with httpx.Client(base_url=web.base_url, headers={"Authorization": f"Bearer {reader}"}) as client:
+    with httpx.Client(
+        base_url=web.base_url, headers={"Authorization": f"Bearer {reader}"}, verify=TLS
+    ) as client:
         assert client.get(f"/v1/connected-accounts/{account['id']}").status_code == 200
         denied = client.post("/v1/connected-accounts", json={"kind": "courier"})
         assert_error(denied, 403, "insufficient_scope")

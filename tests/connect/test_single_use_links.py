@@ -10,6 +10,7 @@ from urllib.parse import urlsplit
 import httpx
 
 from tests.connect.support import ONBOARDING_FORM, create_account, onboarding_url
+from tests.harness import TLS
 from tests.payments.support import event_types
 
 
@@ -29,7 +30,7 @@ def assert_hosted_page(answer: httpx.Response) -> None:
 def test_the_first_open_spends_the_link_and_the_page_goes_on_in_its_own_session(api, db):
     account = create_account(api)
     url = onboarding_url(api, account["id"])
-    with httpx.Client(timeout=30) as browser:
+    with httpx.Client(timeout=30, verify=TLS) as browser:
         first = browser.get(url)
         assert first.status_code == 200 and "Tell us who you are" in first.text
         assert_hosted_page(first)
@@ -41,7 +42,7 @@ def test_the_first_open_spends_the_link_and_the_page_goes_on_in_its_own_session(
         assert "set-cookie" not in reload.headers  # the same session goes on
         opened = link_row(db, account["id"])
 
-        with httpx.Client(timeout=30) as stranger:
+        with httpx.Client(timeout=30, verify=TLS) as stranger:
             second = stranger.get(url)
             posted = stranger.post(url, data=ONBOARDING_FORM | {"first_name": "Mallory"})
         assert second.status_code == 410, second.text
@@ -67,17 +68,17 @@ def test_the_first_open_spends_the_link_and_the_page_goes_on_in_its_own_session(
 def test_a_first_open_by_the_forms_post_also_spends_the_link(api):
     account = create_account(api)
     url = onboarding_url(api, account["id"])
-    with httpx.Client(timeout=30) as browser:
+    with httpx.Client(timeout=30, verify=TLS) as browser:
         mistake = browser.post(url, data={"first_name": "Ada"})
         assert mistake.status_code == 400 and "set-cookie" in mistake.headers
-        assert httpx.get(url, timeout=30).status_code == 410
+        assert httpx.get(url, timeout=30, verify=TLS).status_code == 410
         assert browser.post(url, data=ONBOARDING_FORM).status_code == 200
 
 
 def test_the_page_session_outlives_the_links_five_minutes_for_thirty(api):
     account = create_account(api)
     url = onboarding_url(api, account["id"])
-    with httpx.Client(timeout=30) as browser:
+    with httpx.Client(timeout=30, verify=TLS) as browser:
         assert browser.get(url).status_code == 200
         api.post("/v1/test-helpers/clock/advance", json={"seconds": 10 * 60})
         assert browser.get(url).status_code == 200  # opened in time: the session goes on
@@ -90,6 +91,6 @@ def test_the_page_session_outlives_the_links_five_minutes_for_thirty(api):
 def test_the_cookie_is_secure_where_the_service_is_served_over_https(api):
     url = onboarding_url(api, create_account(api)["id"])
     # the test server trusts its loopback proxy's X-Forwarded-Proto, as behind a TLS-terminating proxy
-    first = httpx.get(url, headers={"X-Forwarded-Proto": "https"}, timeout=30)
+    first = httpx.get(url, headers={"X-Forwarded-Proto": "https"}, timeout=30, verify=TLS)
     assert first.status_code == 200
     assert "secure" in [part.strip().lower() for part in first.headers["set-cookie"].split(";")]

@@ -17,6 +17,7 @@ from tests.console.support import (
     moneyrail,
     new_operator,
 )
+from tests.harness import TLS
 from tests.helpers import assert_error
 from tests.web_process import another_web_process
 
@@ -37,7 +38,7 @@ def test_an_operator_sets_up_by_a_one_time_link_and_signs_in_with_password_and_t
     console = browserless(web.base_url)
     console.set_up(account, link)
     # the link was spent by its first open: another browser cannot open it, nor can this one again
-    assert httpx.get(f"{web.base_url}{httpx.URL(link).path}").status_code == 410
+    assert httpx.get(f"{web.base_url}{httpx.URL(link).path}", verify=TLS).status_code == 410
     assert console.get(httpx.URL(link).path).status_code == 410
 
     # a wrong code with the right password is refused like anything else wrong
@@ -69,7 +70,7 @@ def test_the_console_cookies_are_secure_when_the_service_is_served_over_https(se
         _, link = new_operator(servers, "viewer", "https")
         # the test speaks http to it; the service knows its public address is https, so it sets every
         # cookie Secure (the way the hosted pages decide), which a browser keeps to https
-        setup_page = httpx.get(f"{base_url}{httpx.URL(link).path}")
+        setup_page = httpx.get(f"{base_url}{httpx.URL(link).path}", verify=TLS)
         assert setup_page.status_code == 200
         (page_session,) = [
             header
@@ -77,7 +78,7 @@ def test_the_console_cookies_are_secure_when_the_service_is_served_over_https(se
             if header.startswith("moneyrail_link_")
         ]
         assert "secure" in page_session.lower() and "httponly" in page_session.lower()
-        login_form = httpx.get(f"{base_url}/console/login")
+        login_form = httpx.get(f"{base_url}/console/login", verify=TLS)
         login_cookie = _set_cookie(login_form, "moneyrail_console_login")["moneyrail_console_login"]
         assert login_cookie["secure"] is True and login_cookie["samesite"].lower() == "strict"
 
@@ -137,11 +138,15 @@ def test_a_session_ends_at_its_absolute_lifetime_however_busy(servers, short_liv
 
 def test_an_api_key_never_opens_the_console(api, web):
     bearer = {"Authorization": f"Bearer {api.keys.secret}"}
-    page = httpx.get(f"{web.base_url}/console", headers=bearer)
+    page = httpx.get(f"{web.base_url}/console", headers=bearer, verify=TLS)
     assert page.status_code == 303 and page.headers["location"].startswith("/console/login")
-    operations = httpx.get(f"{web.base_url}/console/operations?status=dead_letter", headers=bearer)
+    operations = httpx.get(
+        f"{web.base_url}/console/operations?status=dead_letter", headers=bearer, verify=TLS
+    )
     assert operations.status_code == 303
-    posted = httpx.post(f"{web.base_url}/console/operations/op_x/retry", headers=bearer, data={"reason": "x"})
+    posted = httpx.post(
+        f"{web.base_url}/console/operations/op_x/retry", headers=bearer, data={"reason": "x"}, verify=TLS
+    )
     assert posted.status_code == 401 and "Sign in" in posted.text
 
 
@@ -151,7 +156,9 @@ def test_a_console_session_never_calls_the_api(web, signed_in):
     assert session
     # a browser would not even send it outside /console; sent anyway, the API does not read it
     for path in ("/v1/operations/op_x", "/v1/account", "/v1/balance"):
-        answered = httpx.get(f"{web.base_url}{path}", headers={"Cookie": f"moneyrail_console={session}"})
+        answered = httpx.get(
+            f"{web.base_url}{path}", headers={"Cookie": f"moneyrail_console={session}"}, verify=TLS
+        )
         assert_error(answered, 401, "authentication_required")
 
 

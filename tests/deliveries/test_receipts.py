@@ -23,7 +23,7 @@ from tests.deliveries.conftest import (
 )
 from tests.deliveries.mailserver import Mailbox, mail_server
 from tests.engine.conftest import start_scheduler, start_worker, wait_for_operation
-from tests.harness import add_key
+from tests.harness import TLS, add_key
 from tests.helpers import assert_error
 from tests.payments.support import confirm, create_payment
 
@@ -246,7 +246,9 @@ def test_deliveries_of_an_unknown_or_foreign_payment_are_404(api, make_api, brid
     )
     # the same installation's live environment does not see a sandbox payment either
     live_key = add_key(bridge, Tenant(api.keys.installation_id, True), ("*",))
-    with httpx.Client(base_url=web.base_url, headers={"Authorization": f"Bearer {live_key}"}) as live:
+    with httpx.Client(
+        base_url=web.base_url, headers={"Authorization": f"Bearer {live_key}"}, verify=TLS
+    ) as live:
         assert_error(
             live.get(f"/v1/payment-intents/{payment.id}/deliveries"),
             404,
@@ -260,7 +262,9 @@ def test_listing_deliveries_needs_the_payments_read_scope(api, bridge, web):
     path = f"/v1/payment-intents/{payment.id}/deliveries"
     for scopes, status in ((("customers:read",), 403), (("payments:read",), 200), (("payments:write",), 200)):
         secret = add_key(bridge, api.keys.tenant, scopes)
-        with httpx.Client(base_url=web.base_url, headers={"Authorization": f"Bearer {secret}"}) as client:
+        with httpx.Client(
+            base_url=web.base_url, headers={"Authorization": f"Bearer {secret}"}, verify=TLS
+        ) as client:
             response = client.get(path)
         if status == 403:
             assert_error(response, 403, "insufficient_scope")

@@ -11,7 +11,7 @@ import httpx
 from moneyrail.engine.metrics import GAUGED_STATUSES
 from moneyrail.engine.policy import operation_types
 from tests.engine.conftest import create_probe, start_worker, wait_for_operation
-from tests.harness import OUTPUT_DIR, Process, free_port, wait_until_ready
+from tests.harness import OUTPUT_DIR, TLS, Process, free_port, wait_until_ready
 
 
 def _sample(text: str, name: str, **labels: str) -> float | None:
@@ -23,7 +23,7 @@ def _sample(text: str, name: str, **labels: str) -> float | None:
 
 def test_the_web_process_reports_engine_state_and_request_latency(api, bridge, web):
     create_probe(bridge, api.keys.tenant)  # no worker runs in this module's stack: it stays pending
-    text = httpx.get(f"{web.base_url}/metrics").text
+    text = httpx.get(f"{web.base_url}/metrics", verify=TLS).text
     assert (_sample(text, "moneyrail_operations", type="probe_transfer", status="pending") or 0) >= 1
     assert _sample(text, "moneyrail_dead_letters") is not None
     assert _sample(text, "moneyrail_oldest_due_operation_seconds") is not None
@@ -32,17 +32,17 @@ def test_the_web_process_reports_engine_state_and_request_latency(api, bridge, w
     # no scheduler runs in this stack: nobody leads, and the relay owes the probe its publication
     assert _sample(text, "moneyrail_scheduler_leaders") == 0
     time.sleep(1.1)
-    text = httpx.get(f"{web.base_url}/metrics").text
+    text = httpx.get(f"{web.base_url}/metrics", verify=TLS).text
     assert (_sample(text, "moneyrail_relay_lag_seconds") or 0) >= 1
     api.get("/v1/account")
-    text = httpx.get(f"{web.base_url}/metrics").text
+    text = httpx.get(f"{web.base_url}/metrics", verify=TLS).text
     assert (
         _sample(text, "moneyrail_http_request_duration_seconds_count", route="/v1/account", status="200") or 0
     ) >= 1
 
 
 def test_every_known_operation_type_and_status_has_a_sample_zero_when_none_waits(web):
-    text = httpx.get(f"{web.base_url}/metrics").text
+    text = httpx.get(f"{web.base_url}/metrics", verify=TLS).text
     sampled = {}
     for match in re.finditer(
         r"^moneyrail_operations\{(?P<labels>[^}]*)\} (?P<value>\S+)$", text, re.MULTILINE
@@ -70,9 +70,19 @@ def test_metrics_can_require_a_token(servers):
     base_url = f"http://127.0.0.1:{port}"
     try:
         wait_until_ready(base_url, process)
-        assert httpx.get(f"{base_url}/metrics").status_code == 401
-        assert httpx.get(f"{base_url}/metrics", headers={"Authorization": "Bearer wrong"}).status_code == 401
-        assert httpx.get(f"{base_url}/metrics", headers={"Authorization": "Bearer s3cret"}).status_code == 200
+        assert httpx.get(f"{base_url}/metrics", verify=TLS).status_code == 401
+        assert (
+            httpx.get(
+                f"{base_url}/metrics", headers={"Authorization": "Bearer wrong"}, verify=TLS
+            ).status_code
+            == 401
+        )
+        assert (
+            httpx.get(
+                f"{base_url}/metrics", headers={"Authorization": "Bearer s3cret"}, verify=TLS
+            ).status_code
+            == 200
+        )
     finally:
         process.stop()
 
@@ -90,7 +100,7 @@ def test_workers_export_attempts_and_latency(api, bridge, servers, web):
         text = ""
         while time.monotonic() < deadline:
             try:
-                text = httpx.get(f"http://127.0.0.1:{port}/").text
+                text = httpx.get(f"http://127.0.0.1:{port}/", verify=TLS).text
                 if "moneyrail_operation_attempts_total" in text:
                     break
             except httpx.TransportError:
@@ -108,7 +118,9 @@ def test_workers_export_attempts_and_latency(api, bridge, servers, web):
         ) >= 1
         assert "dramatiq_messages_total" in text
         # the scheduler that relayed the probe leads, and the web process sees it
-        assert _sample(httpx.get(f"{web.base_url}/metrics").text, "moneyrail_scheduler_leaders") == 1
+        assert (
+            _sample(httpx.get(f"{web.base_url}/metrics", verify=TLS).text, "moneyrail_scheduler_leaders") == 1
+        )
     finally:
         worker.stop()
         scheduler.stop()
@@ -116,7 +128,7 @@ def test_workers_export_attempts_and_latency(api, bridge, servers, web):
 
 def _answers(url: str) -> bool:
     try:
-        return httpx.get(url, timeout=2).status_code == 200
+        return httpx.get(url, timeout=2, verify=TLS).status_code == 200
     except httpx.TransportError:
         return False
 

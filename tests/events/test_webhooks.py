@@ -11,7 +11,7 @@ from standardwebhooks import Webhook, WebhookVerificationError
 from tests.engine.conftest import create_probe, wait_for_operation
 from tests.events.conftest import wait_for
 from tests.events.receiver import receiver
-from tests.harness import add_key
+from tests.harness import TLS, add_key
 from tests.helpers import assert_error
 
 
@@ -55,7 +55,7 @@ def test_live_endpoints_must_be_https_and_public(web, api, bridge):
     import httpx
 
     live_key = add_key(bridge, type(api.keys.tenant)(api.keys.installation_id, True), ("*",))
-    live = httpx.Client(base_url=web.base_url, headers={"Authorization": f"Bearer {live_key}"})
+    live = httpx.Client(base_url=web.base_url, headers={"Authorization": f"Bearer {live_key}"}, verify=TLS)
     for url in (
         "http://example.com/hooks",
         "https://127.0.0.1/hooks",

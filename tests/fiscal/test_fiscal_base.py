@@ -6,7 +6,7 @@ from __future__ import annotations
 import httpx
 import pytest
 
-from tests.harness import add_key
+from tests.harness import TLS, add_key
 from tests.helpers import assert_error
 
 
@@ -35,13 +35,17 @@ def test_another_apis_version_or_an_unknown_one_is_unsupported(api, version):
 
 
 def test_the_base_needs_a_secret_key(api, bridge):
-    assert_error(httpx.get(f"{api.base_url}/fiscal/v1"), 401, "authentication_required")
-    bogus = httpx.get(f"{api.base_url}/fiscal/v1", headers={"Authorization": "Bearer sk_test_nope"})
+    assert_error(httpx.get(f"{api.base_url}/fiscal/v1", verify=TLS), 401, "authentication_required")
+    bogus = httpx.get(
+        f"{api.base_url}/fiscal/v1", headers={"Authorization": "Bearer sk_test_nope"}, verify=TLS
+    )
     assert_error(bogus, 401, "invalid_api_key")
     publishable = {"Authorization": f"Bearer {api.keys.publishable_key}"}
-    assert httpx.get(f"{api.base_url}/fiscal/v1", headers=publishable).status_code == 401
+    assert httpx.get(f"{api.base_url}/fiscal/v1", headers=publishable, verify=TLS).status_code == 401
     narrow = add_key(bridge, api.keys.tenant, ("payments:read",))
-    refused = httpx.get(f"{api.base_url}/fiscal/v1", headers={"Authorization": f"Bearer {narrow}"})
+    refused = httpx.get(
+        f"{api.base_url}/fiscal/v1", headers={"Authorization": f"Bearer {narrow}"}, verify=TLS
+    )
     assert_error(refused, 403, "insufficient_scope")
 
 
@@ -57,6 +61,6 @@ def test_operations_under_the_base_are_not_in_this_interface(api, method, path):
 
 
 def test_the_openapi_contract_shows_the_base_and_no_invented_operations(api):
-    paths = httpx.get(f"{api.base_url}/openapi.json").json()["paths"]
+    paths = httpx.get(f"{api.base_url}/openapi.json", verify=TLS).json()["paths"]
     fiscal = sorted(path for path in paths if path.startswith("/fiscal/"))
     assert fiscal == ["/fiscal/v1"]

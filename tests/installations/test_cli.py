@@ -8,7 +8,7 @@ import sys
 
 import httpx
 
-from tests.harness import ROOT
+from tests.harness import ROOT, TLS
 from tests.helpers import refused_within_key_cache_lifetime
 
 
@@ -50,7 +50,10 @@ def test_an_operator_creates_an_installation_and_a_scoped_key_that_works_over_ht
     assert key["secret"].startswith("sk_test_") and key["scopes"] == ["account:read", "customers:write"]
 
     headers = {"Authorization": f"Bearer {key['secret']}"}
-    assert httpx.get(f"{web.base_url}/v1/account", headers=headers).json()["id"] == installation["id"]
+    assert (
+        httpx.get(f"{web.base_url}/v1/account", headers=headers, verify=TLS).json()["id"]
+        == installation["id"]
+    )
 
     listed = json.loads(moneyrail(servers, "keys", "list", "-i", installation["id"], "--json").stdout)
     assert [k["id"] for k in listed] == [key["id"]]

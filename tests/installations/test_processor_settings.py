@@ -14,7 +14,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.harness import ROOT, Servers
+from tests.harness import ROOT, TLS, Servers
 from tests.processor.stripe.servers import StripeServers
 
 
@@ -64,7 +64,7 @@ def stored_columns(db: Any, installation: str, livemode: bool) -> tuple[Any, ...
 
 
 def balance_calls(stripe: StripeServers) -> int:
-    log = httpx.get(f"{stripe.double}/_double/requests").json()["data"]
+    log = httpx.get(f"{stripe.double}/_double/requests", verify=TLS).json()["data"]
     return sum(1 for entry in log if entry["path"] == "/v1/balance")
 
 
@@ -187,6 +187,7 @@ def test_stripe_not_answering_the_check_stores_nothing(servers, stripe_stack, in
     armed = httpx.post(
         f"{stripe_stack.double}/_double/faults",
         json={"path": "/v1/balance", "method": "GET", "when": "before", "status": 503},
+        verify=TLS,
     )
     assert armed.status_code == 200
     result = moneyrail(

@@ -7,6 +7,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import httpx
 
+from tests.harness import TLS
 from tests.invoices.conftest import draft
 
 
@@ -16,7 +17,9 @@ def test_concurrent_finalizations_on_two_connections_take_consecutive_numbers(ap
 
     def finalize_half(ids: list[str]) -> list[str]:
         # each worker thread its own client: its own connection to the server
-        with httpx.Client(base_url=str(api.base_url), headers=dict(api.headers), timeout=30) as client:
+        with httpx.Client(
+            base_url=str(api.base_url), headers=dict(api.headers), timeout=30, verify=TLS
+        ) as client:
             start.wait()
             numbers = []
             for invoice_id in ids:
@@ -38,7 +41,9 @@ def test_two_concurrent_finalizations_of_one_invoice_number_it_once(api, db):
     start = threading.Barrier(2)
 
     def finalize() -> httpx.Response:
-        with httpx.Client(base_url=str(api.base_url), headers=dict(api.headers), timeout=30) as client:
+        with httpx.Client(
+            base_url=str(api.base_url), headers=dict(api.headers), timeout=30, verify=TLS
+        ) as client:
             start.wait()
             return client.post(f"/v1/invoices/{invoice['id']}/finalize")
 

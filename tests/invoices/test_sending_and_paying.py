@@ -13,6 +13,7 @@ from tests.checkout.support import SUCCESS_URL, card_form, enable_checkout
 from tests.deliveries.conftest import wait_until
 from tests.deliveries.mailserver import Mailbox
 from tests.engine.conftest import wait_for_operation
+from tests.harness import TLS
 from tests.helpers import assert_error, count_rows
 from tests.invoices.conftest import SMTP_FROM, draft, finalize
 from tests.payment_methods.support import new_customer
@@ -73,7 +74,7 @@ def test_a_sent_invoice_arrives_by_email_with_its_lines_and_a_link_that_pays_it(
     # the link opens the hosted checkout for the invoice's payment, under the invoice's title
     url = link_in(mailbox, address)
     assert url.startswith(str(seller.base_url))
-    page = httpx.get(url)
+    page = httpx.get(url, verify=TLS)
     assert page.status_code == 200 and "Invoice INV-000001" in page.text and "€492.50" in page.text
     session = seller.get(f"/v1/checkout-sessions/{delivery['checkout_session']}").json()
     assert session["payment_intent"] == invoice["payment_intent"] and session["status"] == "open"
@@ -88,7 +89,7 @@ def test_a_sent_invoice_arrives_by_email_with_its_lines_and_a_link_that_pays_it(
         == 0
     )
 
-    paid = httpx.post(url, data=card_form(SUCCEEDS))
+    paid = httpx.post(url, data=card_form(SUCCEEDS), verify=TLS)
     assert paid.status_code == 303 and paid.headers["location"] == SUCCESS_URL
     after = seller.get(f"/v1/invoices/{invoice['id']}").json()
     assert after["status"] == "paid" and after["amount_paid"] == 49250 and isinstance(after["paid_at"], int)
@@ -120,7 +121,7 @@ def test_an_expired_link_leaves_the_invoice_payable_and_sending_again_makes_a_ne
     expired = seller.post(f"/v1/checkout-sessions/{sent['checkout_session']}/expire")
     assert expired.status_code == 200 and expired.json()["status"] == "expired"
     # the link is gone, the invoice's payment is not: it belongs to the invoice, which is still due
-    assert httpx.get(old_link).status_code == 410
+    assert httpx.get(old_link, verify=TLS).status_code == 410
     payment = seller.get(f"/v1/payment-intents/{invoice['payment_intent']}").json()
     assert payment["status"] == "requires_payment_method"
     assert seller.get(f"/v1/invoices/{invoice['id']}").json()["status"] == "open"
@@ -131,7 +132,7 @@ def test_an_expired_link_leaves_the_invoice_payable_and_sending_again_makes_a_ne
     assert second["checkout_session"] != sent["checkout_session"]
     new_link = link_in(mailbox, address, count=2)
     assert new_link != old_link
-    assert httpx.post(new_link, data=card_form(SUCCEEDS)).status_code == 303
+    assert httpx.post(new_link, data=card_form(SUCCEEDS), verify=TLS).status_code == 303
     assert seller.get(f"/v1/invoices/{invoice['id']}").json()["status"] == "paid"
 
 
@@ -146,7 +147,7 @@ def test_any_checkout_that_pays_the_invoice_payment_marks_the_invoice_paid(selle
             "cancel_url": invoice["cancel_url"],
         },
     ).json()
-    assert httpx.post(created["checkout_url"], data=card_form(SUCCEEDS)).status_code == 303
+    assert httpx.post(created["checkout_url"], data=card_form(SUCCEEDS), verify=TLS).status_code == 303
     assert seller.get(f"/v1/invoices/{invoice['id']}").json()["status"] == "paid"
 
 

@@ -14,7 +14,7 @@ from urllib.parse import parse_qs, urlsplit
 import httpx
 
 from moneyrail.installations import service as installations
-from tests.harness import AsyncBridge, TenantKeys
+from tests.harness import TLS, AsyncBridge, TenantKeys
 
 REDIRECT_URI = "https://platform.example/oauth/callback"
 RETURN_URL = "https://platform.example/merchants/activated"
@@ -104,7 +104,7 @@ def decide(url: str, form: dict[str, str], browser: httpx.Client | None = None) 
     post is the link's first open."""
     if browser is not None:
         return browser.post(url, data=form, follow_redirects=False)
-    return httpx.post(url, data=form, follow_redirects=False, timeout=30)
+    return httpx.post(url, data=form, follow_redirects=False, timeout=30, verify=TLS)
 
 
 def redirect_params(response: httpx.Response) -> dict[str, str]:
@@ -142,6 +142,7 @@ def exchange(
         },
         headers={"Authorization": f"Bearer {key or api.headers['authorization'].split()[1]}"},
         timeout=30,
+        verify=TLS,
     )
 
 

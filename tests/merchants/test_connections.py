@@ -10,7 +10,7 @@ from urllib.parse import parse_qs, urlencode, urlsplit
 
 import httpx
 
-from tests.harness import ROOT
+from tests.harness import ROOT, TLS
 from tests.helpers import assert_error, count_rows
 from tests.merchants.support import (
     REDIRECT_URI,
@@ -59,7 +59,7 @@ def test_a_connection_answers_a_consent_url_that_carries_the_pkce_challenge_and_
 
 def test_the_consent_page_is_strict_html_without_script(platform):
     started = start_connection(platform)
-    page = httpx.get(started.url, timeout=30)
+    page = httpx.get(started.url, timeout=30, verify=TLS)
     assert page.status_code == 200
     assert "Connect your business to" in page.text and "test installation" in page.text
     assert "<script" not in page.text
@@ -205,17 +205,19 @@ def test_a_consent_link_altered_to_plain_or_another_redirect_is_refused_without_
         {"redirect_uri": "https://evil.example/cb"},
         {"state": "forged"},
     ):
-        page = httpx.get(f"{base}?{urlencode(query | changed)}", follow_redirects=False, timeout=30)
+        page = httpx.get(
+            f"{base}?{urlencode(query | changed)}", follow_redirects=False, timeout=30, verify=TLS
+        )
         assert page.status_code == 400 and "This link was changed" in page.text
         posted = decide(f"{base}?{urlencode(query | changed)}", business_form())
         assert posted.status_code == 400 and "location" not in posted.headers
-    assert httpx.get(started.url, timeout=30).status_code == 200  # the real link still works
+    assert httpx.get(started.url, timeout=30, verify=TLS).status_code == 200  # the real link still works
 
 
 def test_a_redirect_uri_unregistered_since_is_refused_by_the_authorization_server(platform, bridge):
     started = start_connection(platform)
     register_redirect_uris(bridge, platform.keys, ("https://platform.example/new-callback",))
-    page = httpx.get(started.url, follow_redirects=False, timeout=30)
+    page = httpx.get(started.url, follow_redirects=False, timeout=30, verify=TLS)
     assert page.status_code == 400 and "location" not in page.headers
     assert "redirect" in page.text.lower()
 
@@ -238,21 +240,21 @@ def test_denying_returns_access_denied_with_the_state_and_the_merchant_is_denied
 def test_a_consent_link_works_once_and_expires_after_thirty_minutes(platform):
     used = start_connection(platform)
     approve(used)
-    again = httpx.get(used.url, timeout=30)
+    again = httpx.get(used.url, timeout=30, verify=TLS)
     assert again.status_code == 410 and "already been used" in again.text
     assert decide(used.url, business_form()).status_code == 410
 
     stale = start_connection(platform)
     platform.post("/v1/test-helpers/clock/advance", json={"seconds": 30 * 60})
-    expired = httpx.get(stale.url, timeout=30)
+    expired = httpx.get(stale.url, timeout=30, verify=TLS)
     assert expired.status_code == 410 and "expired" in expired.text
-    unknown = httpx.get(stale.url.replace("connection=", "connection=x"), timeout=30)
+    unknown = httpx.get(stale.url.replace("connection=", "connection=x"), timeout=30, verify=TLS)
     assert unknown.status_code == 404
 
 
 def test_the_business_form_asks_again_for_a_missing_name(platform):
     started = start_connection(platform)
-    with httpx.Client(timeout=30) as browser:
+    with httpx.Client(timeout=30, verify=TLS) as browser:
         response = decide(started.url, business_form(business_name=" "), browser)
         assert response.status_code == 400 and "business name" in response.text
         bad_email = decide(started.url, business_form(support_email="nope"), browser)
@@ -290,6 +292,7 @@ def test_the_token_endpoint_takes_a_form_not_json(platform):
         f"{platform.base_url}/oauth/token",
         json={"grant_type": "authorization_code", "code": code, "code_verifier": started.pkce.verifier},
         headers={"Authorization": f"Bearer {platform.keys.secret}"},
+        verify=TLS,
     )
     assert_oauth_error(as_json, 400, "unsupported_grant_type")
 
@@ -349,6 +352,7 @@ def test_scopes_guard_the_merchant_routes(platform, bridge):
     reader = httpx.Client(
         base_url=platform.base_url,
         headers={"Authorization": f"Bearer {add_key(bridge, platform.keys.tenant, ('merchants:read',))}"},
+        verify=TLS,
     )
     with reader:
         assert reader.get(f"/v1/merchants/{merchant['id']}").status_code == 200
@@ -413,7 +417,7 @@ def test_a_live_connection_is_the_live_environments_with_no_sandbox_switches(mak
     started = start_connection(live)
     assert started.connection["livemode"] is True
     assert f"client_id={live.keys.installation_id}.live" in started.url
-    with httpx.Client(timeout=30) as browser:
+    with httpx.Client(timeout=30, verify=TLS) as browser:
         page = browser.get(started.url)
         assert (
             "Your business" in page.text

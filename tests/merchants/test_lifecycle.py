@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import httpx
 
+from tests.harness import TLS
 from tests.helpers import assert_error, count_rows
 from tests.merchants.support import (
     RETURN_URL,
@@ -80,7 +81,7 @@ def test_consent_restarts_for_a_denied_merchant_and_the_old_link_stops_working(p
     merchant_id = platform.get("/v1/merchants").json()["data"][0]["id"]
     second = restart_consent(platform, merchant_id)
     third = restart_consent(platform, merchant_id)  # restarting a pending one: the earlier link ends
-    assert httpx.get(second.url, timeout=30).status_code == 410
+    assert httpx.get(second.url, timeout=30, verify=TLS).status_code == 410
     code = approve(third)
     assert exchange(platform, code, third.pkce.verifier).json()["merchant"] == merchant_id
 
@@ -127,7 +128,9 @@ def test_a_requirement_left_due_holds_payments_until_the_activation_page_is_comp
     assert session["object"] == "merchant_onboarding_session" and session["status"] == "open"
     assert session["merchant"] == merchant["id"] and session["return_url"] == RETURN_URL
     assert session["url"].startswith(f"{platform.base_url}/onboarding/merchants/")
-    with httpx.Client(timeout=30) as browser:  # keeps the page session's cookie, as a browser does
+    with httpx.Client(
+        timeout=30, verify=TLS
+    ) as browser:  # keeps the page session's cookie, as a browser does
         page = browser.get(session["url"])
         assert page.status_code == 200 and "A bank account to receive payouts" in page.text
         assert "<script" not in page.text and "default-src 'none'" in page.headers["content-security-policy"]
@@ -141,7 +144,7 @@ def test_a_requirement_left_due_holds_payments_until_the_activation_page_is_comp
     assert set(active["capabilities"].values()) == {"active"}
     assert active["requirements"]["currently_due"] == [] and active["requirements"]["disabled_reason"] is None
     assert create_payment(platform, 1000, merchant=merchant["id"])["merchant"] == merchant["id"]
-    reused = httpx.get(session["url"], timeout=30)
+    reused = httpx.get(session["url"], timeout=30, verify=TLS)
     assert reused.status_code == 410  # the link works once
     assert_error(open_onboarding(platform, merchant["id"]), 409, "resource_state_invalid")
 
@@ -168,9 +171,9 @@ def test_an_onboarding_link_expires_on_the_sandbox_clock(platform):
     merchant = connect(platform, leave_requirement_due="yes")
     session = open_onboarding(platform, merchant["id"]).json()
     platform.post("/v1/test-helpers/clock/advance", json={"seconds": 30 * 60})
-    assert httpx.get(session["url"], timeout=30).status_code == 410
+    assert httpx.get(session["url"], timeout=30, verify=TLS).status_code == 410
     posted = httpx.post(
-        session["url"], data={"bank_account": "000123456789"}, follow_redirects=False, timeout=30
+        session["url"], data={"bank_account": "000123456789"}, follow_redirects=False, timeout=30, verify=TLS
     )
     assert posted.status_code == 410
     assert platform.get(f"/v1/merchants/{merchant['id']}").json()["requirements"]["currently_due"] == [

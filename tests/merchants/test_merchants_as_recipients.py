@@ -9,6 +9,7 @@ import httpx
 import pytest
 
 from tests.engine.conftest import wait_for_operation
+from tests.harness import TLS
 from tests.helpers import assert_error, count_rows
 from tests.merchants.support import (
     RETURN_URL,
@@ -114,7 +115,7 @@ def test_a_merchant_with_its_bank_account_due_is_paid_out_once_its_activation_pa
         f"/v1/merchants/{merchant['id']}/onboarding-sessions", json={"return_url": RETURN_URL}
     ).json()
     done = httpx.post(
-        session["url"], data={"bank_account": "8937 0400 12"}, follow_redirects=False, timeout=30
+        session["url"], data={"bank_account": "8937 0400 12"}, follow_redirects=False, timeout=30, verify=TLS
     )
     assert done.status_code == 303, done.text
     account = platform.get(f"/v1/connected-accounts/{account_id}").json()

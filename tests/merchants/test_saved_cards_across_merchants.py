@@ -8,6 +8,7 @@ from __future__ import annotations
 import pytest
 
 from tests.checkout.support import create_session, enable_checkout
+from tests.harness import TLS
 from tests.helpers import assert_error
 from tests.merchants.support import connect, register_redirect_uris
 from tests.payment_methods.support import new_customer
@@ -42,7 +43,7 @@ def pay_and_save(api, customer: str, merchant: str) -> str:
 def checkout_page(api, payment_id: str):
     import httpx
 
-    return httpx.get(create_session(api, payment_id)["checkout_url"], timeout=30)
+    return httpx.get(create_session(api, payment_id)["checkout_url"], timeout=30, verify=TLS)
 
 
 def test_in_a_platform_installation_a_consented_card_is_reused_between_its_merchants(two_merchants):

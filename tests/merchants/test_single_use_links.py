@@ -9,6 +9,7 @@ from urllib.parse import urlsplit
 
 import httpx
 
+from tests.harness import TLS
 from tests.merchants.support import (
     REDIRECT_URI,
     RETURN_URL,
@@ -40,7 +41,7 @@ def assert_opened_elsewhere(answer: httpx.Response) -> None:
 def test_a_consent_link_opens_once_and_its_page_goes_on_in_its_own_session(platform, db):
     started = start_connection(platform)
     installation = platform.keys.installation_id
-    with httpx.Client(timeout=30) as browser:
+    with httpx.Client(timeout=30, verify=TLS) as browser:
         first = browser.get(started.url)
         assert first.status_code == 200 and "Connect your business to" in first.text
         cookie = first.headers["set-cookie"].lower()
@@ -49,7 +50,7 @@ def test_a_consent_link_opens_once_and_its_page_goes_on_in_its_own_session(platf
         assert browser.get(started.url).status_code == 200  # a reload
         before = (stored(db, "merchant_connections", installation), stored(db, "merchants", installation))
 
-        with httpx.Client(timeout=30) as stranger:
+        with httpx.Client(timeout=30, verify=TLS) as stranger:
             assert_opened_elsewhere(stranger.get(started.url))
             assert_opened_elsewhere(decide(started.url, business_form(business_name="Mallory"), stranger))
         after = (stored(db, "merchant_connections", installation), stored(db, "merchants", installation))
@@ -67,7 +68,7 @@ def test_a_consent_link_opens_once_and_its_page_goes_on_in_its_own_session(platf
 
 def test_two_consent_links_in_one_browser_keep_a_session_each(platform):
     first, second = start_connection(platform), start_connection(platform)
-    with httpx.Client(timeout=30) as browser:
+    with httpx.Client(timeout=30, verify=TLS) as browser:
         assert browser.get(first.url).status_code == 200
         assert browser.get(second.url).status_code == 200  # the same path, another cookie
         assert browser.get(first.url).status_code == 200
@@ -83,14 +84,14 @@ def test_an_activation_link_opens_once_and_its_page_goes_on_in_its_own_session(p
     )
     url = created.json()["url"]
     installation = platform.keys.installation_id
-    with httpx.Client(timeout=30) as browser:
+    with httpx.Client(timeout=30, verify=TLS) as browser:
         first = browser.get(url)
         assert first.status_code == 200 and "A bank account to receive payouts" in first.text
         assert f"path={urlsplit(url).path.lower()}" in first.headers["set-cookie"].lower()
         assert browser.get(url).status_code == 200  # a reload
         before = stored(db, "merchant_onboarding_sessions", installation)
 
-        with httpx.Client(timeout=30) as stranger:
+        with httpx.Client(timeout=30, verify=TLS) as stranger:
             assert_opened_elsewhere(stranger.get(url))
             assert_opened_elsewhere(stranger.post(url, data={"bank_account": "000123456789"}))
         assert stored(db, "merchant_onboarding_sessions", installation) == before

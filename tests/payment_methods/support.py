@@ -6,6 +6,8 @@ from typing import Any
 
 import httpx
 
+from tests.harness import TLS
+
 Api = Any  # tests/conftest.py's client for one installation's sandbox
 
 EXPIRY = {"exp_month": 12, "exp_year": 2099}
@@ -25,6 +27,7 @@ def publishable(api: Api) -> httpx.Client:
         base_url=str(api.base_url),
         headers={"Authorization": f"Bearer {api.keys.publishable_key}"},
         timeout=30,
+        verify=TLS,
     )
 
 

@@ -6,6 +6,7 @@ import hashlib
 
 import httpx
 
+from tests.harness import TLS
 from tests.helpers import assert_error, count_rows
 from tests.payment_methods.support import (
     CHARGES_DECLINED,
@@ -120,7 +121,9 @@ def test_a_customer_sheet_session_carries_both_secrets_and_the_publishable_key(a
     assert count_rows(db, "setup_intents", api.keys.installation_id) == 1
     # what the sheet does with them: save a card, then read it back
     with httpx.Client(
-        base_url=str(api.base_url), headers={"Authorization": f"Bearer {sheet['publishable_key']}"}
+        base_url=str(api.base_url),
+        headers={"Authorization": f"Bearer {sheet['publishable_key']}"},
+        verify=TLS,
     ) as client:
         saved = confirm(
             client, {"id": sheet["setup_intent"], "client_secret": sheet["setup_intent_client_secret"]}

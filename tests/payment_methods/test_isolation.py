@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import httpx
 
-from tests.harness import add_key
+from tests.harness import TLS, add_key
 from tests.helpers import assert_error
 from tests.payment_methods.support import (
     confirm,
@@ -77,7 +77,9 @@ def test_the_live_environment_of_the_same_installation_sees_no_sandbox_card(api,
     method = save_card(api, customer)
     setup_intent = new_setup_intent(api, customer)
     live_key = add_key(bridge, type(api.keys.tenant)(api.keys.installation_id, True), ("*",))
-    with httpx.Client(base_url=web.base_url, headers={"Authorization": f"Bearer {live_key}"}) as live:
+    with httpx.Client(
+        base_url=web.base_url, headers={"Authorization": f"Bearer {live_key}"}, verify=TLS
+    ) as live:
         _assert_invisible(live, customer, method["id"], setup_intent["id"])
     assert listed(api, customer)["data"] == [method]
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import httpx
 
-from tests.harness import add_key
+from tests.harness import TLS, add_key
 from tests.helpers import assert_error
 from tests.payment_methods.support import (
     CHARGES_DECLINED,
@@ -229,6 +229,7 @@ def test_a_read_only_key_lists_cards_but_cannot_change_them(api, web, bridge):
     reader = httpx.Client(
         base_url=web.base_url,
         headers={"Authorization": f"Bearer {add_key(bridge, api.keys.tenant, ('customers:read',))}"},
+        verify=TLS,
     )
     with reader:
         assert reader.get(f"/v1/customers/{customer}/payment-methods").status_code == 200

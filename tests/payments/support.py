@@ -9,7 +9,7 @@ import httpx
 import psycopg
 
 from moneyrail.installations import service as installations
-from tests.harness import KEY_CACHE_SECONDS, AsyncBridge, TenantKeys
+from tests.harness import KEY_CACHE_SECONDS, TLS, AsyncBridge, TenantKeys
 
 SUCCEEDS = "4242424242424242"
 GENERIC_DECLINE = "4000000000000002"
@@ -45,7 +45,11 @@ def confirm(
         body["card"] = card(number)
     headers = {"Authorization": f"Bearer {payment['publishable_key']}"}
     return httpx.post(
-        f"{api.base_url}/v1/payment-intents/{payment['id']}/confirm", json=body, headers=headers, timeout=30
+        f"{api.base_url}/v1/payment-intents/{payment['id']}/confirm",
+        json=body,
+        headers=headers,
+        timeout=30,
+        verify=TLS,
     )
 
 

@@ -11,6 +11,7 @@ from typing import Any
 import httpx
 import pytest
 
+from tests.harness import TLS
 from tests.helpers import assert_error
 from tests.payments.support import RISK_REVIEW, SUCCEEDS, card, confirm, create_payment, event_types
 from tests.risk.test_risk import processor_calls, value_list
@@ -74,6 +75,7 @@ def keyed_confirm(api: Any, payment: dict[str, Any], idempotency_key: str) -> ht
             "Idempotency-Key": idempotency_key,
         },
         timeout=30,
+        verify=TLS,
     )
 
 

@@ -23,7 +23,7 @@ from moneyrail.payments.orphans import sweep_orphans
 from moneyrail.processor.interface import CardDetails
 from moneyrail.processor.sandbox import SandboxProcessor
 from tests.engine.conftest import start_scheduler
-from tests.harness import verify_ledger
+from tests.harness import TLS, verify_ledger
 from tests.payments.support import DISPUTE_LATER, SUCCEEDS, confirm, create_payment
 
 # The payment's move to `status` fails once (a sequence, unlike a row, is not rolled back with the
@@ -178,7 +178,7 @@ def test_a_charge_nobody_retries_is_released_by_the_scheduled_sweep_and_a_later_
     expected = ("captured", 2000, 2000) if capture_method == "automatic" else ("canceled", 0, 0)
     assert (status, captured, refunded) == expected
     assert "processor_orphan_released" in scheduler.log_text()
-    metrics = httpx.get(f"{api.base_url}/metrics", timeout=30).text
+    metrics = httpx.get(f"{api.base_url}/metrics", timeout=30, verify=TLS).text
     action = "refund" if capture_method == "automatic" else "void"
     counted = [
         line

@@ -7,6 +7,7 @@ import re
 import httpx
 import pytest
 
+from tests.harness import TLS
 from tests.helpers import assert_error, count_rows
 from tests.payments.support import (
     AUTHENTICATE,
@@ -186,14 +187,14 @@ def test_bank_authentication_goes_through_the_hosted_page_and_back_to_the_caller
     page_url = action["redirect_to_url"]["url"]
     assert page_url.startswith(api.base_url.__str__().rstrip("/") + "/authenticate/")
 
-    page = httpx.get(page_url)
+    page = httpx.get(page_url, verify=TLS)
     assert page.status_code == 200
     assert "€45.00" in page.text
     policy = page.headers["Content-Security-Policy"]
     assert "default-src 'none'" in policy and "https://shop.example" in policy
     assert api.keys.secret not in page.text and payment["client_secret"] not in page.text
 
-    done = httpx.post(page_url, data={"decision": "approve"})
+    done = httpx.post(page_url, data={"decision": "approve"}, verify=TLS)
     assert done.status_code == 303
     assert done.headers["location"] == (
         f"https://shop.example/return?order=7&payment_intent={payment['id']}&redirect_status=succeeded"
@@ -207,15 +208,15 @@ def test_bank_authentication_goes_through_the_hosted_page_and_back_to_the_caller
         "payment_intent.succeeded",
     ]
     # the link worked once
-    assert httpx.get(page_url).status_code == 404
-    assert httpx.post(page_url, data={"decision": "approve"}).status_code == 404
+    assert httpx.get(page_url, verify=TLS).status_code == 404
+    assert httpx.post(page_url, data={"decision": "approve"}, verify=TLS).status_code == 404
 
 
 def test_a_failed_bank_authentication_leaves_the_payment_to_try_again(api):
     payment = create_payment(api)
     started = confirm(api, payment, AUTHENTICATE).json()
     page_url = started["next_action"]["redirect_to_url"]["url"]
-    done = httpx.post(page_url, data={"decision": "fail"})
+    done = httpx.post(page_url, data={"decision": "fail"}, verify=TLS)
     assert done.status_code == 200 and "Authentication failed" in done.text
     after = api.get(f"/v1/payment-intents/{payment['id']}").json()
     assert after["status"] == "requires_payment_method"
@@ -235,6 +236,7 @@ def test_confirming_needs_the_publishable_key_and_the_payments_own_client_secret
             "card": {"number": SUCCEEDS, "exp_month": 1, "exp_year": 2035, "cvc": "1"},
         },
         headers={"Authorization": f"Bearer {api.keys.secret}"},
+        verify=TLS,
     )
     assert_error(with_secret_key, 401, "invalid_api_key")
     assert api.get(f"/v1/payment-intents/{payment['id']}").json()["status"] == "requires_payment_method"
@@ -244,7 +246,10 @@ def test_a_publishable_key_cannot_read_or_create_payments(api):
     headers = {"Authorization": f"Bearer {api.keys.publishable_key}"}
     assert_error(
         httpx.post(
-            f"{api.base_url}/v1/payment-intents", json={"amount": 1, "currency": "eur"}, headers=headers
+            f"{api.base_url}/v1/payment-intents",
+            json={"amount": 1, "currency": "eur"},
+            headers=headers,
+            verify=TLS,
         ),
         401,
         "invalid_api_key",
@@ -266,8 +271,8 @@ def test_a_repeated_confirm_with_the_same_idempotency_key_is_replayed_not_rechar
         "card": {"number": SUCCEEDS, "exp_month": 1, "exp_year": 2035, "cvc": "123"},
     }
     url = f"{api.base_url}/v1/payment-intents/{payment['id']}/confirm"
-    first = httpx.post(url, json=body, headers=headers)
-    second = httpx.post(url, json=body, headers=headers)
+    first = httpx.post(url, json=body, headers=headers, verify=TLS)
+    second = httpx.post(url, json=body, headers=headers, verify=TLS)
     assert first.status_code == second.status_code == 200
     assert second.headers["Idempotent-Replayed"] == "true"
     assert first.content == second.content
@@ -361,10 +366,10 @@ def test_a_processor_outage_during_confirm_charges_nothing_and_the_same_request_
         "card": {"number": SUCCEEDS, "exp_month": 1, "exp_year": 2035, "cvc": "123"},
     }
     url = f"{api.base_url}/v1/payment-intents/{payment['id']}/confirm"
-    assert_error(httpx.post(url, json=body, headers=headers), 503, "processor_unavailable")
+    assert_error(httpx.post(url, json=body, headers=headers, verify=TLS), 503, "processor_unavailable")
     assert api.get(f"/v1/payment-intents/{payment['id']}").json()["status"] == "requires_payment_method"
     assert ledger_balance(db, api.keys.installation_id, "balance:pending") == 0
-    retried = httpx.post(url, json=body, headers=headers)
+    retried = httpx.post(url, json=body, headers=headers, verify=TLS)
     assert retried.status_code == 200, retried.text
     assert retried.json()["status"] == "succeeded"
     assert ledger_balance(db, api.keys.installation_id, "balance:pending") == 2000

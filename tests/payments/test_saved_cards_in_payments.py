@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import httpx
 
+from tests.harness import TLS
 from tests.helpers import assert_error, count_rows
 from tests.payments.support import (
     DECLINES_LATER,
@@ -91,6 +92,7 @@ def test_a_card_that_declines_later_can_be_saved_but_its_charges_are_declined(ap
         f"{api.base_url}/v1/setup-intents/{setup['id']}/confirm",
         json={"client_secret": setup["client_secret"], "card": card(DECLINES_LATER)},
         headers={"Authorization": f"Bearer {api.keys.publishable_key}"},
+        verify=TLS,
     )
     assert saved.status_code == 200, saved.text
     method = saved.json()["payment_method"]

@@ -15,7 +15,16 @@ import httpx
 import pytest
 from sqlalchemy.engine import make_url
 
-from tests.harness import OUTPUT_DIR, Process, Servers, TenantKeys, create_tenant, free_port, wait_until_ready
+from tests.harness import (
+    OUTPUT_DIR,
+    TLS,
+    Process,
+    Servers,
+    TenantKeys,
+    create_tenant,
+    free_port,
+    wait_until_ready,
+)
 from tests.payments.support import card
 from tests.sql_counter import StatementCounter, Tally
 
@@ -95,7 +104,7 @@ def post(base_url: str, path: str, key: str, idempotency_key: str | None, body: 
     headers = {"Authorization": f"Bearer {key}"}
     if idempotency_key is not None:
         headers["Idempotency-Key"] = idempotency_key
-    response = httpx.post(f"{base_url}{path}", json=body, headers=headers, timeout=30)
+    response = httpx.post(f"{base_url}{path}", json=body, headers=headers, timeout=30, verify=TLS)
     assert response.status_code == 200, response.text
     return response.json()
 

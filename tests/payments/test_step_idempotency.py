@@ -12,7 +12,7 @@ import psycopg
 
 from moneyrail.api.idempotency import advisory_lock_id
 from tests.api.test_idempotency import wait_for_a_lock_wait
-from tests.harness import libpq_url
+from tests.harness import TLS, libpq_url
 from tests.helpers import assert_error
 from tests.payments.support import GENERIC_DECLINE, card, create_payment
 
@@ -21,7 +21,11 @@ def confirm_with_key(api: Any, payment: dict[str, Any], key: str, **fields: Any)
     body = {"client_secret": payment["client_secret"], "card": card(), **fields}
     headers = {"Authorization": f"Bearer {payment['publishable_key']}", "Idempotency-Key": key}
     return httpx.post(
-        f"{api.base_url}/v1/payment-intents/{payment['id']}/confirm", json=body, headers=headers, timeout=30
+        f"{api.base_url}/v1/payment-intents/{payment['id']}/confirm",
+        json=body,
+        headers=headers,
+        timeout=30,
+        verify=TLS,
     )
 
 
@@ -186,11 +190,11 @@ def test_a_declined_confirmation_is_stored_with_its_decline_and_replayed(api, db
     body = {"client_secret": payment["client_secret"], "card": card(GENERIC_DECLINE)}
     headers = {"Authorization": f"Bearer {payment['publishable_key']}", "Idempotency-Key": "declined"}
     url = f"{api.base_url}/v1/payment-intents/{payment['id']}/confirm"
-    declined = httpx.post(url, json=body, headers=headers, timeout=30)
+    declined = httpx.post(url, json=body, headers=headers, timeout=30, verify=TLS)
     assert_error(declined, 402, "card_declined")
     after = payment_row(db, payment["id"])
     assert after[0] == "requires_payment_method"
-    again = httpx.post(url, json=body, headers=headers, timeout=30)
+    again = httpx.post(url, json=body, headers=headers, timeout=30, verify=TLS)
     assert again.status_code == 402
     assert again.headers["Idempotent-Replayed"] == "true"
     assert again.content == declined.content

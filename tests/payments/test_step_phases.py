@@ -35,6 +35,7 @@ from tests.billing.support import (
 from tests.checkout.support import SUCCESS_URL, card_form, create_session, enable_checkout, session_status
 from tests.harness import (
     OUTPUT_DIR,
+    TLS,
     Process,
     Servers,
     TenantKeys,
@@ -143,7 +144,7 @@ def test_a_capture_on_the_network_holds_no_transaction_lock_or_connection_and_a_
     path = f"/v1/payment-intents/{payment['id']}/capture"
     with (
         nullcontext(web_far_away) as (url, web),
-        httpx.Client(base_url=url, headers={"Authorization": f"Bearer {tenant.secret}"}) as slow,
+        httpx.Client(base_url=url, headers={"Authorization": f"Bearer {tenant.secret}"}, verify=TLS) as slow,
     ):
         thread, outcome = in_background(
             lambda: slow.post(path, headers={"Idempotency-Key": "capture-1"}, timeout=60)
@@ -193,7 +194,9 @@ def test_a_web_process_killed_after_the_processor_captured_is_finished_by_the_sa
         url,
         web,
     ):
-        thread, outcome = in_background(lambda: httpx.post(f"{url}{path}", headers=headers, timeout=60))
+        thread, outcome = in_background(
+            lambda: httpx.post(f"{url}{path}", headers=headers, timeout=60, verify=TLS)
+        )
         # the simulator captured (half the round trip); the answer is still on its way back
         wait_for(lambda: simulator_status(db, payment["id"])[0] == "captured", timeout=30)
         os.killpg(web.popen.pid, signal.SIGKILL)
@@ -209,7 +212,7 @@ def test_a_web_process_killed_after_the_processor_captured_is_finished_by_the_sa
     assert other.status_code == 409, other.text
     # the process restarted, the same request again: the same processor key answers the same capture
     with web_process(servers, "web-step-phases-restarted", MONEYRAIL_SANDBOX_LATENCY_MS="200") as (url, _):
-        retried = httpx.post(f"{url}{path}", headers=headers, timeout=60)
+        retried = httpx.post(f"{url}{path}", headers=headers, timeout=60, verify=TLS)
     assert retried.status_code == 200, retried.text
     assert (retried.json()["status"], retried.json()["amount_received"]) == ("succeeded", 2000)
     assert claim_of(db, payment["id"]) == (None, None)
@@ -227,7 +230,9 @@ def test_a_confirm_and_capture_over_the_network_end_as_in_one_transaction(
     """The bench's flow (create, confirm with a card, capture) on the phased path, with a key each."""
     with (
         nullcontext(web_at_100ms) as (url, _),
-        httpx.Client(base_url=url, headers={"Authorization": f"Bearer {tenant.secret}"}, timeout=30) as slow,
+        httpx.Client(
+            base_url=url, headers={"Authorization": f"Bearer {tenant.secret}"}, timeout=30, verify=TLS
+        ) as slow,
     ):
         payment = create_payment(slow, 2000, capture_method="manual")
         body = {"client_secret": payment["client_secret"], "card": card()}
@@ -276,6 +281,7 @@ def test_an_unreachable_processor_answers_503_and_releases_the_claim(servers: Se
             f"{url}{path}",
             headers={"Authorization": f"Bearer {tenant.secret}", "Idempotency-Key": "capture-503"},
             timeout=30,
+            verify=TLS,
         )
     assert refused.status_code == 503, refused.text
     assert refused.json()["error"]["code"] == "processor_unavailable"
@@ -295,7 +301,9 @@ def test_bank_authentication_completes_in_phases_with_automatic_capture(
     payment recorded once."""
     with (
         nullcontext(web_at_100ms) as (url, _),
-        httpx.Client(base_url=url, headers={"Authorization": f"Bearer {tenant.secret}"}, timeout=30) as slow,
+        httpx.Client(
+            base_url=url, headers={"Authorization": f"Bearer {tenant.secret}"}, timeout=30, verify=TLS
+        ) as slow,
     ):
         payment = create_payment(slow, 4500)
         started = slow.post(
@@ -307,11 +315,11 @@ def test_bank_authentication_completes_in_phases_with_automatic_capture(
         assert started.json()["status"] == "requires_action"
         page_url = started.json()["next_action"]["redirect_to_url"]["url"]
         assert page_url.startswith(f"{url}/authenticate/")
-        done = httpx.post(page_url, data={"decision": "approve"}, timeout=30)
+        done = httpx.post(page_url, data={"decision": "approve"}, timeout=30, verify=TLS)
         assert done.status_code == 200, done.text
         after = slow.get(f"/v1/payment-intents/{payment['id']}").json()
         assert (after["status"], after["amount_received"]) == ("succeeded", 4500)
-        assert httpx.post(page_url, data={"decision": "approve"}, timeout=30).status_code == 404
+        assert httpx.post(page_url, data={"decision": "approve"}, timeout=30, verify=TLS).status_code == 404
     assert claim_of(db, payment["id"]) == (None, None)
     assert simulator_status(db, payment["id"]) == ("captured", 4500)
     assert event_types(api, payment["id"]).count("payment_intent.succeeded") == 1
@@ -326,12 +334,12 @@ def test_the_hosted_checkout_pays_in_phases_and_a_double_click_meanwhile_is_told
     page = "/checkout/" + checkout["checkout_url"].rsplit("/checkout/", 1)[1]
     with nullcontext(web_far_away) as (url, web):
         thread, outcome = in_background(
-            lambda: httpx.post(f"{url}{page}", data=card_form(SUCCEEDS), timeout=60)
+            lambda: httpx.post(f"{url}{page}", data=card_form(SUCCEEDS), timeout=60, verify=TLS)
         )
         wait_for(lambda: claim_of(db, payment["id"])[0] is not None, timeout=30)
         assert [(pid, state) for pid, state in backends_of(db, servers, web) if state != "idle"] == []
         # the payer clicks again while the bank has not answered: asked to wait, nothing charged twice
-        again = httpx.post(f"{api.base_url}{page}", data=card_form(SUCCEEDS), timeout=30)
+        again = httpx.post(f"{api.base_url}{page}", data=card_form(SUCCEEDS), timeout=30, verify=TLS)
         assert again.status_code == 200, again.text
         assert "being processed" in again.text
         thread.join(60)
@@ -358,7 +366,7 @@ def test_a_confirmation_killed_between_its_phases_is_left_alone_until_its_lease_
     slow = {"MONEYRAIL_SANDBOX_LATENCY_MS": SLOW_CALL_MS}
     with web_process(servers, "web-step-phases-lost", **slow) as (url, web):
         thread, outcome = in_background(
-            lambda: httpx.post(f"{url}{path}", json=body, headers=headers, timeout=60)
+            lambda: httpx.post(f"{url}{path}", json=body, headers=headers, timeout=60, verify=TLS)
         )
         wait_for(lambda: authorizations(db, payment["id"]) == ["authorized"], timeout=60)
         os.killpg(web.popen.pid, signal.SIGKILL)
@@ -405,7 +413,9 @@ def test_a_review_approval_captures_in_phases(servers: Servers, api, db, tenant,
     (review,) = [review for review in reviews if review["payment_intent"] == payment["id"]]
     with (
         nullcontext(web_at_100ms) as (url, _),
-        httpx.Client(base_url=url, headers={"Authorization": f"Bearer {tenant.secret}"}, timeout=30) as slow,
+        httpx.Client(
+            base_url=url, headers={"Authorization": f"Bearer {tenant.secret}"}, timeout=30, verify=TLS
+        ) as slow,
     ):
         approved = slow.post(f"/v1/radar/reviews/{review['id']}/approve")
         assert approved.status_code == 200, approved.text
@@ -424,13 +434,13 @@ def test_expiring_a_checkout_cancels_its_payment_at_the_processor_holding_no_tra
     payment = create_payment(api, 2600)
     checkout = create_session(api, payment["id"])
     page = "/checkout/" + checkout["checkout_url"].rsplit("/checkout/", 1)[1]
-    left = httpx.post(f"{api.base_url}{page}", data=card_form(AUTHENTICATE), timeout=30)
+    left = httpx.post(f"{api.base_url}{page}", data=card_form(AUTHENTICATE), timeout=30, verify=TLS)
     assert left.status_code == 303, left.text  # to the bank's page, which the payer never answers
     assert api.get(f"/v1/payment-intents/{payment['id']}").json()["status"] == "requires_action"
     path = f"/v1/checkout-sessions/{checkout['id']}/expire"
     with (
         nullcontext(web_far_away) as (url, web),
-        httpx.Client(base_url=url, headers={"Authorization": f"Bearer {tenant.secret}"}) as slow,
+        httpx.Client(base_url=url, headers={"Authorization": f"Bearer {tenant.secret}"}, verify=TLS) as slow,
     ):
         thread, outcome = in_background(lambda: slow.post(path, json={}, timeout=60))
         wait_for(lambda: claim_of(db, payment["id"])[0] is not None, timeout=30)
@@ -462,7 +472,9 @@ def rows_lockable_now(servers: Servers, rows: list[tuple[str, str]]) -> None:
 
 def left_at_the_bank(checkout: dict[str, Any]) -> None:
     """The payer chose a card that needs authentication and never answered the bank's page."""
-    left = httpx.post(checkout["checkout_url"], data=card_form(AUTHENTICATE, renew_consent="yes"), timeout=30)
+    left = httpx.post(
+        checkout["checkout_url"], data=card_form(AUTHENTICATE, renew_consent="yes"), timeout=30, verify=TLS
+    )
     assert left.status_code == 303 and left.headers["location"] != SUCCESS_URL, left.text
 
 
@@ -482,7 +494,7 @@ def test_cancelling_a_subscription_voids_its_first_payment_holding_nothing_durin
     path = f"/v1/subscriptions/{incomplete['id']}/cancel"
     with (
         nullcontext(web_far_away) as (url, web),
-        httpx.Client(base_url=url, headers={"Authorization": f"Bearer {tenant.secret}"}) as slow,
+        httpx.Client(base_url=url, headers={"Authorization": f"Bearer {tenant.secret}"}, verify=TLS) as slow,
     ):
         thread, outcome = in_background(
             lambda: slow.post(path, json={}, headers={"Idempotency-Key": path}, timeout=60)
@@ -536,7 +548,9 @@ def test_a_new_card_is_tokenized_screened_and_authorized_in_one_phase_holding_no
         path = f"{url}/v1/payment-intents/{plain['id']}/confirm"
         headers = {"Authorization": f"Bearer {plain['publishable_key']}", "Idempotency-Key": "exchange-1"}
         body = {"client_secret": plain["client_secret"], "card": card()}
-        thread, outcome = in_background(lambda: httpx.post(path, json=body, headers=headers, timeout=60))
+        thread, outcome = in_background(
+            lambda: httpx.post(path, json=body, headers=headers, timeout=60, verify=TLS)
+        )
         wait_for(lambda: claim_of(db, plain["id"])[0] is not None, timeout=30)
         backends = backends_of(db, servers, web)
         assert [(pid, state) for pid, state in backends if state != "idle"] == []
@@ -552,7 +566,9 @@ def test_a_new_card_is_tokenized_screened_and_authorized_in_one_phase_holding_no
     assert authorizations(db, plain["id"]) == ["authorized"]
     with (
         nullcontext(web_at_100ms) as (url, near),
-        httpx.Client(base_url=url, headers={"Authorization": f"Bearer {tenant.secret}"}, timeout=30) as slow,
+        httpx.Client(
+            base_url=url, headers={"Authorization": f"Bearer {tenant.secret}"}, timeout=30, verify=TLS
+        ) as slow,
     ):
         near_logged_before = len(near.log_text())
         listed = create_payment(slow, 2000, capture_method="manual", customer=blocked["id"])

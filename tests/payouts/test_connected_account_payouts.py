@@ -13,6 +13,7 @@ import pytest
 
 from tests.connect.support import CLOSED_BANK_ACCOUNT, create_account, onboarded_account
 from tests.engine.conftest import wait_for_operation
+from tests.harness import TLS
 from tests.helpers import assert_error, count_rows
 from tests.installations.test_cli import moneyrail
 from tests.payments.support import event_types, ledger_balance, paid
@@ -110,7 +111,9 @@ def test_two_payouts_at_the_same_moment_never_exceed_the_available_balance(platf
     statuses: list[int] = []
 
     def attempt() -> None:
-        with httpx.Client(base_url=web.base_url, headers=dict(platform.headers), timeout=30) as client:
+        with httpx.Client(
+            base_url=web.base_url, headers=dict(platform.headers), timeout=30, verify=TLS
+        ) as client:
             start.wait()
             statuses.append(payout(client, account, 700).status_code)
 

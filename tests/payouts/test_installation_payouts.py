@@ -14,6 +14,7 @@ import pytest
 from moneyrail.installations import service as installations
 from tests.connect.support import onboarded_account
 from tests.engine.conftest import wait_for_operation
+from tests.harness import TLS
 from tests.helpers import assert_error, count_rows
 from tests.payments.support import event_types, ledger_balance, paid
 from tests.payouts.support import (
@@ -48,7 +49,7 @@ def at_once(web, api, count: int, call: Callable[[httpx.Client], httpx.Response]
     answers: list[httpx.Response] = []
 
     def attempt() -> None:
-        with httpx.Client(base_url=web.base_url, headers=dict(api.headers), timeout=30) as client:
+        with httpx.Client(base_url=web.base_url, headers=dict(api.headers), timeout=30, verify=TLS) as client:
             start.wait()
             answers.append(call(client))
 

@@ -20,7 +20,7 @@ from moneyrail.processor.interface import ProcessorRefused, ProcessorUnavailable
 from moneyrail.processor.sandbox.network import NetworkConditions, NetworkDraws, SandboxNetwork
 from tests.conftest import Api
 from tests.engine.conftest import assert_ledger_verifies, start_scheduler, start_worker
-from tests.harness import Servers, TenantKeys
+from tests.harness import TLS, Servers, TenantKeys
 from tests.helpers import count_rows
 from tests.payments.support import card, create_payment, paid, wait_for
 from tests.processor.network import Network
@@ -171,7 +171,7 @@ def test_an_unreachable_processor_answers_503_with_retry_after_and_records_nothi
     body = {"client_secret": payment["client_secret"], "card": card()}
     headers = {"Authorization": f"Bearer {payment['publishable_key']}", "Idempotency-Key": "confirm-once"}
     path = f"/v1/payment-intents/{payment['id']}/confirm"
-    refused = httpx.post(f"{unreachable_web}{path}", json=body, headers=headers, timeout=30)
+    refused = httpx.post(f"{unreachable_web}{path}", json=body, headers=headers, timeout=30, verify=TLS)
     assert refused.status_code == 503, refused.text
     error = refused.json()["error"]
     assert (error["type"], error["code"]) == ("api_error", "processor_unavailable")
@@ -185,7 +185,7 @@ def test_an_unreachable_processor_answers_503_with_retry_after_and_records_nothi
     ):
         assert count_rows(db, table, tenant.installation_id) == 0, table
     # the processor reachable again, the same request with the same key charges once
-    retried = httpx.post(f"{api.base_url}{path}", json=body, headers=headers, timeout=30)
+    retried = httpx.post(f"{api.base_url}{path}", json=body, headers=headers, timeout=30, verify=TLS)
     assert retried.status_code == 200, retried.text
     assert retried.json()["status"] == "succeeded"
     assert count_rows(db, "sandbox_authorizations", tenant.installation_id) == 1

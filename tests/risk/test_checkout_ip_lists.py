@@ -11,6 +11,7 @@ import pytest
 
 from tests.checkout.support import SUCCESS_URL, card_form, create_session, enable_checkout
 from tests.engine.conftest import assert_ledger_verifies, start_scheduler, start_worker
+from tests.harness import TLS
 from tests.payments.support import SUCCEEDS, create_payment
 from tests.web_process import another_web_process
 
@@ -45,7 +46,7 @@ def pay_on_page(
     url = checkout["checkout_url"]
     if base_url is not None:
         url = base_url + "/" + url.split("/", 3)[3]
-    return httpx.post(url, data=card_form(SUCCEEDS), headers=headers, timeout=30)
+    return httpx.post(url, data=card_form(SUCCEEDS), headers=headers, timeout=30, verify=TLS)
 
 
 def test_a_payer_at_a_blocked_address_is_declined_on_the_checkout_page(shop, db, risk_stack):

@@ -11,7 +11,7 @@ import httpx
 import pytest
 
 from moneyrail.risk import service as risk_service
-from tests.harness import Servers
+from tests.harness import TLS, Servers
 from tests.helpers import assert_error
 from tests.payments.support import SUCCEEDS, confirm, create_payment
 from tests.web_process import another_web_process
@@ -42,7 +42,7 @@ def status_of_a_payment_by(client: httpx.Client) -> tuple[int, str | None]:
 def test_a_list_changed_elsewhere_applies_within_the_lifetime_and_here_at_once(api, other_web):
     blocking = value_list(api, "email", "block")  # no items yet: nothing is blocked
     with httpx.Client(
-        base_url=other_web, headers={"Authorization": f"Bearer {api.keys.secret}"}, timeout=30
+        base_url=other_web, headers={"Authorization": f"Bearer {api.keys.secret}"}, timeout=30, verify=TLS
     ) as other:
         # both processes read the lists on a confirmation and remember them
         assert status_of_a_payment_by(api) == (200, "succeeded")

@@ -9,6 +9,7 @@ import threading
 import httpx
 import pytest
 
+from tests.harness import TLS
 from tests.helpers import assert_error
 from tests.payments.support import RISK_REVIEW, SUCCEEDS, confirm, create_payment, event_types
 
@@ -191,7 +192,7 @@ def test_two_approvals_at_the_same_moment_capture_once(api, db, web):
     answers: list[httpx.Response] = []
 
     def approve() -> None:
-        with httpx.Client(base_url=web.base_url, headers=api.headers, timeout=30) as client:
+        with httpx.Client(base_url=web.base_url, headers=api.headers, timeout=30, verify=TLS) as client:
             start.wait()
             answers.append(client.post(f"/v1/radar/reviews/{review['id']}/approve"))
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import httpx
 
-from tests.harness import add_key
+from tests.harness import TLS, add_key
 from tests.helpers import assert_error
 
 FAULTS = "/v1/test-helpers/processor-faults"
@@ -55,6 +55,8 @@ def test_faults_of_one_installation_are_invisible_to_another(api, make_api):
 
 def test_a_live_key_finds_no_fault_listing(web, api, bridge):
     live_key = add_key(bridge, type(api.keys.tenant)(api.keys.installation_id, True), ("*",))
-    with httpx.Client(base_url=web.base_url, headers={"Authorization": f"Bearer {live_key}"}) as live:
+    with httpx.Client(
+        base_url=web.base_url, headers={"Authorization": f"Bearer {live_key}"}, verify=TLS
+    ) as live:
         assert_error(live.get(FAULTS), 404, "resource_missing")
         assert_error(live.delete(FAULTS), 404, "resource_missing")

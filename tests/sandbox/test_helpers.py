@@ -6,7 +6,7 @@ import time
 
 import httpx
 
-from tests.harness import add_key
+from tests.harness import TLS, add_key
 from tests.helpers import assert_error
 
 
@@ -85,7 +85,7 @@ def test_fault_injection_validates_its_input(api):
 
 def test_a_live_key_finds_no_test_helpers(web, api, bridge):
     live_key = add_key(bridge, type(api.keys.tenant)(api.keys.installation_id, True), ("*",))
-    live = httpx.Client(base_url=web.base_url, headers={"Authorization": f"Bearer {live_key}"})
+    live = httpx.Client(base_url=web.base_url, headers={"Authorization": f"Bearer {live_key}"}, verify=TLS)
     assert_error(live.get("/v1/test-helpers/clock"), 404, "resource_missing")
     assert_error(live.post("/v1/test-helpers/clock/advance", json={"seconds": 60}), 404, "resource_missing")
     assert_error(

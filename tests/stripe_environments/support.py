@@ -12,6 +12,7 @@ from typing import Any
 import httpx
 import stripe
 
+from tests.harness import TLS
 from tests.processor.stripe.servers import PUBLISHABLE_KEY, SECRET_KEY, StripeServers
 
 SUCCEEDS = "4242424242424242"
@@ -28,6 +29,7 @@ def card_token(stripe_servers: StripeServers, number: str = SUCCEEDS) -> str:
             "card[exp_year]": "2034",
             "card[cvc]": "123",
         },
+        verify=TLS,
     )
     assert made.status_code == 200, made.text
     token: str = made.json()["id"]
@@ -43,24 +45,26 @@ def confirm_with_token(
         json={"client_secret": payment["client_secret"], "card_token": token, **fields},
         headers={"Authorization": f"Bearer {payment['publishable_key']}"},
         timeout=30,
+        verify=TLS,
     )
 
 
 def stripe_get(stripe_servers: StripeServers, path: str) -> dict[str, Any]:
     """What Stripe holds, read as an operator would (localstripe does not tell keys apart)."""
-    answer = httpx.get(f"{stripe_servers.double}{path}", auth=(SECRET_KEY, ""))
+    answer = httpx.get(f"{stripe_servers.double}{path}", auth=(SECRET_KEY, ""), verify=TLS)
     assert answer.status_code == 200, answer.text
     return dict(answer.json())
 
 
 def double_requests(stripe_servers: StripeServers) -> list[dict[str, Any]]:
-    return list(httpx.get(f"{stripe_servers.double}/_double/requests").json()["data"])
+    return list(httpx.get(f"{stripe_servers.double}/_double/requests", verify=TLS).json()["data"])
 
 
 def fail_next(stripe_servers: StripeServers, path: str, *, when: str, status: int = 500) -> None:
     armed = httpx.post(
         f"{stripe_servers.double}/_double/faults",
         json={"path": path, "method": "POST", "when": when, "count": 1, "status": status},
+        verify=TLS,
     )
     assert armed.status_code == 200, armed.text
 
@@ -113,7 +117,10 @@ def post_event(
     if signature is not None:
         headers["Stripe-Signature"] = signature
     return httpx.post(
-        f"{base_url}/processor/stripe/webhooks/{installation}/{environment}", content=body, headers=headers
+        f"{base_url}/processor/stripe/webhooks/{installation}/{environment}",
+        content=body,
+        headers=headers,
+        verify=TLS,
     )
 
 

@@ -21,7 +21,7 @@ from tests.checkout.support import (
     enable_checkout,
     session_status,
 )
-from tests.harness import OUTPUT_DIR
+from tests.harness import OUTPUT_DIR, TLS
 from tests.helpers import count_rows
 from tests.processor.stripe.servers import SECRET_KEY
 from tests.stripe_environments.conftest import StripeEnvironments, stripe_js_url
@@ -63,7 +63,7 @@ def payment_status(api: Any, payment: dict[str, Any]) -> str:
 def test_the_page_loads_stripe_js_and_its_own_script_under_a_policy_that_allows_only_them(on_stripe):
     live = shop_on_stripe(on_stripe, livemode=True)
     _, checkout = payment_and_checkout(live)
-    page = httpx.get(checkout["checkout_url"])
+    page = httpx.get(checkout["checkout_url"], verify=TLS)
     assert page.status_code == 200, page.text
     html = page.text
     (nonce,) = set(re.findall(r'nonce="([^"]+)"', html))
@@ -92,7 +92,7 @@ def test_the_page_loads_stripe_js_and_its_own_script_under_a_policy_that_allows_
     }
     assert page.headers["Referrer-Policy"] == "no-referrer"
 
-    script = httpx.get(f"{on_stripe.web.base_url}/assets/stripe-card.js")
+    script = httpx.get(f"{on_stripe.web.base_url}/assets/stripe-card.js", verify=TLS)
     assert script.status_code == 200
     assert script.headers["content-type"].startswith("text/javascript")
     assert script.headers["X-Content-Type-Options"] == "nosniff"
@@ -103,7 +103,9 @@ def test_a_stripe_token_pays_the_checkout_and_the_payment_is_authorized_at_strip
     live = shop_on_stripe(on_stripe, livemode=True)
     payment, checkout = payment_and_checkout(live, capture_method="manual")
     paid = httpx.post(
-        checkout["checkout_url"], data={"payment_method": "new", "card_token": card_token(on_stripe.stripe)}
+        checkout["checkout_url"],
+        data={"payment_method": "new", "card_token": card_token(on_stripe.stripe)},
+        verify=TLS,
     )
     assert paid.status_code == 303, paid.text
     assert paid.headers["location"] == SUCCESS_URL
@@ -124,7 +126,7 @@ def test_typed_card_fields_are_refused_unread_and_nothing_is_charged_or_recorded
     if with_token:
         form["card_token"] = card_token(on_stripe.stripe)
     calls_before = len(double_requests(on_stripe.stripe))
-    refused = httpx.post(checkout["checkout_url"], data=form)
+    refused = httpx.post(checkout["checkout_url"], data=form, verify=TLS)
     assert refused.status_code == 400
     assert "Card numbers are not accepted on this page" in refused.text
     assert 'role="alert"' in refused.text and "Nothing was charged" in refused.text
@@ -149,6 +151,7 @@ def test_a_card_that_asks_for_bank_authentication_is_let_go_and_another_card_pay
     asked = httpx.post(
         checkout["checkout_url"],
         data={"payment_method": "new", "card_token": card_token(on_stripe.stripe, AUTHENTICATION)},
+        verify=TLS,
     )
     assert asked.status_code == 402, asked.text
     assert "Your bank asks you to confirm this payment in its own check (3-D Secure)" in asked.text
@@ -165,7 +168,9 @@ def test_a_card_that_asks_for_bank_authentication_is_let_go_and_another_card_pay
     assert shown["amount_capturable"] == 0 and shown["amount_received"] == 0
 
     paid = httpx.post(
-        checkout["checkout_url"], data={"payment_method": "new", "card_token": card_token(on_stripe.stripe)}
+        checkout["checkout_url"],
+        data={"payment_method": "new", "card_token": card_token(on_stripe.stripe)},
+        verify=TLS,
     )
     assert paid.status_code == 303 and paid.headers["location"] == SUCCESS_URL
     assert payment_status(live, payment) == "succeeded"
@@ -177,7 +182,7 @@ def test_a_payment_waiting_for_stripes_authentication_is_not_sent_to_the_simulat
     # confirmed client side by the shop's own Stripe.js page: Stripe waits for handleCardAction there
     confirmed = confirm_with_token(live, payment, card_token(on_stripe.stripe, AUTHENTICATION))
     assert confirmed.json()["status"] == "requires_action", confirmed.text
-    page = httpx.get(checkout["checkout_url"])
+    page = httpx.get(checkout["checkout_url"], verify=TLS)
     assert page.status_code == 200
     assert "Your bank asks you to confirm this payment" in page.text
     assert "<form" not in page.text and "/authenticate/" not in page.text
@@ -187,12 +192,12 @@ def test_without_a_publishable_key_the_page_takes_no_new_card_and_runs_no_script
     live = on_stripe.api(livemode=True, with_publishable_key=False)  # the secret key only
     enable_checkout(on_stripe.bridge, live.keys)
     payment, checkout = payment_and_checkout(live)
-    page = httpx.get(checkout["checkout_url"])
+    page = httpx.get(checkout["checkout_url"], verify=TLS)
     assert page.status_code == 200
     assert "This shop cannot take a new card here yet" in page.text
     assert "<script" not in page.text and 'name="card_number"' not in page.text
     assert "script-src" not in directives(page)
-    posted = httpx.post(checkout["checkout_url"], data={"payment_method": "new"})
+    posted = httpx.post(checkout["checkout_url"], data={"payment_method": "new"}, verify=TLS)
     assert posted.status_code == 400 and "Enter your card details" in posted.text
     assert payment_status(live, payment) == "requires_payment_method"
 

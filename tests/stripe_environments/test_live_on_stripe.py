@@ -12,6 +12,7 @@ import httpx
 import pytest
 
 from tests.engine.conftest import assert_ledger_verifies, wait_for_operation
+from tests.harness import TLS
 from tests.helpers import assert_error, count_rows
 from tests.payments.support import card
 from tests.stripe_environments.conftest import StripeEnvironments
@@ -66,7 +67,7 @@ def test_live_with_no_processor_refuses_what_needs_one_with_403_and_records_noth
 
 
 def test_openapi_lists_the_403_on_every_route_that_answers_it(on_stripe):
-    spec = httpx.get(f"{on_stripe.web.base_url}/openapi.json").json()
+    spec = httpx.get(f"{on_stripe.web.base_url}/openapi.json", verify=TLS).json()
     routes = [
         *(path for path, _ in INTAKE),
         "/v1/payment-intents/{payment_intent}/confirm",
@@ -134,6 +135,7 @@ def test_a_typed_card_number_is_refused_on_stripe_and_nothing_is_recorded(on_str
         f"{sandbox.base_url}/v1/payment-intents/{payment['id']}/confirm",
         json={"client_secret": payment["client_secret"], "card": card()},
         headers={"Authorization": f"Bearer {payment['publishable_key']}"},
+        verify=TLS,
     )
     error = assert_error(typed, 400, "parameter_invalid", "card")
     assert "card_token_required" in error["message"]
@@ -179,6 +181,7 @@ def test_a_card_saved_on_stripe_shows_no_identifier_of_stripes(on_stripe, db):
         f"{sandbox.base_url}/v1/setup-intents/{setup.json()['id']}/confirm",
         json={"client_secret": setup.json()["client_secret"], "card_token": card_token(on_stripe.stripe)},
         headers={"Authorization": f"Bearer {sandbox.keys.publishable_key}"},
+        verify=TLS,
     )
     assert confirmed.status_code == 200, confirmed.text
     listed = sandbox.get(f"/v1/customers/{customer['id']}/payment-methods")
@@ -198,5 +201,6 @@ def test_a_card_saved_on_stripe_shows_no_identifier_of_stripes(on_stripe, db):
         f"{sandbox.base_url}/v1/setup-intents/{again['id']}/confirm",
         json={"client_secret": again["client_secret"], "card_token": card_token(on_stripe.stripe)},
         headers={"Authorization": f"Bearer {sandbox.keys.publishable_key}"},
+        verify=TLS,
     ).raise_for_status()
     assert len(sandbox.get(f"/v1/customers/{customer['id']}/payment-methods").json()["data"]) == 1

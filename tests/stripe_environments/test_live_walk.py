@@ -25,7 +25,7 @@ from tests.connect.support import (
 )
 from tests.disputes.support import png_bytes, upload
 from tests.engine.conftest import wait_for_operation
-from tests.harness import create_tenant, use_stripe, verify_ledger_as_an_operator_does
+from tests.harness import TLS, create_tenant, use_stripe, verify_ledger_as_an_operator_does
 from tests.merchants.support import RETURN_URL, connect, register_redirect_uris
 from tests.payments.support import wait_for
 from tests.processor.stripe.servers import SECRET_KEY
@@ -47,7 +47,9 @@ from tests.stripe_environments.test_stripe_webhooks import applied, webhook_secr
 
 def at_stripe(on_stripe: StripeEnvironments, kind: str, installation: str) -> list[dict[str, Any]]:
     """The double's own objects of a kind that this installation made (metadata), oldest first."""
-    found = httpx.get(f"{on_stripe.stripe.double}/_double/objects", params={"object": kind}).json()["data"]
+    found = httpx.get(
+        f"{on_stripe.stripe.double}/_double/objects", params={"object": kind}, verify=TLS
+    ).json()["data"]
     return [each for each in found if each.get("metadata", {}).get("installation_id") == installation]
 
 
@@ -202,7 +204,9 @@ def test_the_walk_on_stripe_over_http(on_stripe: StripeEnvironments, db: Any, se
 
     # the card network opens a dispute at Stripe, which reports it by webhook
     opened = httpx.post(
-        f"{on_stripe.stripe.double}/_double/disputes", json={"charge": charge["id"], "amount": 1_000}
+        f"{on_stripe.stripe.double}/_double/disputes",
+        json={"charge": charge["id"], "amount": 1_000},
+        verify=TLS,
     )
     assert opened.status_code == 200, opened.text
     assert deliver(on_stripe, db, installation, secret, "charge.dispute.created", opened.json()).endswith(
@@ -287,6 +291,7 @@ def test_the_walk_on_stripe_over_http(on_stripe: StripeEnvironments, db: Any, se
             "metadata[installation_id]": installation,
         },
         auth=(SECRET_KEY, ""),
+        verify=TLS,
     )
     assert stray.status_code == 200, stray.text
     reported = reconciled(live)
@@ -401,7 +406,11 @@ def test_a_merchants_bank_account_given_on_its_activation_page_reaches_its_accou
     )
     assert session.status_code == 200, session.text
     done = httpx.post(
-        session.json()["url"], data={"bank_account": "8937 0400 12"}, follow_redirects=False, timeout=30
+        session.json()["url"],
+        data={"bank_account": "8937 0400 12"},
+        follow_redirects=False,
+        timeout=30,
+        verify=TLS,
     )
     assert done.status_code == 303, done.text
     wait_for_operation(live, details_operation(db, account_id), {"succeeded"})

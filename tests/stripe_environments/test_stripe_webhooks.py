@@ -13,6 +13,7 @@ import httpx
 
 from moneyrail.installations import service as installations
 from tests.engine.conftest import assert_ledger_verifies, wait_for_operation
+from tests.harness import TLS
 from tests.helpers import assert_error, count_rows
 from tests.payments.support import balance_of, wait_for
 from tests.stripe_environments.conftest import StripeEnvironments
@@ -162,7 +163,9 @@ def test_a_dispute_reported_by_stripe_opens_once_through_a_sync_operation_and_cl
     charge = charge_of(on_stripe.stripe, processor_authorization(db, payment["id"]))
     # the card network opens a dispute at Stripe, which reports it by webhook
     opened = httpx.post(
-        f"{on_stripe.stripe.double}/_double/disputes", json={"charge": charge["id"], "amount": 5000}
+        f"{on_stripe.stripe.double}/_double/disputes",
+        json={"charge": charge["id"], "amount": 5000},
+        verify=TLS,
     )
     assert opened.status_code == 200, opened.text
     dispute_at_stripe = opened.json()
@@ -190,6 +193,7 @@ def test_a_dispute_reported_by_stripe_opens_once_through_a_sync_operation_and_cl
     decided = httpx.post(
         f"{on_stripe.stripe.double}/_double/disputes/{dispute_at_stripe['id']}/decide",
         json={"status": "lost"},
+        verify=TLS,
     )
     assert decided.status_code == 200
     body, signature, event_id = signed_event("charge.dispute.closed", decided.json(), secret, livemode=True)
@@ -270,7 +274,7 @@ def test_localstripe_delivers_its_own_signed_webhook_to_the_route(
     url = f"{on_stripe.web.base_url}/processor/stripe/webhooks/{installation}/sandbox"
     register = f"{on_stripe.stripe.localstripe}/_config/webhooks/{endpoint}"
     listening = {"url": url, "secret": secret, "events": ["payment_intent.succeeded"]}
-    assert httpx.post(register, json=listening).status_code == 200
+    assert httpx.post(register, json=listening, verify=TLS).status_code == 200
     try:
         payment = captured_payment(on_stripe, sandbox)
         intent_id = processor_authorization(db, payment["id"])
@@ -288,4 +292,4 @@ def test_localstripe_delivers_its_own_signed_webhook_to_the_route(
         assert len(rows) == 1 and rows[0][0].startswith("evt_")
         assert wait_for(lambda: delivered()[0][1]) == "kept: no effect"  # what moneyrail recorded already
     finally:  # no event of later tests goes there
-        httpx.post(register, json={**listening, "events": []})
+        httpx.post(register, json={**listening, "events": []}, verify=TLS)

@@ -9,7 +9,7 @@ import httpx
 
 from tests.connect.support import create_account
 from tests.engine.conftest import wait_for_operation
-from tests.harness import add_key
+from tests.harness import TLS, add_key
 from tests.helpers import assert_error, count_rows
 from tests.payments.support import confirm, create_payment, event_types, paid
 from tests.transfers.support import FINAL, account_balance, allocate, committed_group, reserve
@@ -94,7 +94,9 @@ def test_two_reservations_at_the_same_moment_never_exceed_the_payment(platform, 
     statuses: list[int] = []
 
     def attempt() -> None:
-        with httpx.Client(base_url=web.base_url, headers=dict(platform.headers), timeout=30) as client:
+        with httpx.Client(
+            base_url=web.base_url, headers=dict(platform.headers), timeout=30, verify=TLS
+        ) as client:
             start.wait()
             statuses.append(reserve(client, payment["id"], 700).status_code)
 
@@ -177,7 +179,9 @@ def test_groups_and_transfers_answer_only_to_their_own_tenant(platform, make_api
 
 def test_transfer_routes_need_the_transfers_scope(platform, web, bridge):
     payments_only = add_key(bridge, platform.keys.tenant, ("payments:write",))
-    with httpx.Client(base_url=web.base_url, headers={"Authorization": f"Bearer {payments_only}"}) as client:
+    with httpx.Client(
+        base_url=web.base_url, headers={"Authorization": f"Bearer {payments_only}"}, verify=TLS
+    ) as client:
         assert_error(client.get("/v1/transfers"), 403, "insufficient_scope")
         assert_error(client.post("/v1/allocation-groups", json={}), 403, "insufficient_scope")
 

@@ -13,6 +13,7 @@ import httpx
 
 from tests.connect.support import onboarding_url, submit_onboarding
 from tests.engine.conftest import wait_for_operation
+from tests.harness import TLS
 from tests.installations.test_cli import moneyrail
 from tests.merchants.support import REDIRECT_URI, business_form, decide, pkce, redirect_params
 from tests.payments.support import confirm, wait_for
@@ -33,7 +34,7 @@ def test_a_platform_from_connecting_a_merchant_to_a_couriers_payout(servers, web
     key = operator(servers, "keys", "create", "-i", installation["id"], "--env", "sandbox", "--scope", "*")
     operator(servers, "settings", "set", "-i", installation["id"], "--oauth-redirect-uri", REDIRECT_URI)
     with httpx.Client(
-        base_url=web.base_url, headers={"Authorization": f"Bearer {key['secret']}"}, timeout=30
+        base_url=web.base_url, headers={"Authorization": f"Bearer {key['secret']}"}, timeout=30, verify=TLS
     ) as api:
         # 1. the merchant connects from the printed consent URL; the code comes back to the redirect URI
         verifier = pkce()
@@ -58,6 +59,7 @@ def test_a_platform_from_connecting_a_merchant_to_a_couriers_payout(servers, web
                 "redirect_uri": REDIRECT_URI,
             },
             timeout=30,
+            verify=TLS,
         )
         assert token.status_code == 200, token.text
         merchant = api.get(f"/v1/merchants/{token.json()['merchant']}").json()

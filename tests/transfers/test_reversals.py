@@ -8,6 +8,7 @@ import threading
 import httpx
 
 from tests.connect.support import create_account
+from tests.harness import TLS
 from tests.helpers import assert_error
 from tests.payments.support import event_types, ledger_balance, paid
 from tests.transfers.support import account_balance, committed_group, processor_transfer_calls
@@ -81,7 +82,9 @@ def test_two_reversals_at_the_same_moment_never_exceed_the_transfer(platform, we
     statuses: list[int] = []
 
     def attempt() -> None:
-        with httpx.Client(base_url=web.base_url, headers=dict(platform.headers), timeout=30) as client:
+        with httpx.Client(
+            base_url=web.base_url, headers=dict(platform.headers), timeout=30, verify=TLS
+        ) as client:
             start.wait()
             statuses.append(reverse(client, transfer["id"], amount=600).status_code)
 

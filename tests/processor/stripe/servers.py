@@ -12,7 +12,7 @@ from pathlib import Path
 
 import httpx
 
-from tests.harness import OUTPUT_DIR, ROOT, free_port
+from tests.harness import OUTPUT_DIR, ROOT, TLS, free_port
 
 SECRET_KEY = "sk_test_moneyrail_stripe_tests"
 PUBLISHABLE_KEY = "pk_test_moneyrail_stripe_tests"
@@ -44,7 +44,7 @@ def _wait_until_answers(
         if process.poll() is not None:
             raise RuntimeError(f"{url} exited early:\n{log_path.read_text(errors='replace')[-4000:]}")
         try:
-            if httpx.get(url, auth=(SECRET_KEY, ""), timeout=2).status_code == 200:
+            if httpx.get(url, auth=(SECRET_KEY, ""), timeout=2, verify=TLS).status_code == 200:
                 return
         except httpx.HTTPError:
             pass

@@ -13,6 +13,7 @@ import httpx
 from moneyrail.kit.tenant import Tenant
 from moneyrail.processor.interface import Authorization, CardToken, TokenizedCard
 from moneyrail.processor.stripe import StripeProcessor
+from tests.harness import TLS
 from tests.processor.stripe.servers import PUBLISHABLE_KEY, SECRET_KEY, StripeServers
 
 T = TypeVar("T")
@@ -44,6 +45,7 @@ class StripeWorld:
                 "card[exp_year]": "2031",
                 "card[cvc]": "123",
             },
+            verify=TLS,
         )
         assert answer.status_code == 200, answer.text
         return CardToken(answer.json()["id"])
@@ -75,17 +77,19 @@ class StripeWorld:
 
     # what localstripe and the double hold, read as an operator would -----------------------------------
     def stripe_get(self, path: str, **params: Any) -> dict[str, Any]:
-        answer = httpx.get(f"{self.servers.double}{path}", params=params, auth=(SECRET_KEY, ""))
+        answer = httpx.get(f"{self.servers.double}{path}", params=params, auth=(SECRET_KEY, ""), verify=TLS)
         assert answer.status_code == 200, answer.text
         return dict(answer.json())
 
     def objects(self, kind: str) -> list[dict[str, Any]]:
         return list(
-            httpx.get(f"{self.servers.double}/_double/objects", params={"object": kind}).json()["data"]
+            httpx.get(f"{self.servers.double}/_double/objects", params={"object": kind}, verify=TLS).json()[
+                "data"
+            ]
         )
 
     def requests(self) -> list[dict[str, Any]]:
-        return list(httpx.get(f"{self.servers.double}/_double/requests").json()["data"])
+        return list(httpx.get(f"{self.servers.double}/_double/requests", verify=TLS).json()["data"])
 
     def fail_next(
         self,
@@ -101,6 +105,7 @@ class StripeWorld:
         answer = httpx.post(
             f"{self.servers.double}/_double/faults",
             json={"path": path, "method": method, "when": when, "count": count, "status": status, **more},
+            verify=TLS,
         )
         assert answer.status_code == 200, answer.text
 
@@ -111,7 +116,10 @@ class StripeWorld:
         while True:
             params: dict[str, Any] = {"limit": 100, **({"starting_after": after} if after else {})}
             page = httpx.get(
-                f"{self.servers.localstripe}/v1/payment_intents", params=params, auth=(SECRET_KEY, "")
+                f"{self.servers.localstripe}/v1/payment_intents",
+                params=params,
+                auth=(SECRET_KEY, ""),
+                verify=TLS,
             ).json()
             found += [each for each in page["data"] if each["metadata"].get("reference") == reference]
             if not page["has_more"]:

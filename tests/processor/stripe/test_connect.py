@@ -18,6 +18,7 @@ from moneyrail.processor.interface import (
     TransferRequest,
 )
 from moneyrail.processor.stripe import ConnectedAccount
+from tests.harness import TLS
 from tests.processor.stripe.servers import SECRET_KEY
 from tests.processor.stripe.support import StripeWorld, fresh_key
 
@@ -215,7 +216,9 @@ def test_a_connected_account_pays_out_as_itself_and_the_payout_is_reversed_whole
     sent = [each for each in world.requests() if each["idempotency_key"] == key]
     assert [each["stripe_account"] for each in sent] == [account.processor_id]
     # another account's payout (here: the platform's own view) is not this one's
-    answer = httpx.get(f"{world.servers.double}/v1/payouts/{payout.processor_id}", auth=(SECRET_KEY, ""))
+    answer = httpx.get(
+        f"{world.servers.double}/v1/payouts/{payout.processor_id}", auth=(SECRET_KEY, ""), verify=TLS
+    )
     assert answer.status_code == 404
     with pytest.raises(ProcessorRefused) as refused:
         world.run(
@@ -262,6 +265,7 @@ def open_dispute(world: StripeWorld, payment: str) -> str:
             "reason": "fraudulent",
             "api_key": SECRET_KEY,
         },
+        verify=TLS,
     )
     assert answer.status_code == 200, answer.text
     return str(answer.json()["id"])
@@ -300,7 +304,9 @@ def test_a_dispute_stripe_reported_is_read_and_answered_with_evidence_and_a_file
         ("receipt.pdf", "dispute_evidence", 20)
     ]
     assert answered["evidence_details"]["submission_count"] == 1
-    httpx.post(f"{world.servers.double}/_double/disputes/{dispute_id}/decide", json={"status": "won"})
+    httpx.post(
+        f"{world.servers.double}/_double/disputes/{dispute_id}/decide", json={"status": "won"}, verify=TLS
+    )
     assert world.run(world.processor.dispute_outcome(world.tenant, dispute_id=dispute_id, as_of=NOW)) == "won"
 
 
@@ -435,10 +441,14 @@ def test_the_double_refuses_what_the_stripe_packages_types_do_not_allow(world: S
         ),
     ]
     for form, code, param in cases:
-        answer = httpx.post(f"{world.servers.double}/v1/transfers", data=form, auth=(SECRET_KEY, ""))
+        answer = httpx.post(
+            f"{world.servers.double}/v1/transfers", data=form, auth=(SECRET_KEY, ""), verify=TLS
+        )
         assert answer.status_code == 400, answer.text
         assert (answer.json()["error"]["code"], answer.json()["error"]["param"]) == (code, param)
-    answer = httpx.post(f"{world.servers.double}/v1/transfers", data=cases[0][0], auth=("pk_test_x", ""))
+    answer = httpx.post(
+        f"{world.servers.double}/v1/transfers", data=cases[0][0], auth=("pk_test_x", ""), verify=TLS
+    )
     assert answer.status_code == 401
 
 

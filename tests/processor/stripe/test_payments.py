@@ -21,6 +21,7 @@ from moneyrail.processor.interface import (
     ProcessorUnavailable,
 )
 from moneyrail.processor.stripe import StripeProcessor
+from tests.harness import TLS
 from tests.processor.stripe.servers import PUBLISHABLE_KEY, SECRET_KEY
 from tests.processor.stripe.support import (
     AUTHENTICATION,
@@ -185,6 +186,7 @@ def authenticate(world: StripeWorld, client_secret: str, *, success: bool) -> No
         f"{world.servers.double}/v1/payment_intents/{intent}/_authenticate",
         params={"success": "true" if success else "false"},
         json={"key": PUBLISHABLE_KEY, "client_secret": client_secret},
+        verify=TLS,
     )
     assert answer.status_code == 200, answer.text
 
