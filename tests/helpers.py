@@ -6,6 +6,7 @@ import time
 from typing import Any
 
 import httpx
+import psutil
 
 from tests.harness import KEY_CACHE_SECONDS, TLS
 
@@ -43,3 +44,14 @@ def refused_within_key_cache_lifetime(url: str, headers: dict[str, str]) -> http
         assert time.monotonic() < deadline, "the revoked key outlived the key cache lifetime"
         time.sleep(0.1)
     return response
+
+
+def backends_of(db: Any, pid: int) -> list[tuple[int, str, str]]:
+    """(pid, state, query) of the PostgreSQL backends whose client is the process `pid` or one of its
+    children: each names its process in application_name (db/engine.py), over TCP or a unix socket alike."""
+    parent = psutil.Process(pid)
+    names = [f"moneyrail pid {member.pid} on %" for member in [parent, *parent.children(recursive=True)]]
+    rows = db.execute(
+        "SELECT pid, state, query FROM pg_stat_activity WHERE application_name LIKE ANY(%s)", (names,)
+    ).fetchall()
+    return [(row[0], row[1], row[2]) for row in rows]

@@ -15,7 +15,6 @@ from typing import Any
 import psutil
 import psycopg
 import pytest
-from sqlalchemy.engine import make_url
 
 from tests.connect.support import create_account
 from tests.engine.conftest import (
@@ -26,7 +25,8 @@ from tests.engine.conftest import (
     start_worker,
     wait_for_operation,
 )
-from tests.harness import Process, Servers, libpq_url
+from tests.harness import Servers, libpq_url
+from tests.helpers import backends_of
 from tests.payments.support import paid
 from tests.transfers.support import FINAL, account_balance, allocate, processor_transfer_calls, reserve
 
@@ -44,22 +44,6 @@ def wait_for(condition: Any, timeout: float, what: str) -> None:
 
 def arrivals(gate: Path) -> list[str]:
     return sorted(path.read_text() for path in gate.glob("arrived-*"))
-
-
-def worker_backends(db: Any, servers: Servers, worker: Process) -> list[tuple[int, str, str]]:
-    """(pid, state, query) of the PostgreSQL backends whose client is one of the worker's processes."""
-    postgres = make_url(servers.database_url).port or 5432
-    parent = psutil.Process(worker.popen.pid)
-    ports = {
-        connection.laddr.port
-        for process in [parent, *parent.children(recursive=True)]
-        for connection in process.net_connections(kind="tcp")
-        if connection.raddr and connection.raddr.port == postgres
-    }
-    rows = db.execute(
-        "SELECT pid, state, query, client_port FROM pg_stat_activity WHERE datname = current_database()"
-    ).fetchall()
-    return [(row[0], row[1], row[2]) for row in rows if row[3] in ports]
 
 
 def committing(platform: Any, courier: str) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
@@ -103,7 +87,7 @@ def test_a_blocked_processor_call_holds_no_transaction_lock_or_pooled_connection
         # three transfer calls on the network at once, each after the processor made its transfer
         assert sorted(f"{operation['id']}:transfers" for _, _, operation in commits) == arrivals(gate)
 
-        backends = worker_backends(db, servers, worker)
+        backends = backends_of(db, worker.popen.pid)
         assert backends, "the worker has connected to the database"
         assert [(pid, state) for pid, state, _ in backends if state != "idle"] == []
         held = db.execute(

@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import os
+import socket
+from typing import Any
+
+from sqlalchemy import event
 from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker, create_async_engine
 
@@ -26,12 +31,23 @@ def create_engine(settings: Settings) -> AsyncEngine:
             "DATABASE_URL is not set: set it, or start `moneyrail dev` (embedded servers) and run the "
             "operator commands from the folder it runs in"
         )
-    return create_async_engine(
+    engine = create_async_engine(
         async_database_url(settings.database_url),
         pool_size=settings.db_pool_size,
         max_overflow=settings.db_max_overflow,
         pool_pre_ping=False,
     )
+    event.listen(engine.sync_engine, "do_connect", _name_the_connection)
+    return engine
+
+
+def _name_the_connection(dialect: Any, record: Any, cargs: Any, cparams: dict[str, Any]) -> None:
+    """pg_stat_activity's application_name says which process holds a connection: an SRE looking at a
+    slow query or a lock finds the web, worker or scheduler process behind it (the pid at connect time,
+    so a forked process names its own)."""
+    settings = cparams.setdefault("server_settings", {})
+    # PostgreSQL keeps 63 bytes: the pid first, the host after it
+    settings.setdefault("application_name", f"moneyrail pid {os.getpid()} on {socket.gethostname()}"[:63])
 
 
 def create_sessionmaker(engine: AsyncEngine) -> async_sessionmaker[AsyncSession]:
