@@ -19,6 +19,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 import venv
 from pathlib import Path
 
@@ -105,7 +106,22 @@ def _pytest_workers() -> int:
     return PYTEST_WORKERS_PER_CORE * (os.cpu_count() or 1)
 
 
+def _run_suite(command: list[str], started: float) -> int:
+    """Run pytest as a child and print the whole command's time (the environment's set-up included)."""
+    suite = subprocess.Popen(command)
+    while True:
+        try:
+            code = suite.wait()
+            break
+        except KeyboardInterrupt:  # Ctrl-C reached pytest too (one process group): let it report and end
+            continue
+    minutes, seconds = divmod(time.monotonic() - started, 60)
+    print(f"run.py test: {int(minutes)}:{seconds:04.1f} in all (exit {code})", flush=True)
+    return code
+
+
 def main() -> None:
+    started = time.monotonic()
     if len(sys.argv) < 2 or sys.argv[1] not in EXTRAS:
         sys.exit(__doc__)
     command, rest = sys.argv[1], sys.argv[2:]
@@ -121,7 +137,7 @@ def main() -> None:
             if _names_its_workers(rest)
             else ["-n", str(_pytest_workers()), "--dist", "loadfile", "--no-loadscope-reorder"]
         )
-        os.execv(BIN / "python", [str(BIN / "python"), "-m", "pytest", *parallel, *rest])
+        sys.exit(_run_suite([str(BIN / "python"), "-m", "pytest", *parallel, *rest], started))
     elif command == "fuzz":
         os.environ["MONEYRAIL_FUZZ_CASES_PER_OPERATION"] = FUZZ_CASES_PER_OPERATION
         os.environ["MONEYRAIL_FUZZ_TIMEOUT_SECONDS"] = "900"
