@@ -51,37 +51,7 @@ ATTRIBUTE_BY_NAME = {"getattr", "hasattr", "setattr", "delattr"}
 NAMED_TUPLE_API = {"_replace", "_asdict", "_fields", "_field_defaults", "_make"}
 
 # (file relative to the root, the private name as reported) -> why it is still there
-ALLOWED: dict[tuple[str, str], str] = {
-    ("src/moneyrail/db/raw.py", "adapted._transaction"): (
-        "asyncpg's SQLAlchemy adapter: whether a driver statement began a transaction the ORM does "
-        "not know of; goes with the data layer's rewrite to explicit SQL (issue 28, item 1)"
-    ),
-    ("src/moneyrail/db/raw.py", "adapted._start_transaction"): (
-        "asyncpg's SQLAlchemy adapter: begins the adapter's transaction before a driver statement; "
-        "goes with the data layer's rewrite (issue 28, item 1)"
-    ),
-    ("src/moneyrail/db/raw.py", "connection.connection.dbapi_connection._transaction"): (
-        "asyncpg's SQLAlchemy adapter: whether the bound connection's driver transaction ended, so "
-        "that it goes back to the pool without a greenlet hop; goes with the data layer's rewrite "
-        "(issue 28, item 1)"
-    ),
-    ("src/moneyrail/db/raw.py", "adapted._call_and_discard"): (
-        "asyncpg's SQLAlchemy adapter: ends the driver's transaction as the adapter would; goes with "
-        "the data layer's rewrite (issue 28, item 1)"
-    ),
-    ("src/moneyrail/db/raw.py", "state._commit_all"): (
-        "SQLAlchemy's InstanceState: marks a row written on the driver as committed (pending_update, "
-        "loaded_row); goes with the ORM state helpers (issue 28, item 1)"
-    ),
-    ("src/moneyrail/db/raw.py", "state._instance_dict"): (
-        "SQLAlchemy's InstanceState: the identity map pending_update commits into; goes with the ORM "
-        "state helpers (issue 28, item 1)"
-    ),
-    ("src/moneyrail/db/raw.py", "identity_map._add_unpresent"): (
-        "SQLAlchemy's IdentityMap: attaches a driver-read row as the ORM's loader does (loaded_row); "
-        "goes with the ORM state helpers (issue 28, item 1)"
-    ),
-}
+ALLOWED: dict[tuple[str, str], str] = {}
 
 
 def is_private(name: str) -> bool:

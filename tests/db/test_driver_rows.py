@@ -98,12 +98,14 @@ def test_unit_of_work_connections_past_the_pool_size_are_closed_when_given_back(
         try:
             async with AsyncExitStack() as stack:
                 held = []
-                for _ in range(3):
+                for _ in range(3):  # three transactions open at once, each holding its connection
                     uow = await stack.enter_async_context(UnitOfWork(sessionmaker))
                     connection = await driver_connection(uow.session)
                     assert await connection.fetchval("SELECT 1") == 1
-                    await uow.commit()
                     held.append(connection)
+            # the one kept by the pool went back with its transaction rolled back
+            kept = [connection for connection in held if not connection.is_closed()]
+            assert [connection.is_in_transaction() for connection in kept] == [False]
             return [connection.is_closed() for connection in held], engine.sync_engine.pool.checkedin()
         finally:
             await engine.dispose()

@@ -141,3 +141,38 @@ def test_a_lone_statement_cancelled_during_its_pass_of_the_event_loop_holds_no_c
         return held_during_the_pass, pool.checkedout() - checked_out, task.cancelled(), sent
 
     assert bridge.run(_in_session(bridge, cancelled_during_the_pass)) == (0, 0, True, [])
+
+
+def test_after_a_commit_the_next_orm_statement_begins_a_transaction_that_rolls_back(bridge, db):
+    """The connection `driver_connection` binds is AUTOCOMMIT to SQLAlchemy (its transaction is the
+    driver's): once committed, the unit of work must not run ORM statements there unprotected."""
+
+    async def commit_then_roll_back(session):
+        from moneyrail.db.uow import commit, rollback
+
+        driver = await driver_connection(session)
+        await driver.execute("SELECT 1")
+        await commit(session)
+        await session.execute(text("SELECT pg_advisory_xact_lock(434343)"))
+        held = await session.scalar(
+            text("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND objid = 434343")
+        )
+        await rollback(session)
+        return held
+
+    # in autocommit the lock would have gone with its statement
+    assert bridge.run(_in_session(bridge, commit_then_roll_back)) == 1
+    # a transaction-scoped lock outlives its statement only inside a transaction: gone with the rollback
+    assert db.execute("SELECT pg_try_advisory_lock(434343)").fetchone()[0] is True
+    db.execute("SELECT pg_advisory_unlock(434343)")
+
+
+def test_a_pooled_connection_given_back_inside_a_transaction_is_never_handed_out_again(bridge):
+    async def leave_one_in_a_transaction(session):
+        pooled = await session.bind.raw_connection()
+        await pooled.driver_connection.execute("BEGIN")
+        pooled.close()  # as a release cut short would: back to the pool mid-transaction
+        async with lone_statement_connection(session) as connection:
+            return connection.is_in_transaction(), await connection.fetchval("SELECT 1")
+
+    assert bridge.run(_in_session(bridge, leave_one_in_a_transaction)) == (False, 1)

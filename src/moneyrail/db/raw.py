@@ -7,9 +7,11 @@ operation's claim, which must commit alone, takes a pooled connection outside an
 
 A unit of work whose first statement goes to the driver never runs SQLAlchemy's connection and
 transaction machinery for it (a greenlet hop and several objects each for checkout, begin, commit and
-close): `driver_connection` checks a connection out of the engine's pool itself, begins on the driver,
-and binds the session to that connection, so an ORM statement made later in the same unit of work
-runs in the same transaction. `UnitOfWork` (db/uow.py) commits, rolls back and releases it.
+close): `driver_connection` checks a connection out of the engine's pool itself, sends BEGIN on the
+driver, and binds the session to that connection, set to SQLAlchemy's AUTOCOMMIT so that the ORM never
+begins or ends a transaction of its own there: an ORM statement made later in the same unit of work
+runs in the driver's transaction. `UnitOfWork` (db/uow.py) commits, rolls back and releases it. Only
+public APIs: asyncpg's `is_in_transaction()` tells whether a transaction is open on a connection.
 
 A lone statement needs no session at all when the unit of work has begun no transaction: it takes the
 unit of work itself (`SessionOnDemand`), whose session may never be made.
@@ -25,15 +27,16 @@ from functools import cache
 from types import TracebackType
 from typing import Any, Protocol, TypeVar
 
+import asyncpg
 import orjson
-from sqlalchemy import JSON, Table, inspect
+from sqlalchemy import JSON, Table, event, inspect
 from sqlalchemy.engine import Connection
-from sqlalchemy.exc import MissingGreenlet
+from sqlalchemy.exc import DisconnectionError, MissingGreenlet
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, AsyncSession, async_sessionmaker
-from sqlalchemy.orm import Mapper, configure_mappers, make_transient_to_detached
+from sqlalchemy.orm import Mapper, Session, SessionTransaction, configure_mappers, make_transient_to_detached
 from sqlalchemy.orm.attributes import instance_state, set_committed_value
 from sqlalchemy.orm.base import NO_VALUE
-from sqlalchemy.pool import Pool, PoolProxiedConnection, QueuePool
+from sqlalchemy.pool import ConnectionPoolEntry, Pool, PoolProxiedConnection, QueuePool
 from sqlalchemy.util import greenlet_spawn
 
 from moneyrail.models.base import Base
@@ -53,50 +56,95 @@ async def driver_connection(session: AsyncSession) -> Any:
     if cached is not None:
         return cached
     owned: AsyncConnection | None = session.info.get(_OWNED)
-    if session.in_transaction() or owned is not None or UNIT_OF_WORK_SESSION not in session.info:
-        # the ORM has a connection already (its own, or the one bound below), or the session is not a
-        # unit of work's: the driver joins SQLAlchemy's connection
-        connection = owned if owned is not None else await session.connection()
-        pooled = await connection.get_raw_connection()
-        await _begin_on_driver(pooled, connection)
-    else:
+    if owned is not None:
+        pooled = await owned.get_raw_connection()
+        await _begin_on_driver(pooled.driver_connection, owned)
+    elif UNIT_OF_WORK_SESSION in session.info and not orm_connection_begun(session):
         pooled = await _bind_pooled_connection(session)
+    else:
+        # the ORM holds a connection in this transaction already, or the session is not a unit of
+        # work's: the driver joins SQLAlchemy's connection
+        connection = await session.connection()
+        pooled = await connection.get_raw_connection()
+        joined: Any = pooled.driver_connection
+        if not joined.is_in_transaction():
+            # SQLAlchemy's asyncpg adapter sends BEGIN with its first statement: one through it, so
+            # that what is sent straight to the driver does not run outside the transaction
+            await connection.exec_driver_sql("SELECT 1")
     cached = pooled.driver_connection
     session.info[_KEY] = cached
     return cached
 
 
 async def _bind_pooled_connection(session: AsyncSession) -> Any:
-    """A connection from the engine's pool with a transaction begun on the driver, the session bound to it."""
+    """A connection from the engine's pool with a transaction begun on the driver, the session bound to it.
+
+    The transaction is the driver's, not SQLAlchemy's: the connection is set to SQLAlchemy's AUTOCOMMIT,
+    so that the ORM's statements and flushes on it join the transaction begun here instead of beginning
+    their own (`end_driver_transaction` ends it).
+    """
     engine = engine_of(session)
     pool = engine.sync_engine.pool
     # an idle connection without the greenlet hop of `AsyncEngine.raw_connection` (the same checkout)
     pooled = _idle_connection(pool) or await greenlet_spawn(pool.connect)
-    bound = AsyncConnection(engine, Connection(engine.sync_engine, connection=pooled))
+    connection = Connection(engine.sync_engine, connection=pooled)
+    # no I/O: the adapter only notes it (and resets it when the connection goes back to the pool)
+    connection.execution_options(isolation_level="AUTOCOMMIT")
+    bound = AsyncConnection(engine, connection)
     session.info[_OWNED] = bound  # released by the unit of work, whatever happens below
-    await _begin_on_driver(pooled, bound)
+    assert pooled is not None
+    driver: Any = pooled.driver_connection
+    await _begin_on_driver(driver, bound)
     # Not begun yet, so the session may still change its bind: its ORM statements join this transaction
     session.bind = bound
     return pooled
 
 
-async def _begin_on_driver(pooled: Any, connection: AsyncConnection) -> None:
-    adapted: Any = pooled.dbapi_connection
-    # SQLAlchemy's asyncpg adapter sends BEGIN lazily, on its own first statement; a statement sent
-    # straight to the driver before that would run outside the transaction (autocommit).
-    if getattr(adapted, "_transaction", None) is not None:
-        return
-    start = getattr(adapted, "_start_transaction", None)
-    if start is None:  # another SQLAlchemy release: a statement through SQLAlchemy begins the transaction
-        await connection.exec_driver_sql("SELECT 1")
+async def _begin_on_driver(driver: Any, connection: AsyncConnection) -> None:
+    if driver.is_in_transaction():
         return
     try:
-        await start()
+        await driver.execute("BEGIN")
     except Exception:
         # SQLAlchemy did not send this statement, so it cannot see a dead connection (as after a
         # PostgreSQL restart) and would hand it out again to every later request
         await connection.invalidate()
         raise
+
+
+# Set while the session's transaction holds a connection it began (SQLAlchemy's public session events:
+# `after_begin` when a connection joins the transaction, `after_transaction_end` when the outermost ends).
+# Listened to on every Session: a unit of work may be given any sessionmaker, and a missed flag would
+# leave an ORM transaction uncommitted.
+_ORM_CONNECTION_BEGUN = "moneyrail.orm_connection_begun"
+
+
+@event.listens_for(Session, "after_begin")
+def _note_connection_begun(session: Session, transaction: SessionTransaction, connection: Connection) -> None:
+    session.info[_ORM_CONNECTION_BEGUN] = True
+
+
+@event.listens_for(Session, "after_transaction_end")
+def _note_transaction_ended(session: Session, transaction: SessionTransaction) -> None:
+    if transaction.parent is None:
+        session.info.pop(_ORM_CONNECTION_BEGUN, None)
+
+
+@event.listens_for(Pool, "checkout")
+def _refuse_a_connection_left_in_a_transaction(
+    dbapi_connection: Any, record: ConnectionPoolEntry, proxy: PoolProxiedConnection
+) -> None:
+    """A connection given back with the driver's transaction still open (a release cut short) would run
+    the next user's statements in it: SQLAlchemy's pool drops it and hands out another instead."""
+    driver = proxy.driver_connection
+    if isinstance(driver, asyncpg.Connection) and driver.is_in_transaction():
+        raise DisconnectionError("a pooled connection came back with a transaction open on its driver")
+
+
+def orm_connection_begun(session: AsyncSession) -> bool:
+    """Whether the ORM has a connection in the session's current transaction (a statement or a flush
+    ran, or `session.connection()` was asked)."""
+    return bool(session.info.get(_ORM_CONNECTION_BEGUN))
 
 
 def engine_of(session: AsyncSession) -> AsyncEngine:
@@ -108,50 +156,67 @@ def engine_of(session: AsyncSession) -> AsyncEngine:
     return bind
 
 
-def driver_transaction_open(session: AsyncSession) -> bool:
-    """Whether the connection bound by `driver_connection` has a transaction the ORM does not know of."""
+def _owned_driver(session: AsyncSession) -> Any:
+    """The driver connection `driver_connection` bound to the session, while it is open; else None."""
     owned: AsyncConnection | None = session.info.get(_OWNED)
-    if owned is None or owned.sync_connection is None or owned.sync_connection.closed:
-        return False
-    adapted: Any = owned.sync_connection.connection.dbapi_connection
-    return getattr(adapted, "_transaction", None) is not None
+    if owned is None or owned.sync_connection is None or owned.sync_connection.invalidated:
+        return None
+    connection = owned.sync_connection
+    if connection.closed:
+        return None
+    return connection.connection.driver_connection
+
+
+def driver_transaction_open(session: AsyncSession) -> bool:
+    """Whether the connection bound by `driver_connection` has a transaction open (the driver's own)."""
+    driver = _owned_driver(session)
+    return driver is not None and bool(driver.is_in_transaction())
 
 
 async def end_driver_transaction(session: AsyncSession, *, commit: bool) -> None:
-    """Commit or roll back what the driver began on the bound connection, where the ORM did not.
+    """Commit or roll back the transaction begun on the bound connection's driver.
 
-    After the session's own commit or rollback: when the ORM ran in the transaction, it ended it; when
-    only driver statements did, the session never began, so its commit or rollback touched nothing.
+    After the session's own commit or rollback, which flushed what the ORM held and sent nothing else:
+    the bound connection is AUTOCOMMIT to SQLAlchemy.
     """
     session.info.pop(_KEY, None)
     if not driver_transaction_open(session):
         return
-    owned: AsyncConnection = session.info[_OWNED]
-    assert owned.sync_connection is not None
-    adapted: Any = owned.sync_connection.connection.dbapi_connection
-    transaction = adapted._transaction
-    # the adapter's own commit and rollback wrap these in a greenlet hop; it discards the transaction
-    # whether the call succeeds or not, as here
-    await adapted._call_and_discard(transaction.commit if commit else transaction.rollback)
+    driver = _owned_driver(session)
+    # PostgreSQL ends the transaction whether COMMIT succeeds or not (a deferred check may refuse it)
+    await driver.execute("COMMIT" if commit else "ROLLBACK")
 
 
 async def release_bound_connection(session: AsyncSession) -> None:
-    """Back to the pool (rolled back there if a transaction is still open), after the session closed."""
+    """Back to the pool, after the session closed: a transaction still open on the driver is rolled
+    back first (the pool's own reset would not see it). The session is bound to the engine again, so
+    that its next use takes a connection of its own."""
     owned: AsyncConnection | None = session.info.pop(_OWNED, None)
     session.info.pop(_KEY, None)
     if owned is None:
         return
+    if session.bind is owned:
+        session.bind = owned.engine
     connection = owned.sync_connection
-    if (
-        connection is not None
-        and not connection.closed
-        and not connection.invalidated  # (reading `.connection` below would reconnect it)
-        and not connection.in_transaction()
-        and getattr(connection.connection.dbapi_connection, "_transaction", None) is None
-        and _returns_without_io(owned.engine.sync_engine.pool)
-    ):
-        # committed or rolled back already, and a place in the pool: the checkin sends nothing, so
-        # it needs no greenlet hop
+    if connection is None or connection.closed:
+        return
+    if connection.invalidated:
+        await owned.close()
+        return
+    driver: Any = connection.connection.driver_connection
+    if driver.is_closed():  # dead (as after a PostgreSQL restart): never handed out again
+        await owned.invalidate()
+        await owned.close()
+        return
+    if driver.is_in_transaction():
+        try:
+            await driver.execute("ROLLBACK")
+        except Exception:
+            await owned.invalidate()  # never handed out again with a transaction of its own
+            raise
+    if not connection.in_transaction() and _returns_without_io(owned.engine.sync_engine.pool):
+        # nothing open on it, and a place in the pool: the checkin sends nothing, so it needs no
+        # greenlet hop
         connection.close()
     else:
         await owned.close()
@@ -391,12 +456,9 @@ def pending_update(instance: Base, first_parameter: int) -> Write | None:
     (key_column,) = state.mapper.primary_key
     identity = state.identity
     assert identity is not None  # persistent
-    if touched.keys() <= columns.keys():
-        # every pending change is a column written here: the row is as a flush would leave it
-        state._commit_all(values, state._instance_dict())
-    else:
-        for key in written:
-            set_committed_value(instance, key, values.get(key))
+    # marked written: every touched column here (written, or set to its committed value) is committed
+    for key in touched.keys() & columns.keys():
+        set_committed_value(instance, key, values.get(key))
     number = first_parameter + len(parameters)
     # names from the mapper, values as parameters
     sql = f'UPDATE "{table.name}" SET {", ".join(assignments)} WHERE "{key_column.name}" = ${number}'  # noqa: S608
@@ -458,17 +520,8 @@ def loaded_row(session: AsyncSession, model: type[Model], row: Mapping[str, Any]
     if held is not None:
         return held  # type: ignore[no-any-return]
     instance = from_row(model, values)
-    # Attached as the ORM's loader attaches a row it read (loading.py), not by `session.add`: that
-    # begins the session's own transaction (whose commit then costs a flush and a greenlet hop) and
-    # walks the mapper's cascades, for a row that is already persistent in this transaction.
-    state = instance_state(instance)
-    state.key = identity
-    state.identity_token = identity[2]
-    state.session_id = sync_session.hash_key
-    identity_map._add_unpresent(state, identity)
-    state._commit_all(state.dict, identity_map)  # every column as committed
-    if sync_session.dispatch.loaded_as_persistent:
-        sync_session.dispatch.loaded_as_persistent(sync_session, state)
+    make_transient_to_detached(instance)  # its identity from the primary key, every column as committed
+    session.add(instance)  # detached to persistent: no SQL (the models have no cascades to walk)
     return instance
 
 

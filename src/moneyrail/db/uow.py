@@ -32,15 +32,13 @@ from __future__ import annotations
 
 from types import TracebackType
 
-from sqlalchemy import event
-from sqlalchemy.engine import Connection
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
-from sqlalchemy.orm import Session, SessionTransaction
 
 from moneyrail.db.raw import (
     UNIT_OF_WORK_SESSION,
     end_driver_transaction,
     forget_driver_connection,
+    orm_connection_begun,
     release_bound_connection,
 )
 
@@ -129,9 +127,9 @@ class UnitOfWork:
             return
         if commit:
             await self.commit()
-        elif session.in_transaction():
+        elif orm_connection_begun(session):
             await self.rollback()
-        else:  # the ORM began nothing: its rollback would be a greenlet hop for nothing
+        else:  # the ORM sent nothing (what it holds is dropped below): its rollback would be a greenlet hop
             forget_driver_connection(session)
             await end_driver_transaction(session, commit=False)
         forget_driver_connection(session)
@@ -150,6 +148,8 @@ async def commit(session: AsyncSession) -> None:
     else:
         _end_idle_orm_transaction(session)
     await end_driver_transaction(session, commit=True)
+    # the bound connection is AUTOCOMMIT to SQLAlchemy: an ORM statement after this must not run there
+    await release_bound_connection(session)
 
 
 async def rollback(session: AsyncSession) -> None:
@@ -157,34 +157,18 @@ async def rollback(session: AsyncSession) -> None:
     forget_driver_connection(session)
     await session.rollback()
     await end_driver_transaction(session, commit=False)
+    await release_bound_connection(session)
 
 
 def _orm_has_work(session: AsyncSession) -> bool:
     """Whether the session's commit has anything to do: objects to flush, or a transaction it began on
     a connection (an ORM statement or flush ran in it). The transaction SQLAlchemy opens when a row
     read on the driver is changed (its autobegin) holds no connection until then: committing it would
-    flush nothing and end nothing, for a greenlet hop and its bookkeeping."""
-    if session.new or session.dirty or session.deleted:
+    flush nothing and end nothing, for a greenlet hop and its bookkeeping. A row whose changes
+    `pending_update` took over stays among the session's dirty ones with nothing left to write."""
+    if session.new or session.deleted or orm_connection_begun(session):
         return True
-    return bool(session.info.get(_ORM_CONNECTION_BEGUN))
-
-
-# Set while the session's transaction holds a connection it began (SQLAlchemy's public session events:
-# `after_begin` when a connection joins the transaction, `after_transaction_end` when the outermost ends).
-# Listened to on every Session: a unit of work may be given any sessionmaker, and a missed flag would
-# leave an ORM transaction uncommitted.
-_ORM_CONNECTION_BEGUN = "moneyrail.orm_connection_begun"
-
-
-@event.listens_for(Session, "after_begin")
-def _note_connection_begun(session: Session, transaction: SessionTransaction, connection: Connection) -> None:
-    session.info[_ORM_CONNECTION_BEGUN] = True
-
-
-@event.listens_for(Session, "after_transaction_end")
-def _note_transaction_ended(session: Session, transaction: SessionTransaction) -> None:
-    if transaction.parent is None:
-        session.info.pop(_ORM_CONNECTION_BEGUN, None)
+    return any(session.is_modified(instance) for instance in session.dirty)
 
 
 def _end_idle_orm_transaction(session: AsyncSession) -> None:
