@@ -33,6 +33,7 @@ from __future__ import annotations
 from types import TracebackType
 
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
+from sqlalchemy.orm.attributes import instance_state
 
 from moneyrail.db.raw import (
     UNIT_OF_WORK_SESSION,
@@ -165,10 +166,11 @@ def _orm_has_work(session: AsyncSession) -> bool:
     a connection (an ORM statement or flush ran in it). The transaction SQLAlchemy opens when a row
     read on the driver is changed (its autobegin) holds no connection until then: committing it would
     flush nothing and end nothing, for a greenlet hop and its bookkeeping. A row whose changes
-    `pending_update` took over stays among the session's dirty ones with nothing left to write."""
+    `pending_update` took over stays among the session's dirty ones with no change left on record
+    (cheaper to see than `Session.is_modified`, which builds every attribute's history)."""
     if session.new or session.deleted or orm_connection_begun(session):
         return True
-    return any(session.is_modified(instance) for instance in session.dirty)
+    return any(instance_state(instance).committed_state for instance in session.dirty)
 
 
 def _end_idle_orm_transaction(session: AsyncSession) -> None:
