@@ -22,6 +22,7 @@ from typing import Any
 import httpx
 
 from moneyrail.devkit.api import ApiConnection, call
+from moneyrail.kit.tls import default_tls
 
 # Not forwarded: they describe the connection to the receiver, not the delivery.
 HOP_BY_HOP = {"host", "content-length", "connection", "keep-alive", "transfer-encoding", "accept-encoding"}
@@ -48,7 +49,7 @@ def forward(forward_to: str, body: bytes, headers: dict[str, str], timeout: floa
         event_type, event_id = "?", headers.get("webhook-id", "?")
     kept = {name: value for name, value in headers.items() if name.lower() not in HOP_BY_HOP}
     try:
-        response = httpx.post(forward_to, content=body, headers=kept, timeout=timeout)
+        response = httpx.post(forward_to, content=body, headers=kept, timeout=timeout, verify=default_tls())
     except httpx.HTTPError as error:
         return Forwarded(event_type, event_id, None, f"{type(error).__name__}: {error}")
     return Forwarded(event_type, event_id, response.status_code)

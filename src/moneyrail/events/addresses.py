@@ -8,7 +8,6 @@ so a DNS answer that changes between the check and the connection (rebinding) ca
 from __future__ import annotations
 
 import asyncio
-import functools
 import ipaddress
 import socket
 import ssl
@@ -18,19 +17,14 @@ from urllib.parse import urlsplit, urlunsplit
 
 import httpx
 
+from moneyrail.kit.tls import default_tls
+
 # host, port -> the addresses it resolves to (the system resolver unless a test brings its own)
 Resolver = Callable[[str, int], Awaitable[list[str]]]
 
 
 class AddressRefused(ValueError):
     pass
-
-
-@functools.cache
-def default_tls() -> ssl.SSLContext:
-    """httpx's own default (its CA bundle, `SSL_CERT_FILE` honoured), built once per process: a client
-    made with `verify=True` loads the bundle again, ~20 ms of CPU for every delivery."""
-    return httpx.create_ssl_context()
 
 
 def check_shape(url: str, *, livemode: bool) -> None:
