@@ -42,7 +42,7 @@ from tests.harness import (
     verify_ledger_as_an_operator_does,
     wait_until_ready,
 )
-from tests.helpers import backends_of as backends_of_process
+from tests.helpers import backends_of
 from tests.payments.support import (
     AUTHENTICATE,
     GENERIC_DECLINE,
@@ -85,11 +85,6 @@ def web_far_away(servers: Servers) -> Iterator[tuple[str, Process]]:
     one is on the network. Shared by the tests that do not kill it."""
     with web_process(servers, "web-step-phases-far", MONEYRAIL_SANDBOX_LATENCY_MS=SLOW_CALL_MS) as running:
         yield running
-
-
-def backends_of(db: psycopg.Connection[Any], process: Process) -> list[tuple[int, str]]:
-    """(pid, state) of the PostgreSQL backends whose client is the web process (or one of its children)."""
-    return [(pid, state) for pid, state, _ in backends_of_process(db, process.popen.pid)]
 
 
 def authorized(api: httpx.Client) -> dict[str, Any]:
@@ -139,11 +134,11 @@ def test_a_capture_on_the_network_holds_no_transaction_lock_or_connection_and_a_
         )
         wait_for(lambda: claim_of(db, payment["id"])[0] is not None, timeout=30)
         # the call is on the network now (the claim commits just before it)
-        backends = backends_of(db, web)
+        backends = backends_of(db, web.popen.pid)
         assert backends, "the web process has connected to the database"
-        assert [(pid, state) for pid, state in backends if state != "idle"] == []
+        assert [(pid, state) for pid, state, _ in backends if state != "idle"] == []
         held = db.execute(
-            "SELECT locktype, mode FROM pg_locks WHERE pid = ANY(%s)", ([pid for pid, _ in backends],)
+            "SELECT locktype, mode FROM pg_locks WHERE pid = ANY(%s)", ([pid for pid, _, _ in backends],)
         ).fetchall()
         assert held == []
         with psycopg.connect(libpq_url(servers.database_url)) as other:
@@ -325,7 +320,7 @@ def test_the_hosted_checkout_pays_in_phases_and_a_double_click_meanwhile_is_told
             lambda: httpx.post(f"{url}{page}", data=card_form(SUCCEEDS), timeout=60, verify=TLS)
         )
         wait_for(lambda: claim_of(db, payment["id"])[0] is not None, timeout=30)
-        assert [(pid, state) for pid, state in backends_of(db, web) if state != "idle"] == []
+        assert [(pid, state) for pid, state, _ in backends_of(db, web.popen.pid) if state != "idle"] == []
         # the payer clicks again while the bank has not answered: asked to wait, nothing charged twice
         again = httpx.post(f"{api.base_url}{page}", data=card_form(SUCCEEDS), timeout=30, verify=TLS)
         assert again.status_code == 200, again.text
@@ -432,7 +427,7 @@ def test_expiring_a_checkout_cancels_its_payment_at_the_processor_holding_no_tra
     ):
         thread, outcome = in_background(lambda: slow.post(path, json={}, timeout=60))
         wait_for(lambda: claim_of(db, payment["id"])[0] is not None, timeout=30)
-        assert [(pid, state) for pid, state in backends_of(db, web) if state != "idle"] == []
+        assert [(pid, state) for pid, state, _ in backends_of(db, web.popen.pid) if state != "idle"] == []
         with psycopg.connect(libpq_url(servers.database_url)) as other:
             for table, row_id in (("checkout_sessions", checkout["id"]), ("payment_intents", payment["id"])):
                 locked = other.execute(f"SELECT id FROM {table} WHERE id = %s FOR UPDATE NOWAIT", (row_id,))
@@ -489,7 +484,7 @@ def test_cancelling_a_subscription_voids_its_first_payment_holding_nothing_durin
         )
         wait_for(lambda: claim_of(db, payment_id)[0] is not None or outcome, timeout=30)
         assert not outcome, outcome["response"].text  # answered before its call was even out
-        assert [(pid, state) for pid, state in backends_of(db, web) if state != "idle"] == []
+        assert [(pid, state) for pid, state, _ in backends_of(db, web.popen.pid) if state != "idle"] == []
         rows_lockable_now(servers, [("subscriptions", incomplete["id"]), ("payment_intents", payment_id)])
         assert api.get(f"/v1/subscriptions/{incomplete['id']}").json()["status"] == "incomplete"
         thread.join(60)
@@ -540,10 +535,10 @@ def test_a_new_card_is_tokenized_screened_and_authorized_in_one_phase_holding_no
             lambda: httpx.post(path, json=body, headers=headers, timeout=60, verify=TLS)
         )
         wait_for(lambda: claim_of(db, plain["id"])[0] is not None, timeout=30)
-        backends = backends_of(db, web)
-        assert [(pid, state) for pid, state in backends if state != "idle"] == []
+        backends = backends_of(db, web.popen.pid)
+        assert [(pid, state) for pid, state, _ in backends if state != "idle"] == []
         held = db.execute(
-            "SELECT locktype, mode FROM pg_locks WHERE pid = ANY(%s)", ([pid for pid, _ in backends],)
+            "SELECT locktype, mode FROM pg_locks WHERE pid = ANY(%s)", ([pid for pid, _, _ in backends],)
         ).fetchall()
         assert held == []
         thread.join(60)

@@ -87,12 +87,12 @@ async def _bind_pooled_connection(session: AsyncSession) -> Any:
     pool = engine.sync_engine.pool
     # an idle connection without the greenlet hop of `AsyncEngine.raw_connection` (the same checkout)
     pooled = _idle_connection(pool) or await greenlet_spawn(pool.connect)
+    assert pooled is not None
     connection = Connection(engine.sync_engine, connection=pooled)
     # no I/O: the adapter only notes it (and resets it when the connection goes back to the pool)
     connection.execution_options(isolation_level="AUTOCOMMIT")
     bound = AsyncConnection(engine, connection)
     session.info[_OWNED] = bound  # released by the unit of work, whatever happens below
-    assert pooled is not None
     driver: Any = pooled.driver_connection
     await _begin_on_driver(driver, bound)
     # Not begun yet, so the session may still change its bind: its ORM statements join this transaction
@@ -159,10 +159,8 @@ def engine_of(session: AsyncSession) -> AsyncEngine:
 def _owned_driver(session: AsyncSession) -> Any:
     """The driver connection `driver_connection` bound to the session, while it is open; else None."""
     owned: AsyncConnection | None = session.info.get(_OWNED)
-    if owned is None or owned.sync_connection is None or owned.sync_connection.invalidated:
-        return None
-    connection = owned.sync_connection
-    if connection.closed:
+    connection = owned.sync_connection if owned is not None else None
+    if connection is None or connection.invalidated or connection.closed:
         return None
     return connection.connection.driver_connection
 
@@ -180,9 +178,9 @@ async def end_driver_transaction(session: AsyncSession, *, commit: bool) -> None
     the bound connection is AUTOCOMMIT to SQLAlchemy.
     """
     session.info.pop(_KEY, None)
-    if not driver_transaction_open(session):
-        return
     driver = _owned_driver(session)
+    if driver is None or not driver.is_in_transaction():
+        return
     # PostgreSQL ends the transaction whether COMMIT succeeds or not (a deferred check may refuse it)
     await driver.execute("COMMIT" if commit else "ROLLBACK")
 

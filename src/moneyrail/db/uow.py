@@ -137,8 +137,7 @@ class UnitOfWork:
         try:
             session.sync_session.close()  # its transaction ended above: no I/O
         finally:
-            await release_bound_connection(session)
-            session.bind = self.engine  # not the connection just given back
+            await release_bound_connection(session)  # and binds the session to the engine again
 
 
 async def commit(session: AsyncSession) -> None:
