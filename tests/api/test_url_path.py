@@ -1,4 +1,5 @@
-"""The idempotency fingerprint's path is `request.url.path`, with or without building the URL."""
+"""The idempotency fingerprint's path is `request.url.path`, with or without building the URL; never an
+error."""
 
 from __future__ import annotations
 
@@ -26,4 +27,13 @@ def request_for(path: str, host: bytes | None) -> Request:
     st.sampled_from([b"bench", b"example.com:8080", None, b"[::1]:80"]),
 )
 def test_the_path_is_request_url_path(path: str, host: bytes | None) -> None:
-    assert url_path(request_for(path, host)) == request_for(path, host).url.path
+    try:
+        expected = request_for(path, host).url.path
+    except ValueError:  # no URL holds it (`/\n/[` with no Host: `//[` once the newline is dropped, an IPv6
+        # host never closed): the path as it came
+        expected = path
+    assert url_path(request_for(path, host)) == expected
+
+
+def test_a_path_no_url_holds_is_taken_as_it_came() -> None:
+    assert url_path(request_for("/\n/[", None)) == "/\n/["

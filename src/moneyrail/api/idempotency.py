@@ -169,9 +169,16 @@ _PLAIN_PATH = re.compile(r"/(?!/)[A-Za-z0-9/_.~%:@!$&'()*+,;=-]*\Z")
 
 
 def url_path(request: Request) -> str:
-    """`request.url.path`, without building the request's URL for the usual path."""
+    """`request.url.path`, without building the request's URL for the usual path. A path no URL can hold
+    (with no Host header, a newline then `/[`: the URL drops the newline and reads `//[` as an IPv6 host
+    never closed) is taken as it came, instead of failing the request."""
     path: str = request.scope["path"]
-    return path if _PLAIN_PATH.match(path) else request.url.path
+    if _PLAIN_PATH.match(path):
+        return path
+    try:
+        return request.url.path
+    except ValueError:
+        return path
 
 
 async def fingerprint(request: Request) -> str:
