@@ -8,12 +8,15 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import os
 import secrets
 import socket
 import subprocess
 import sys
+import threading
 import time
+import traceback
 from collections.abc import Coroutine
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,6 +26,7 @@ from urllib.parse import urlsplit, urlunsplit
 import httpx
 import psutil
 import psycopg
+import structlog
 from redis import Redis
 from redis.exceptions import WatchError
 from sqlalchemy.engine import make_url
@@ -244,16 +248,68 @@ def verify_ledger(servers: Servers) -> None:
 
 
 def verify_ledger_as_an_operator_does(servers: Servers) -> None:
-    """`moneyrail ledger verify` in its own process; it exits non-zero on any break."""
-    result = subprocess.run(
-        [sys.executable, "-m", "moneyrail", "ledger", "verify"],
-        env=servers.environment(),
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    """`moneyrail ledger verify`, as an operator runs it; it exits non-zero on any break."""
+    result = run_moneyrail(servers, "ledger", "verify", timeout=300)
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def run_moneyrail(
+    servers: Servers, *args: str, stdin: str | None = None, timeout: float = 120, **env: str
+) -> subprocess.CompletedProcess[str]:
+    """`moneyrail <args>` as `python -m moneyrail` runs it (`moneyrail.entry.main`: its parsing, its own
+    handling of failures, its exit code, its two streams), with the servers' environment (`env` over
+    it), in this process: a process per command would load every domain again, ~2 s of CPU each for
+    the suite's ~180 commands. Settings are read afresh for each command, and the logging it configures
+    is put back. tests/test_operator_cli.py runs the real `python -m moneyrail` for what only a process
+    shows (its exit on a missing database, its logs kept off its output, run.py's hand-over)."""
+    from click.testing import CliRunner
+
+    from moneyrail.config import get_settings
+    from moneyrail.entry import main
+
+    environment = {name: value for name, value in servers.environment(**env).items() if name != "PWD"}
+    outcome: dict[str, Any] = {}
+
+    def command() -> None:
+        root = logging.getLogger()
+        handlers, level = list(root.handlers), root.level
+        structlog_config = structlog.get_config()
+        with CliRunner().isolation(input=stdin, env=environment) as (stdout, stderr, _):
+            code: int | str | None
+            try:
+                get_settings.cache_clear()
+                main(list(args))
+                code = 0
+            except SystemExit as exit_:
+                code = exit_.code
+            except Exception:  # as the interpreter does for a process: the traceback, exit 1
+                traceback.print_exc()
+                code = 1
+            finally:
+                get_settings.cache_clear()
+                structlog.configure(**structlog_config)
+                for handler in list(root.handlers):
+                    root.removeHandler(handler)
+                for handler in handlers:
+                    root.addHandler(handler)
+                root.setLevel(level)
+            if isinstance(code, str):  # sys.exit("message"): the message on stderr, exit 1
+                print(code, file=sys.stderr)
+                code = 1
+            sys.stdout.flush()
+            sys.stderr.flush()
+            outcome["result"] = subprocess.CompletedProcess(
+                ["moneyrail", *args], code or 0, stdout.getvalue().decode(), stderr.getvalue().decode()
+            )
+
+    # its own thread: the command runs its own event loop (asyncio.run), whoever calls it
+    runner = threading.Thread(target=command, name="moneyrail command")
+    runner.start()
+    runner.join(timeout)
+    if runner.is_alive():
+        raise subprocess.TimeoutExpired(["moneyrail", *args], timeout)
+    result: subprocess.CompletedProcess[str] = outcome["result"]
+    return result
 
 
 def json_lines(text: str) -> list[dict[str, Any]]:

@@ -6,8 +6,9 @@ import asyncio
 import os
 import sys
 from collections.abc import Sequence
+from functools import cache
 from pathlib import Path
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any, TextIO, TypeVar
 
 import asyncpg
 import typer
@@ -427,6 +428,12 @@ def _describe_failure(error: BaseException) -> str:
     return f"the database at {where} refused the command: {detail}"
 
 
+@cache
+def _discarded() -> TextIO:
+    """One stream to nowhere per process, however many commands run in it (a test runs many)."""
+    return open(os.devnull, "w")  # open while the process lives
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     arguments = list(argv) if argv is not None else sys.argv[1:]
     command = next((argument for argument in arguments if not argument.startswith("-")), None)
@@ -438,7 +445,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     get_settings.cache_clear()  # read again, with the instance's URLs if it gave them
     settings = get_settings()
     # They print results, never log lines; what an operator decided is in the audit log (a table).
-    configure_logging(settings.log_level, json=settings.log_json, stream=open(os.devnull, "w"))  # noqa: SIM115
+    configure_logging(settings.log_level, json=settings.log_json, stream=_discarded())
     try:
         app(args=arguments)
     except (OSError, SQLAlchemyError, asyncpg.PostgresError, RedisError, DatabaseNotConfigured) as error:

@@ -22,20 +22,13 @@ from moneyrail.installations import service as installations
 from moneyrail_client import webhooks
 from moneyrail_client.events import PaymentIntentEvent
 from tests.events.receiver import Receiver, receiver
-from tests.harness import ROOT, TLS, TenantKeys, create_tenant
+from tests.harness import ROOT, TLS, TenantKeys, create_tenant, run_moneyrail
 
 SECRET_LINE = re.compile(r"Webhook signing secret: (whsec_\S+)")
 
 
 def moneyrail(servers, *arguments: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "moneyrail", *arguments],
-        env=servers.environment(),
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
+    return run_moneyrail(servers, *arguments, timeout=timeout)
 
 
 @dataclass

@@ -7,7 +7,6 @@ import html
 import json
 import re
 import subprocess
-import sys
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -15,21 +14,14 @@ from typing import Any
 import httpx
 import pyotp
 
-from tests.harness import ROOT, Servers
+from tests.harness import Servers, run_moneyrail
 
 CSRF_FIELD = re.compile(r'name="csrf_token" value="([^"]+)"')
 PASSWORD = "correct horse battery staple"
 
 
 def moneyrail(servers: Servers, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "moneyrail", *args],
-        env=servers.environment(**env),
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    return run_moneyrail(servers, *args, **env)
 
 
 @dataclass

@@ -4,23 +4,15 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 
 import httpx
 
-from tests.harness import ROOT, TLS
+from tests.harness import TLS, run_moneyrail
 from tests.helpers import refused_within_key_cache_lifetime
 
 
 def moneyrail(servers, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "moneyrail", *args],
-        env=servers.environment(),
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    return run_moneyrail(servers, *args)
 
 
 def test_an_operator_creates_an_installation_and_a_scoped_key_that_works_over_http(servers, web):

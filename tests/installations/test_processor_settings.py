@@ -7,29 +7,20 @@ from __future__ import annotations
 import json
 import secrets
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
-from tests.harness import ROOT, TLS, Servers
+from tests.harness import TLS, Servers, run_moneyrail
 from tests.processor.stripe.servers import StripeServers
 
 
 def moneyrail(
     servers: Servers, stripe: StripeServers, *args: str, stdin: str | None = None
 ) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "moneyrail", *args],
-        env=servers.environment(MONEYRAIL_STRIPE_API_BASE=stripe.double),
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        input=stdin,
-        timeout=60,
-    )
+    return run_moneyrail(servers, *args, stdin=stdin, MONEYRAIL_STRIPE_API_BASE=stripe.double)
 
 
 @pytest.fixture
