@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -15,32 +13,24 @@ import httpx
 import pytest
 
 from tests.conftest import Api
-from tests.harness import OUTPUT_DIR, ROOT, TLS, Process, add_key, create_tenant, free_port, wait_until_ready
+from tests.harness import (
+    OUTPUT_DIR,
+    TLS,
+    Process,
+    add_key,
+    create_tenant,
+    free_port,
+    run_moneyrail,
+    wait_until_ready,
+)
 from tests.helpers import assert_error
 
 
 def set_rate_limit(servers: Any, installation_id: str, limit: int) -> dict[str, Any]:
     """As the operator does it: `moneyrail settings set --rate-limit`."""
-    result = subprocess.run(
-        [
-            *(
-                sys.executable,
-                "-m",
-                "moneyrail",
-                "settings",
-                "set",
-                "-i",
-                installation_id,
-                "--env",
-                "sandbox",
-            ),
-            *("--rate-limit", str(limit), "--json"),
-        ],
-        env=servers.environment(),
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=60,
+    result = run_moneyrail(
+        servers,
+        *("settings", "set", "-i", installation_id, "--env", "sandbox", "--rate-limit", str(limit), "--json"),
     )
     assert result.returncode == 0, result.stdout + result.stderr
     shown: dict[str, Any] = json.loads(result.stdout)
