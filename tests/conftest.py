@@ -24,10 +24,12 @@ from tests.harness import (
     create_tenant,
     free_port,
     libpq_url,
+    verify_ledger,
     verify_ledger_as_an_operator_does,
     wait_until_ready,
 )
 from tests.processor.stripe.servers import StripeServers, stripe_servers
+from tests.stacks import STACK_FIXTURES, shared_stack, stop_shared_stack
 
 
 @pytest.fixture(scope="session")
@@ -41,10 +43,32 @@ def servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Servers]:
     try:
         upgrade(started.database_url)  # the schema comes from the migrations, never create_all
         yield started
+        stop_shared_stack()
         # Money invariants hold after everything the suite did: balance, immutability, the chain
         verify_ledger_as_an_operator_does(started)
     finally:
         started.stop()
+
+
+@pytest.fixture(autouse=True)
+def only_where_asked(request: pytest.FixtureRequest) -> None:
+    """No worker or scheduler shared by earlier tests runs during a test that does not ask for one
+    (tests/stacks.py): it may start its own, and must meet no other consumer of its queues."""
+    if STACK_FIXTURES.isdisjoint(request.fixturenames):
+        stop_shared_stack()
+
+
+@pytest.fixture(scope="module")
+def ledger_verified_after_the_file(servers: Servers) -> Iterator[None]:
+    yield
+    verify_ledger(servers)  # what `moneyrail ledger verify` checks, after every file that moves money
+
+
+@pytest.fixture
+def money_stack(servers: Servers, ledger_verified_after_the_file: None) -> Process:
+    """A worker and a scheduler for the money that moves after a request answers (renewals, commits,
+    syncs, disputes), shared with the tests before (tests/stacks.py)."""
+    return shared_stack(servers).worker
 
 
 @dataclass

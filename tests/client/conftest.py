@@ -12,18 +12,14 @@ import pytest
 
 from moneyrail_client import Moneyrail
 from tests.conftest import WebServer
-from tests.engine.conftest import start_scheduler, start_worker
-from tests.events.conftest import FAST_RETRIES
 from tests.harness import TLS, AsyncBridge, Process, Servers, TenantKeys, create_tenant
+from tests.stacks import FAST_RETRIES, shared_stack
 
 
-@pytest.fixture(scope="package")
-def client_stack(servers: Servers) -> Iterator[Process]:
-    worker = start_worker(servers, name="worker-client", **FAST_RETRIES)
-    scheduler = start_scheduler(servers, name="scheduler-client", **FAST_RETRIES)
-    yield worker
-    worker.stop()
-    scheduler.stop()
+@pytest.fixture
+def client_stack(servers: Servers) -> Process:
+    """A worker and a scheduler (webhooks retried quickly), shared with the tests before (tests/stacks.py)."""
+    return shared_stack(servers, **FAST_RETRIES).worker
 
 
 @dataclass

@@ -55,7 +55,7 @@ def read_lines(stream: IO[str], into: list[str]) -> None:
 
 
 @pytest.fixture(scope="module")
-def listening(servers, web, bridge, client_stack) -> Iterator[Listening]:
+def listening(servers, web, bridge) -> Iterator[Listening]:
     keys = create_tenant(bridge)
     with receiver() as target:
         process = subprocess.Popen(
@@ -100,7 +100,7 @@ def deliveries_of(target: Receiver, event_type: str, timeout: float = 30) -> lis
     )
 
 
-def test_a_triggered_payment_reaches_the_local_server_signed(servers, web, listening) -> None:
+def test_a_triggered_payment_reaches_the_local_server_signed(servers, web, listening, client_stack) -> None:
     made = moneyrail(
         servers,
         "trigger",
@@ -125,7 +125,9 @@ def test_a_triggered_payment_reaches_the_local_server_signed(servers, web, liste
     listening.wait_for_line(rf"payment_intent\.succeeded\s+{event.id}\s+-> 200")
 
 
-def test_a_trigger_names_what_it_supports_and_refuses_a_live_key(servers, web, bridge, listening) -> None:
+def test_a_trigger_names_what_it_supports_and_refuses_a_live_key(
+    servers, web, bridge, listening, client_stack
+) -> None:
     unknown = moneyrail(
         servers, "trigger", "customer.deleted", "--api-key", listening.keys.secret, "--base-url", web.base_url
     )
@@ -174,7 +176,7 @@ def test_transfer_and_payout_triggers_walk_through_the_workers(servers, web, bri
     assert payout["object"] == "payout" and payout["status"] == "paid"
 
 
-def test_listen_removes_its_endpoint_on_exit(web, listening) -> None:
+def test_listen_removes_its_endpoint_on_exit(web, listening, client_stack) -> None:
     """Last in the module: it stops the module's `listen`."""
     headers = {"Authorization": f"Bearer {listening.keys.secret}"}
     endpoints = httpx.get(f"{web.base_url}/v1/webhook-endpoints", headers=headers, verify=TLS).json()["data"]

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import Any
 
 import httpx
@@ -12,43 +10,16 @@ import pytest
 
 from moneyrail.engine.service import create_operation
 from tests.engine.probe import PROBE_ACTOR, PROBE_TYPE
-from tests.harness import OUTPUT_DIR, AsyncBridge, Process, Servers, verify_ledger
+from tests.harness import AsyncBridge, Servers, verify_ledger
 
-ENGINE_ENV = {
-    "MONEYRAIL_WORKER_MODULES": "tests.engine.probe_actors",
-    "MONEYRAIL_OPERATION_LEASE_SECONDS": "2",
-    "MONEYRAIL_RELAY_INTERVAL_SECONDS": "0.2",
-    "MONEYRAIL_RELAY_REDRIVE_SECONDS": "3",
-    "MONEYRAIL_LEADER_POLL_SECONDS": "1",
-    "MONEYRAIL_LOG_LEVEL": "INFO",
-}
+# ENGINE_ENV and the starters are imported from here by the files that start processes of their own
+from tests.stacks import ENGINE_ENV, EngineStack, shared_stack, start_scheduler, start_worker  # noqa: F401
 
 
-def start_worker(servers: Servers, name: str = "worker", **env: str) -> Process:
-    return Process.start(
-        "worker", servers, OUTPUT_DIR / f"{name}.log", "--threads", "4", **{**ENGINE_ENV, **env}
-    )
-
-
-def start_scheduler(servers: Servers, name: str = "scheduler", **env: str) -> Process:
-    return Process.start("scheduler", servers, OUTPUT_DIR / f"{name}.log", **{**ENGINE_ENV, **env})
-
-
-@dataclass
-class EngineStack:
-    worker: Process
-    scheduler: Process
-
-
-@pytest.fixture(scope="module")
-def engine_stack(servers: Servers) -> Iterator[EngineStack]:
-    worker = start_worker(servers)
-    scheduler = start_scheduler(servers)
-    try:
-        yield EngineStack(worker, scheduler)
-    finally:
-        worker.stop()
-        scheduler.stop()
+@pytest.fixture
+def engine_stack(servers: Servers) -> EngineStack:
+    """A worker and a scheduler with the engine's settings, shared with the files before (tests/stacks.py)."""
+    return shared_stack(servers)
 
 
 def create_probe(bridge: AsyncBridge, tenant: Any, amount: int = 1250, **payload: Any) -> str:

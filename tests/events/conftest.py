@@ -3,23 +3,18 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 
 import pytest
 
-from tests.engine.conftest import start_scheduler, start_worker
 from tests.harness import Process, Servers
+from tests.stacks import FAST_RETRIES, shared_stack
 
-FAST_RETRIES = {"MONEYRAIL_WEBHOOK_RETRY_BASE_SECONDS": "0.2", "MONEYRAIL_WEBHOOK_MAX_ATTEMPTS": "3"}
 
-
-@pytest.fixture(scope="package")
-def delivering_stack(servers: Servers) -> Iterator[Process]:
-    worker = start_worker(servers, name="worker-webhooks", **FAST_RETRIES)
-    scheduler = start_scheduler(servers, name="scheduler-webhooks", **FAST_RETRIES)
-    yield worker
-    worker.stop()
-    scheduler.stop()
+@pytest.fixture
+def delivering_stack(servers: Servers) -> Process:
+    """A worker and a scheduler retrying webhooks quickly, shared with the tests before (tests/stacks.py)."""
+    return shared_stack(servers, **FAST_RETRIES).worker
 
 
 def wait_for(condition: Callable[[], object], timeout: float = 30) -> None:

@@ -7,20 +7,10 @@ import pytest
 
 from moneyrail.processor.sandbox import SandboxProcessor
 from tests.connect.support import create_account
-from tests.engine.conftest import assert_ledger_verifies, start_scheduler, start_worker, wait_for_operation
+from tests.engine.conftest import wait_for_operation
 from tests.helpers import assert_error
 from tests.payments.support import paid
 from tests.transfers.support import FINAL, committed_group
-
-
-@pytest.fixture(scope="module")
-def money_stack(servers):
-    worker = start_worker(servers, name="worker-reconciliation")
-    scheduler = start_scheduler(servers, name="scheduler-reconciliation")
-    yield worker
-    worker.stop()
-    scheduler.stop()
-    assert_ledger_verifies(servers)
 
 
 @pytest.fixture
