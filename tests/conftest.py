@@ -50,11 +50,15 @@ def servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Servers]:
         started.stop()
 
 
-@pytest.fixture(autouse=True)
+@pytest.fixture(scope="module", autouse=True)
 def only_where_asked(request: pytest.FixtureRequest) -> None:
-    """No worker or scheduler shared by earlier tests runs during a test that does not ask for one
-    (tests/stacks.py): it may start its own, and must meet no other consumer of its queues."""
-    if STACK_FIXTURES.isdisjoint(request.fixturenames):
+    """A file whose first test asks for no worker and scheduler starts with none of those shared by the
+    files before it (tests/stacks.py): its tests may start their own, and must meet no other consumer of
+    their queues. Within a file a shared stack, once asked for, keeps running (as a file's own did)."""
+    first = next(
+        (item for item in request.session.items if getattr(item, "module", None) is request.module), None
+    )
+    if first is None or STACK_FIXTURES.isdisjoint(first.fixturenames):
         stop_shared_stack()
 
 

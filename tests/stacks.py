@@ -1,10 +1,11 @@
 """Worker and scheduler processes shared by the tests of one pytest worker that ask for the same settings.
 
 Starting a worker and a scheduler costs ~7 s of CPU (each loads every domain), and ~40 test files ask for
-one with the same settings. A stack is kept running from one test to the next while they ask for it with
-the same settings, and stopped before any test that does not ask for one (tests/conftest.py
-`only_where_asked`): such a test may start its own worker or scheduler (faults, leadership, timings), and
-must meet no other consumer of its queues. A stack whose process died (a test killed it) is started again.
+one with the same settings. A stack is kept running from one file to the next while they ask for it with
+the same settings, and stopped before a file whose first test does not ask for one (tests/conftest.py
+`only_where_asked`): its tests may start their own worker or scheduler (faults, leadership, timings), and
+must meet no other consumer of their queues. A stack whose process died (a test killed it) is started
+again.
 """
 
 from __future__ import annotations
