@@ -20,10 +20,8 @@ from tests.merchants.support import (
     restart_consent,
 )
 from tests.payments.support import create_payment, paid
-from tests.transfers.conftest import money_stack
 from tests.transfers.support import FINAL, account_balance, distributed, group_of
 
-__all__ = ["money_stack"]
 DAY = 86400
 
 
