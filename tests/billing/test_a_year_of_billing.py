@@ -6,7 +6,6 @@ from __future__ import annotations
 from datetime import UTC, date, datetime
 
 import httpx
-import pytest
 
 from tests.billing.support import (
     DAY,
@@ -22,7 +21,6 @@ from tests.billing.support import (
     wait_until,
 )
 from tests.checkout.support import SUCCESS_URL, card_form
-from tests.engine.conftest import assert_ledger_verifies, start_scheduler, start_worker
 from tests.harness import TLS
 from tests.payment_methods.support import CHARGES_DECLINED, SUCCEEDS, save_card
 from tests.payments.support import event_types
@@ -47,16 +45,6 @@ YEAR = [
     (10, date(2027, 11, 30), date(2027, 12, 31), CYCLE_AMOUNT, "paid"),
     (11, date(2027, 12, 31), date(2028, 1, 31), CYCLE_AMOUNT, "paid"),  # then canceled at its end
 ]
-
-
-@pytest.fixture(scope="module")
-def year_stack(servers):
-    worker = start_worker(servers, name="worker-billing-year")
-    scheduler = start_scheduler(servers, name="scheduler-billing-year")
-    yield worker
-    worker.stop()
-    scheduler.stop()
-    assert_ledger_verifies(servers)
 
 
 def day_of(seconds: int) -> date:
@@ -85,7 +73,9 @@ def settled_renewal(api, subscription_id: str, count: int) -> dict:
     )
 
 
-def test_a_subscription_from_31_january_through_a_year_matches_the_hand_written_table(biller, db, year_stack):
+def test_a_subscription_from_31_january_through_a_year_matches_the_hand_written_table(
+    biller, db, money_stack
+):
     advance_to(biller, START)
     plan = price(biller, UNIT_AMOUNT)
     buyer = customer(biller)["id"]

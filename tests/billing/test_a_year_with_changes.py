@@ -25,7 +25,6 @@ from tests.billing.support import (
 )
 from tests.checkout.support import SUCCESS_URL, card_form
 from tests.connect.support import create_account
-from tests.engine.conftest import assert_ledger_verifies, start_scheduler, start_worker
 from tests.harness import TLS
 from tests.payment_methods.support import SUCCEEDS
 
@@ -54,16 +53,6 @@ YEAR = [
     ("cycle", date(2027, 11, 30), date(2027, 12, 31), 5000, 4, 2, 3000, 2000),
     ("cycle", date(2027, 12, 31), date(2028, 1, 31), 5000, 4, 2, 3000, 2000),
 ]
-
-
-@pytest.fixture(scope="module")
-def year_stack(servers):
-    worker = start_worker(servers, name="worker-billing-changes-year")
-    scheduler = start_scheduler(servers, name="scheduler-billing-changes-year")
-    yield worker
-    worker.stop()
-    scheduler.stop()
-    assert_ledger_verifies(servers)
 
 
 @pytest.fixture
@@ -99,7 +88,7 @@ def consent(api, subscription_id: str, change_id: str, form: dict) -> None:
 
 
 def test_a_platform_year_with_an_upgrade_a_downgrade_a_quantity_and_a_distribution_change(
-    marketplace, year_stack
+    marketplace, money_stack
 ):
     api = marketplace
     bakery = create_account(api, "merchant", display_name="Bakery Ltd")

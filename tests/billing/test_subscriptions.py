@@ -23,21 +23,11 @@ from tests.billing.support import (
     wait_until,
 )
 from tests.checkout.support import SUCCESS_URL, card_form
-from tests.engine.conftest import assert_ledger_verifies, start_scheduler, start_worker, wait_for_operation
+from tests.engine.conftest import wait_for_operation
 from tests.harness import TLS
 from tests.helpers import assert_error, count_rows
 from tests.payment_methods.support import CHARGES_DECLINED, SUCCEEDS, save_card
 from tests.payments.support import event_types
-
-
-@pytest.fixture(scope="module")
-def billing_stack(servers):
-    worker = start_worker(servers, name="worker-billing")
-    scheduler = start_scheduler(servers, name="scheduler-billing")
-    yield worker
-    worker.stop()
-    scheduler.stop()
-    assert_ledger_verifies(servers)
 
 
 def read(api, subscription_id: str) -> dict:
@@ -253,7 +243,7 @@ def test_an_incomplete_subscription_unpaid_for_23_hours_is_canceled(biller):
     assert ok(biller.get(f"/v1/payment-intents/{first['payment_intent']}"))["status"] == "canceled"
 
 
-def test_a_renewal_charges_the_saved_card_once_and_moves_the_period(biller, db, billing_stack):
+def test_a_renewal_charges_the_saved_card_once_and_moves_the_period(biller, db, money_stack):
     subscription = active_subscription(biller)
     first, second = renew(biller, subscription, 2)
     assert second["status"] == "paid" and second["period_start"] == first["period_end"]
@@ -273,7 +263,7 @@ def test_a_renewal_charges_the_saved_card_once_and_moves_the_period(biller, db, 
     assert len(invoices(biller, subscription["id"])) == 2
 
 
-def test_periods_missed_during_an_outage_are_not_collected_retroactively(biller, billing_stack):
+def test_periods_missed_during_an_outage_are_not_collected_retroactively(biller, money_stack):
     subscription = active_subscription(biller)
     advance(biller, subscription["current_period_end"] - clock_now(biller) + 70 * DAY)
     found = wait_until(
@@ -284,7 +274,7 @@ def test_periods_missed_during_an_outage_are_not_collected_retroactively(biller,
     assert found[-1]["period_start"] <= now < found[-1]["period_end"]
 
 
-def test_a_declined_renewal_is_failed_past_due_and_recovered_on_the_same_payment(biller, db, billing_stack):
+def test_a_declined_renewal_is_failed_past_due_and_recovered_on_the_same_payment(biller, db, money_stack):
     subscription = active_subscription(biller)
     declining = save_card(biller, subscription["customer"], CHARGES_DECLINED)
     ok(biller.post(f"/v1/customers/{subscription['customer']}/payment-methods/{declining['id']}/default"))
@@ -313,7 +303,7 @@ def test_a_declined_renewal_is_failed_past_due_and_recovered_on_the_same_payment
 
 
 def test_the_card_that_declines_later_pays_the_first_instalment_and_its_renewal_fails(
-    biller, db, billing_stack
+    biller, db, money_stack
 ):
     # CONVENTIONS.md §6: a subscription whose renewals fail, made with the card typed at its checkout
     created = subscribe(biller, price(biller, 1500)["id"], customer(biller)["id"])
@@ -336,7 +326,7 @@ def test_the_card_that_declines_later_pays_the_first_instalment_and_its_renewal_
     assert "subscription.invoice.failed" in event_types(biller, renewal["id"])
 
 
-def test_cancel_at_period_end_keeps_access_then_stops_renewals_and_resume_withdraws_it(biller, billing_stack):
+def test_cancel_at_period_end_keeps_access_then_stops_renewals_and_resume_withdraws_it(biller, money_stack):
     subscription = active_subscription(biller)
     scheduled = ok(post(biller, f"/v1/subscriptions/{subscription['id']}/cancel", {"at_period_end": True}))
     assert (scheduled["status"], scheduled["cancel_at_period_end"], scheduled["entitled"]) == (
@@ -360,7 +350,7 @@ def test_cancel_at_period_end_keeps_access_then_stops_renewals_and_resume_withdr
     )
 
 
-def test_cancel_now_ends_renewals_without_refund_and_paid_access_stays(biller, billing_stack):
+def test_cancel_now_ends_renewals_without_refund_and_paid_access_stays(biller, money_stack):
     subscription = active_subscription(biller)
     canceled = ok(post(biller, f"/v1/subscriptions/{subscription['id']}/cancel", {"at_period_end": False}))
     assert (canceled["status"], canceled["entitled"]) == ("canceled", True)
@@ -377,7 +367,7 @@ def test_cancel_now_ends_renewals_without_refund_and_paid_access_stays(biller, b
 
 
 def test_a_missing_saved_method_stops_for_review_and_sync_after_the_repair_charges_once(
-    biller, db, billing_stack
+    biller, db, money_stack
 ):
     subscription = active_subscription(biller)
     buyer = subscription["customer"]
@@ -431,7 +421,7 @@ def test_another_installations_subscription_answers_like_a_missing_id(biller, ma
     )
 
 
-def test_two_sweeps_at_the_same_moment_open_one_invoice_and_charge_once(biller, db, billing_stack):
+def test_two_sweeps_at_the_same_moment_open_one_invoice_and_charge_once(biller, db, money_stack):
     """Two clock advances at once each run the billing calendar in their own transaction (as two
     schedulers across a fail-over would): the cycle gets one invoice and one charge."""
     subscription = active_subscription(biller)
@@ -449,7 +439,7 @@ def test_two_sweeps_at_the_same_moment_open_one_invoice_and_charge_once(biller, 
     assert len(found) == 2 and charges_for(db, found[-1]["id"]) == 1
 
 
-def test_the_leading_schedulers_own_sweep_renews_without_a_clock_advance(biller, bridge, billing_stack):
+def test_the_leading_schedulers_own_sweep_renews_without_a_clock_advance(biller, bridge, money_stack):
     """The sandbox clock moved without running its due work (as real time passes in live): the
     scheduler's periodic billing sweep finds the due subscription by query and renews it."""
     from moneyrail.sandbox import repository as sandbox
@@ -471,7 +461,7 @@ def test_the_leading_schedulers_own_sweep_renews_without_a_clock_advance(biller,
 
 
 def test_a_renewal_that_cannot_be_opened_as_agreed_stops_for_review_and_sync_resumes_it(
-    biller, bridge, db, billing_stack
+    biller, bridge, db, money_stack
 ):
     """The operator raised the commission above the cycle's total: the renewal is not opened (nothing
     charged), the subscription is review_required with the reason, and the other due ones renew."""
@@ -526,7 +516,7 @@ def dead_lettered_renewal(api, db, bridge) -> tuple[dict, dict]:
 
 
 def test_a_dead_lettered_renewal_stays_open_and_an_operators_retry_collects_it(
-    biller, db, bridge, billing_stack
+    biller, db, bridge, money_stack
 ):
     from moneyrail.engine.service import retry_dead_letter
 
@@ -544,7 +534,7 @@ def test_a_dead_lettered_renewal_stays_open_and_an_operators_retry_collects_it(
     assert read(biller, subscription["id"])["access_until"] == paid["period_end"]
 
 
-def test_a_discarded_renewal_fails_its_invoice_once_as_a_decline_does(biller, db, bridge, billing_stack):
+def test_a_discarded_renewal_fails_its_invoice_once_as_a_decline_does(biller, db, bridge, money_stack):
     from moneyrail.engine.service import discard_dead_letter
 
     subscription, waiting = dead_lettered_renewal(biller, db, bridge)

@@ -21,26 +21,13 @@ from tests.browser.conftest import SCREENSHOTS
 from tests.console.support import Account, new_operator
 from tests.console.test_audit_log import dead_letters_made_by_hand
 from tests.engine.conftest import (
-    assert_ledger_verifies,
     create_probes,
-    start_scheduler,
-    start_worker,
     wait_for_operation,
 )
 from tests.transfers.support import FINAL
 from tests.transfers.test_final_means_final import waiting_transfer
 
 ERROR_TEXT = "injected permanent fault"
-
-
-@pytest.fixture(scope="module")
-def console_stack(servers):
-    worker = start_worker(servers, name="worker-console")
-    scheduler = start_scheduler(servers, name="scheduler-console")
-    yield worker
-    worker.stop()
-    scheduler.stop()
-    assert_ledger_verifies(servers)
 
 
 @pytest.fixture
@@ -108,7 +95,7 @@ def reload_until(page: Page, test_id: str, text: str, timeout: float = 60) -> No
 
 
 def test_an_operator_finds_a_dead_lettered_transfer_by_its_error_reads_its_money_and_retries_it(
-    servers, web, platform, console_stack, console_browser
+    servers, web, platform, money_stack, console_browser
 ):
     transfer, _payment, courier = waiting_transfer(platform)
     operation_id = transfer["operation"]
@@ -237,7 +224,7 @@ def test_a_viewer_sees_everything_and_can_retry_nothing(servers, web, api, waiti
 
 
 @pytest.fixture
-def probe_dead_letters(api, bridge, console_stack) -> tuple[list[str], str]:
+def probe_dead_letters(api, bridge, money_stack) -> tuple[list[str], str]:
     """Three probe operations dead-lettered by transient faults (one per attempt, three attempts each),
     and one more dead letter of the same installation that the bulk filter leaves out."""
     faulted = api.post(

@@ -2,27 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
-import pytest
-
 from tests.deliveries.conftest import create_succeeded_payment, unique_email, wait_for_delivery
-from tests.engine.conftest import start_scheduler, start_worker, wait_for_operation
-from tests.harness import Process
+from tests.engine.conftest import wait_for_operation
 
 
-@pytest.fixture(scope="module")
-def stack_without_smtp(servers) -> Iterator[Process]:
-    worker = start_worker(servers, name="worker-receipts-no-smtp")
-    scheduler = start_scheduler(servers, name="scheduler-receipts-no-smtp")
-    try:
-        yield worker
-    finally:
-        worker.stop()
-        scheduler.stop()
-
-
-def test_without_smtp_an_email_receipt_fails_with_a_clear_message(api, bridge, stack_without_smtp):
+def test_without_smtp_an_email_receipt_fails_with_a_clear_message(api, bridge, money_stack):
     payment = create_succeeded_payment(bridge, api.keys.tenant, email=unique_email(), phone="+33612341234")
     email = wait_for_delivery(api, payment.id, "email", {"sent", "failed"})
     assert email["status"] == "failed"

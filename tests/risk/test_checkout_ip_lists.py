@@ -10,7 +10,6 @@ import httpx
 import pytest
 
 from tests.checkout.support import SUCCESS_URL, card_form, create_session, enable_checkout
-from tests.engine.conftest import assert_ledger_verifies, start_scheduler, start_worker
 from tests.harness import TLS
 from tests.payments.support import SUCCEEDS, create_payment
 from tests.web_process import another_web_process
@@ -19,16 +18,6 @@ from .test_risk import processor_calls, review_of, value_list
 
 LISTED_PAYER = "203.0.113.7"
 OTHER_PAYER = "198.51.100.9"
-
-
-@pytest.fixture(scope="module")
-def risk_stack(servers):
-    worker = start_worker(servers, name="worker-checkout-ip")
-    scheduler = start_scheduler(servers, name="scheduler-checkout-ip")
-    yield worker
-    worker.stop()
-    scheduler.stop()
-    assert_ledger_verifies(servers)
 
 
 @pytest.fixture
@@ -49,7 +38,7 @@ def pay_on_page(
     return httpx.post(url, data=card_form(SUCCEEDS), headers=headers, timeout=30, verify=TLS)
 
 
-def test_a_payer_at_a_blocked_address_is_declined_on_the_checkout_page(shop, db, risk_stack):
+def test_a_payer_at_a_blocked_address_is_declined_on_the_checkout_page(shop, db, money_stack):
     value_list(shop, "ip_address", "block", LISTED_PAYER)
     payment = create_payment(shop, 2600)
     checkout = create_session(shop, payment["id"])
@@ -68,7 +57,9 @@ def test_a_payer_at_a_blocked_address_is_declined_on_the_checkout_page(shop, db,
     assert processor_calls(db, shop.keys.installation_id, "authorize") == 1
 
 
-def test_a_payer_at_an_address_in_a_review_list_is_held_for_review_from_the_socket_peer(shop, db, risk_stack):
+def test_a_payer_at_an_address_in_a_review_list_is_held_for_review_from_the_socket_peer(
+    shop, db, money_stack
+):
     value_list(shop, "ip_address", "review", "127.0.0.1")  # no proxy header: the socket peer counts
     payment = create_payment(shop, 1900)
     checkout = create_session(shop, payment["id"])
@@ -90,7 +81,7 @@ def test_a_payer_at_an_address_in_a_review_list_is_held_for_review_from_the_sock
     assert processor_calls(db, shop.keys.installation_id, "capture") == 1
 
 
-def test_a_payer_from_an_unlisted_address_is_not_screened_by_the_ip_list(shop, db, risk_stack):
+def test_a_payer_from_an_unlisted_address_is_not_screened_by_the_ip_list(shop, db, money_stack):
     value_list(shop, "ip_address", "review", LISTED_PAYER)
     payment = create_payment(shop, 1200)
     checkout = create_session(shop, payment["id"])
@@ -99,7 +90,7 @@ def test_a_payer_from_an_unlisted_address_is_not_screened_by_the_ip_list(shop, d
     assert shop.get("/v1/radar/reviews").json()["data"] == []
 
 
-def test_a_web_process_with_no_trusted_proxy_ignores_the_forwarded_address(shop, db, servers, risk_stack):
+def test_a_web_process_with_no_trusted_proxy_ignores_the_forwarded_address(shop, db, servers, money_stack):
     # MONEYRAIL_FORWARDED_ALLOW_IPS unset: X-Forwarded-For is anyone's to write, so it is not believed and
     # the socket's peer (loopback, unlisted) is screened, not the listed address the header names
     with another_web_process(servers, "web-no-proxy") as base_url:
