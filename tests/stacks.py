@@ -25,8 +25,8 @@ ENGINE_ENV = {
 }
 # Webhook deliveries retried within a test's patience.
 FAST_RETRIES = {"MONEYRAIL_WEBHOOK_RETRY_BASE_SECONDS": "0.2", "MONEYRAIL_WEBHOOK_MAX_ATTEMPTS": "3"}
-# The fixtures that hand out a shared stack (tests/conftest.py).
-STACK_FIXTURES = frozenset({"engine_stack", "money_stack", "delivering_stack", "client_stack"})
+# The fixtures that hand out or start a shared stack (tests/conftest.py, stripe_environments/conftest.py)
+STACK_FIXTURES = frozenset({"engine_stack", "money_stack", "delivering_stack", "client_stack", "on_stripe"})
 
 
 def start_worker(servers: Servers, name: str = "worker", **env: str) -> Process:

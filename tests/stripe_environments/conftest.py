@@ -1,6 +1,6 @@
 """moneyrail's processes pointed at Stripe (the double in front of localstripe: MONEYRAIL_STRIPE_API_BASE,
-and localstripe's fake Stripe.js through it: MONEYRAIL_STRIPE_JS_URL): a web process, and a worker with
-the scheduler (the relay), once per module."""
+and localstripe's fake Stripe.js through it: MONEYRAIL_STRIPE_JS_URL): a web process once per module,
+and a worker with the scheduler (the relay) shared by the files on Stripe."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 import pytest
 
 from tests.conftest import Api, WebServer
-from tests.engine.conftest import assert_ledger_verifies, start_scheduler, start_worker
+from tests.engine.conftest import assert_ledger_verifies
 from tests.harness import (
     OUTPUT_DIR,
     AsyncBridge,
@@ -23,6 +23,7 @@ from tests.harness import (
     wait_until_ready,
 )
 from tests.processor.stripe.servers import StripeServers
+from tests.stacks import shared_stack
 
 
 @dataclass
@@ -79,8 +80,9 @@ def on_stripe(
     }
     port = free_port()
     web = Process.start("web", servers, OUTPUT_DIR / "web-stripe.log", MONEYRAIL_PORT=str(port), **env)
-    worker = start_worker(servers, name="worker-stripe", **env)
-    scheduler = start_scheduler(servers, name="scheduler-stripe", **env)
+    shared_stack(
+        servers, **env
+    )  # its worker and scheduler, kept for the next file on Stripe (tests/stacks.py)
     try:
         base_url = f"http://127.0.0.1:{port}"
         wait_until_ready(base_url, web)
@@ -89,6 +91,5 @@ def on_stripe(
         for client in environments.clients:
             client.close()
     finally:
-        for process in (scheduler, worker, web):
-            process.stop()
+        web.stop()
     assert_ledger_verifies(servers)
