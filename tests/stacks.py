@@ -61,14 +61,14 @@ class _Running:
 _running: _Running | None = None
 
 
-def shared_stack(servers: Servers, **env: str) -> EngineStack:
-    """The running stack with these settings (over ENGINE_ENV), or a new one in its place."""
+def shared_stack(servers: Servers, name: str = "engine", **env: str) -> EngineStack:
+    """The running stack with these settings (over ENGINE_ENV), or a new one in its place; `name` names
+    its logs (worker-shared-<name>.log)."""
     global _running
     settings = tuple(sorted(env.items()))
     if _running is not None and (_running.settings != settings or not _running.stack.alive()):
         stop_shared_stack()
     if _running is None:
-        name = "-".join(value for _, value in settings) or "engine"
         _running = _Running(
             settings,
             EngineStack(

@@ -19,8 +19,9 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.engine.conftest import create_probe, start_scheduler, start_worker, wait_for_operation
+from tests.engine.conftest import create_probe, wait_for_operation
 from tests.harness import TLS, free_port
+from tests.stacks import start_scheduler, start_worker
 
 ROOT = Path(__file__).resolve().parents[1]
 ALERTS = ROOT / "deploy" / "prometheus" / "alerts.yaml"

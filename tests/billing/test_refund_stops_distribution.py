@@ -23,10 +23,11 @@ from tests.billing.support import (
 from tests.billing.test_distribution_versions import shares
 from tests.checkout.support import card_form
 from tests.connect.support import create_account
-from tests.engine.conftest import assert_ledger_verifies, start_scheduler, start_worker, wait_for_operation
+from tests.engine.conftest import assert_ledger_verifies, wait_for_operation
 from tests.harness import TLS
 from tests.helpers import assert_error
 from tests.payment_methods.support import SUCCEEDS
+from tests.stacks import start_scheduler, start_worker
 from tests.transfers.support import FINAL
 
 

@@ -9,14 +9,9 @@ import pytest
 from tests.billing.support import advance, clock_now, customer, invoices, ok, price, subscribe, wait_until
 from tests.billing.test_subscriptions import charges_for, pay_checkout, read
 from tests.checkout.support import SUCCESS_URL
-from tests.engine.conftest import (
-    assert_ledger_verifies,
-    attempt_outcomes,
-    start_scheduler,
-    start_worker,
-    wait_for_operation,
-)
+from tests.engine.conftest import assert_ledger_verifies, attempt_outcomes, wait_for_operation
 from tests.payment_methods.support import CHARGES_DECLINED, save_card
+from tests.stacks import start_scheduler, start_worker
 
 SUBSCRIPTIONS = 6
 

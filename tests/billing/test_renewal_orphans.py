@@ -28,10 +28,10 @@ from tests.billing.support import (
     wait_until,
 )
 from tests.checkout.support import SUCCESS_URL, card_form
-from tests.engine.conftest import start_scheduler, start_worker
 from tests.harness import TLS, verify_ledger
 from tests.payment_methods.support import SUCCEEDS
 from tests.payments.support import event_types
+from tests.stacks import start_scheduler, start_worker
 
 # The customer's payment moving to `succeeded` fails while its committed attempt count is 0: every
 # attempt of the renewal that charged under that count loses its write. The orphan sweep moves the

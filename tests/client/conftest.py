@@ -19,7 +19,7 @@ from tests.stacks import FAST_RETRIES, shared_stack
 @pytest.fixture
 def client_stack(servers: Servers) -> Process:
     """A worker and a scheduler (webhooks retried quickly), shared with the tests before (tests/stacks.py)."""
-    return shared_stack(servers, **FAST_RETRIES).worker
+    return shared_stack(servers, "fast-retries", **FAST_RETRIES).worker
 
 
 @dataclass

@@ -9,10 +9,11 @@ import httpx
 import pytest
 
 from tests.checkout.support import card_form, create_session
-from tests.engine.conftest import assert_ledger_verifies, processor_calls, start_scheduler, start_worker
+from tests.engine.conftest import assert_ledger_verifies, processor_calls
 from tests.harness import TLS
 from tests.helpers import assert_error
 from tests.payments.support import SUCCEEDS, event_types
+from tests.stacks import start_scheduler, start_worker
 
 from .support import TOTAL, act, bound_order
 

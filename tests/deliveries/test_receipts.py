@@ -22,10 +22,11 @@ from tests.deliveries.conftest import (
     wait_for_delivery,
 )
 from tests.deliveries.mailserver import Mailbox, mail_server
-from tests.engine.conftest import start_scheduler, start_worker, wait_for_operation
+from tests.engine.conftest import wait_for_operation
 from tests.harness import TLS, add_key
 from tests.helpers import assert_error
 from tests.payments.support import confirm, create_payment
+from tests.stacks import start_scheduler, start_worker
 
 CARD_NUMBER = "4242424242424242"
 

@@ -11,9 +11,7 @@ import pytest
 from moneyrail.engine.service import create_operation
 from tests.engine.probe import PROBE_ACTOR, PROBE_TYPE
 from tests.harness import AsyncBridge, Servers, verify_ledger
-
-# ENGINE_ENV and the starters are imported from here by the files that start processes of their own
-from tests.stacks import ENGINE_ENV, EngineStack, shared_stack, start_scheduler, start_worker  # noqa: F401
+from tests.stacks import EngineStack, shared_stack
 
 
 @pytest.fixture

@@ -20,12 +20,11 @@ from tests.engine.conftest import (
     create_probes,
     journal_entries,
     processor_calls,
-    start_scheduler,
-    start_worker,
     wait_for_operation,
 )
 from tests.engine.probe import PROBE_BATCHED_TYPE
 from tests.harness import Process, Servers
+from tests.stacks import start_scheduler, start_worker
 
 
 def wait_for(condition, timeout: float = 30, what: str = "condition") -> None:

@@ -10,8 +10,9 @@ import httpx
 
 from moneyrail.engine.metrics import GAUGED_STATUSES
 from moneyrail.engine.policy import operation_types
-from tests.engine.conftest import create_probe, start_worker, wait_for_operation
+from tests.engine.conftest import create_probe, wait_for_operation
 from tests.harness import OUTPUT_DIR, TLS, Process, free_port, wait_until_ready
+from tests.stacks import start_scheduler, start_worker
 
 
 def _sample(text: str, name: str, **labels: str) -> float | None:
@@ -88,8 +89,6 @@ def test_metrics_can_require_a_token(servers):
 
 
 def test_workers_export_attempts_and_latency(api, bridge, servers, web):
-    from tests.engine.conftest import start_scheduler
-
     port = free_port()
     worker = start_worker(servers, name="worker-metrics", MONEYRAIL_WORKER_METRICS_PORT=str(port))
     scheduler = start_scheduler(servers, name="scheduler-metrics")

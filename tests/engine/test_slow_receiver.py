@@ -8,10 +8,11 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-from tests.engine.conftest import create_probe, start_scheduler, start_worker, wait_for_operation
+from tests.engine.conftest import create_probe, wait_for_operation
 from tests.events.conftest import FAST_RETRIES, wait_for
 from tests.events.receiver import receiver
 from tests.harness import Servers
+from tests.stacks import start_scheduler, start_worker
 
 
 def delivery_attempts(db: Any, endpoint_id: str) -> list[tuple[str, int | None]]:

@@ -14,7 +14,7 @@ from tests.stacks import FAST_RETRIES, shared_stack
 @pytest.fixture
 def delivering_stack(servers: Servers) -> Process:
     """A worker and a scheduler retrying webhooks quickly, shared with the tests before (tests/stacks.py)."""
-    return shared_stack(servers, **FAST_RETRIES).worker
+    return shared_stack(servers, "fast-retries", **FAST_RETRIES).worker
 
 
 def wait_for(condition: Callable[[], object], timeout: float = 30) -> None:

@@ -10,8 +10,8 @@ import pytest
 
 from tests.checkout.support import CANCEL_URL, SUCCESS_URL, enable_checkout
 from tests.deliveries.mailserver import Mailbox, mail_server
-from tests.engine.conftest import start_scheduler, start_worker
 from tests.payment_methods.support import new_customer
+from tests.stacks import start_scheduler, start_worker
 
 SMTP_FROM = "Shop Billing <billing@shop.example>"
 

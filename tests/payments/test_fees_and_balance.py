@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import pytest
 
-from tests.engine.conftest import start_scheduler
 from tests.helpers import assert_error
 from tests.payments.support import (
     COST_OF_10000,
@@ -23,6 +22,7 @@ from tests.payments.support import (
     set_commission,
     wait_for,
 )
+from tests.stacks import start_scheduler
 
 pytestmark = pytest.mark.usefixtures("ledger_verified_afterwards")
 

@@ -22,9 +22,9 @@ from moneyrail.payments import orphans
 from moneyrail.payments.orphans import sweep_orphans
 from moneyrail.processor.interface import CardDetails
 from moneyrail.processor.sandbox import SandboxProcessor
-from tests.engine.conftest import start_scheduler
 from tests.harness import TLS, verify_ledger
 from tests.payments.support import DISPUTE_LATER, SUCCEEDS, confirm, create_payment
+from tests.stacks import start_scheduler
 
 # The payment's move to `status` fails once (a sequence, unlike a row, is not rolled back with the
 # failing transaction), or waits `sleep` seconds before it goes through (a slow commit).

@@ -9,9 +9,10 @@ import pytest
 
 from moneyrail.engine.service import discard_dead_letter
 from moneyrail.processor.sandbox import SandboxProcessor
-from tests.engine.conftest import assert_ledger_verifies, start_scheduler, start_worker, wait_for_operation
+from tests.engine.conftest import assert_ledger_verifies, wait_for_operation
 from tests.helpers import assert_error, count_rows
 from tests.payments.support import balance_of, confirm, create_payment, event_types, ledger_balance, paid
+from tests.stacks import start_scheduler, start_worker
 
 
 @pytest.fixture(scope="module")

@@ -8,11 +8,12 @@ from typing import Any
 
 import pytest
 
-from tests.engine.conftest import assert_ledger_verifies, start_scheduler, start_worker, wait_for_operation
+from tests.engine.conftest import assert_ledger_verifies, wait_for_operation
 from tests.harness import Servers
 from tests.helpers import assert_error
 from tests.payments.support import event_types
 from tests.payouts.test_connected_account_payouts import funded, payout
+from tests.stacks import start_scheduler, start_worker
 from tests.transfers.support import FINAL, account_balance, processor_transfer_calls
 from tests.transfers.test_commit_phases import GATED_MODULES, arrivals, wait_for
 

@@ -19,11 +19,12 @@ from moneyrail.config import Settings
 from moneyrail.processor.interface import ProcessorRefused, ProcessorUnavailable, operation_key
 from moneyrail.processor.sandbox.network import NetworkConditions, NetworkDraws, SandboxNetwork
 from tests.conftest import Api
-from tests.engine.conftest import assert_ledger_verifies, start_scheduler, start_worker
+from tests.engine.conftest import assert_ledger_verifies
 from tests.harness import TLS, Servers, TenantKeys
 from tests.helpers import count_rows
 from tests.payments.support import card, create_payment, paid, wait_for
 from tests.processor.network import Network
+from tests.stacks import start_scheduler, start_worker
 from tests.web_process import another_web_process
 
 LATENCY_MS, JITTER_MS = 300, 100

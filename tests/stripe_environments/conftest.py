@@ -80,9 +80,8 @@ def on_stripe(
     }
     port = free_port()
     web = Process.start("web", servers, OUTPUT_DIR / "web-stripe.log", MONEYRAIL_PORT=str(port), **env)
-    shared_stack(
-        servers, **env
-    )  # its worker and scheduler, kept for the next file on Stripe (tests/stacks.py)
+    # the worker and scheduler, kept for the next file on Stripe (tests/stacks.py)
+    shared_stack(servers, "stripe", **env)
     try:
         base_url = f"http://127.0.0.1:{port}"
         wait_until_ready(base_url, web)

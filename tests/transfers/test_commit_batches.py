@@ -9,14 +9,9 @@ import pytest
 from moneyrail.processor.interface import ProcessorRefused
 from moneyrail.processor.sandbox import SandboxProcessor
 from tests.connect.support import create_account
-from tests.engine.conftest import (
-    assert_ledger_verifies,
-    attempt_outcomes,
-    start_scheduler,
-    start_worker,
-    wait_for_operation,
-)
+from tests.engine.conftest import assert_ledger_verifies, attempt_outcomes, wait_for_operation
 from tests.payments.support import event_types, ledger_balance, paid
+from tests.stacks import start_scheduler, start_worker
 from tests.transfers.support import FINAL, account_balance, allocate, processor_transfer_calls, reserve
 
 GROUPS = 6

@@ -11,9 +11,10 @@ import pytest
 
 from moneyrail.processor.sandbox import SandboxProcessor
 from tests.connect.support import create_account
-from tests.engine.conftest import assert_ledger_verifies, start_scheduler, start_worker, wait_for_operation
+from tests.engine.conftest import assert_ledger_verifies, wait_for_operation
 from tests.installations.test_cli import moneyrail
 from tests.payments.support import event_types, ledger_balance, paid
+from tests.stacks import start_scheduler, start_worker
 from tests.transfers.support import FINAL, account_balance, allocate, processor_transfer_calls, reserve
 
 

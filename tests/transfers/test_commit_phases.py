@@ -17,17 +17,11 @@ import psycopg
 import pytest
 
 from tests.connect.support import create_account
-from tests.engine.conftest import (
-    ENGINE_ENV,
-    assert_ledger_verifies,
-    attempt_outcomes,
-    start_scheduler,
-    start_worker,
-    wait_for_operation,
-)
+from tests.engine.conftest import assert_ledger_verifies, attempt_outcomes, wait_for_operation
 from tests.harness import Servers, libpq_url
 from tests.helpers import backends_of
 from tests.payments.support import paid
+from tests.stacks import ENGINE_ENV, start_scheduler, start_worker
 from tests.transfers.support import FINAL, account_balance, allocate, processor_transfer_calls, reserve
 
 GATED_MODULES = f"{ENGINE_ENV['MONEYRAIL_WORKER_MODULES']},tests.engine.gated_processor"
