@@ -570,3 +570,44 @@ def test_a_new_card_is_tokenized_screened_and_authorized_in_one_phase_holding_no
     # what the shared processes logged during this test (a line is written and flushed as it is logged)
     assert "payment_exchange_stepwise" not in web.log_text()[logged_before:]
     assert "payment_exchange_stepwise" not in near.log_text()[near_logged_before:]
+
+
+def test_a_step_that_needs_no_call_or_is_refused_leaves_no_claim_and_a_replay_claims_nothing(
+    api, db, tenant, web_at_100ms
+):
+    """A phased step's first statement claims its payment; a step that then makes no call (a cancel
+    before any authorization) is written under the payment's lock all the same, and one refused
+    before its call (a capture of an unconfirmed payment) or on a payment that does not exist leaves
+    nothing behind. A replay of a finished step answers as the first time and claims nothing."""
+    unconfirmed = create_payment(api, 2000, capture_method="manual")
+    to_cancel = create_payment(api, 2000, capture_method="manual")
+    to_capture = authorized(api)
+    with (
+        nullcontext(web_at_100ms) as (url, _),
+        httpx.Client(
+            base_url=url, headers={"Authorization": f"Bearer {tenant.secret}"}, timeout=30, verify=TLS
+        ) as slow,
+    ):
+        refused = slow.post(f"/v1/payment-intents/{unconfirmed['id']}/capture")
+        assert refused.status_code == 409, refused.text
+        assert refused.json()["error"]["code"] == "resource_state_invalid"
+        missing = slow.post("/v1/payment-intents/pi_missing0000000000000000/capture")
+        assert missing.status_code == 404, missing.text
+
+        canceled = slow.post(
+            f"/v1/payment-intents/{to_cancel['id']}/cancel", headers={"Idempotency-Key": "cancel-no-call"}
+        )
+        assert canceled.status_code == 200, canceled.text
+        assert canceled.json()["status"] == "canceled"
+
+        path = f"/v1/payment-intents/{to_capture['id']}/capture"
+        captured = slow.post(path, headers={"Idempotency-Key": "capture-replayed"})
+        assert captured.status_code == 200, captured.text
+        replayed = slow.post(path, headers={"Idempotency-Key": "capture-replayed"})
+        assert (replayed.status_code, replayed.json()) == (200, captured.json())
+    for payment in (unconfirmed, to_cancel, to_capture):
+        assert claim_of(db, payment["id"]) == (None, None)
+    assert api.get(f"/v1/payment-intents/{unconfirmed['id']}").json()["status"] == "requires_payment_method"
+    assert event_types(api, to_cancel["id"]).count("payment_intent.canceled") == 1
+    assert event_types(api, to_capture["id"]).count("payment_intent.succeeded") == 1
+    assert simulator_status(db, to_capture["id"]) == ("captured", 2000)

@@ -284,6 +284,16 @@ def lone_statement_connection(work: AsyncSession | SessionOnDemand) -> PooledCon
     return PooledConnection(work, yield_before_sending=True)
 
 
+def read_connection(session: AsyncSession) -> PooledConnection:
+    """The connection for a read: the session's transaction's once that holds one (the read sees what it
+    wrote); before that, a pooled connection outside any transaction, even where the session has
+    begun one that has sent nothing yet (it holds objects only): there is nothing written for the read
+    to see, and no BEGIN is sent for it."""
+    if orm_connection_begun(session) or driver_transaction_open(session):
+        return PooledConnection(session, yield_before_sending=False)
+    return PooledConnection(engine_of(session), yield_before_sending=True)
+
+
 def _idle_connection(pool: Pool) -> PoolProxiedConnection | None:
     """An open connection from the pool, or None when one must be opened first (I/O)."""
     if not isinstance(pool, QueuePool) or pool.checkedin() == 0:

@@ -64,12 +64,13 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from moneyrail.api.context import request_uow
 from moneyrail.api.idempotency import HEADER
-from moneyrail.db.raw import driver_connection, lone_statement_connection
+from moneyrail.db.raw import StatementClaim, driver_connection, lone_statement_connection, transaction_open
 from moneyrail.db.uow import UnitOfWork
 from moneyrail.errors import Conflict, MoneyrailError
 from moneyrail.kit.clock import utcnow
 from moneyrail.kit.tenant import Tenant
 from moneyrail.models import PaymentIntent
+from moneyrail.payments import repository
 from moneyrail.processor.interface import (
     AuthorizationChoice,
     AuthorizationRequest,
@@ -97,6 +98,13 @@ class ProcessorCallInFlight(Conflict):
     """409: another request is calling the processor for this payment."""
 
 
+def _in_flight() -> ProcessorCallInFlight:
+    return ProcessorCallInFlight(
+        "Another request is calling the processor for this payment; retry in a moment (a retry of that "
+        "request with its Idempotency-Key finishes it)."
+    )
+
+
 def outside(processor: Processor) -> bool:
     """Whether a call to this processor goes over a network (anything but the simulator itself)."""
     return not isinstance(processor, SandboxProcessor)
@@ -122,6 +130,8 @@ class _Step:
     # the claimed payment, its claim's columns cleared in this transaction by `ending_claim`
     payment: PaymentIntent | None = None
     stepwise: bool = False  # an exchange's choice failed: one call a phase from then on
+    phased: bool = False  # on an outside processor: run in phases
+    locked_by_claim: bool = False  # this run's lock of the payment was its claim (`claim_for_call`)
 
 
 _running: ContextVar[_Step | None] = ContextVar("moneyrail_payment_step", default=None)
@@ -140,12 +150,46 @@ def check_claim(payment: PaymentIntent) -> None:
         if step is not None and payment.processor_call == step.token:
             step.inherited = True
         elif until > utcnow():
-            raise ProcessorCallInFlight(
-                "Another request is calling the processor for this payment; retry in a moment (a retry "
-                "of that request with its Idempotency-Key finishes it)."
-            )
+            raise _in_flight()
     if step is not None:
         step.seen = payment.updated_at
+
+
+def claims_with_its_lock(session: AsyncSession, payment_id: str) -> bool:
+    """Whether this lock of a payment is a phased step's first, before its transaction began: the lock
+    is then the claim for the call (`claim_for_call`)."""
+    step = _running.get()
+    return (
+        step is not None
+        and step.phased
+        and not (step.claimed or step.inherited)
+        and step.payment_id in (None, payment_id)
+        and not transaction_open(session)
+    )
+
+
+async def claim_for_call(
+    session: AsyncSession, tenant: Tenant, payment_id: str, claim: StatementClaim | None
+) -> PaymentIntent | None:
+    """A phased step's first lock of its payment (`claims_with_its_lock`): the payment claimed for this
+    request in a statement that commits alone, behind the request's Idempotency-Key claim where one
+    is sent (settled here, before anything else). The run goes on with no transaction and no row lock;
+    the call it needs is made next, with no claim of its own to ask for. None: no such payment."""
+    step = _running.get()
+    assert step is not None
+    now = utcnow()
+    row, payment = await repository.claim_payment_for_call(
+        session, tenant, payment_id, claim, token=step.token, until=now + CLAIM_LEASE, now=now
+    )
+    if claim is not None:
+        claim.settle(row)
+    if payment is None:
+        if row["payment_exists"]:
+            raise _in_flight()
+        return None
+    step.payment_id = payment.id
+    step.claimed = step.locked_by_claim = True
+    return payment
 
 
 def ending_claim(payment: PaymentIntent) -> None:
@@ -355,17 +399,18 @@ async def _phased(
     step: Callable[[AsyncSession, Processor], Awaitable[T]],
 ) -> T:
     answers: dict[str, Outcome] = {}
+    state.phased = True
     while True:
         state.payment = None
+        state.locked_by_claim = False
         session = uow.session
         replaying = Replaying(answers, state, partial(uow.end_transaction, commit=False))
         try:
             result = await step(session, cast(Processor, replaying))
         except CallNeeded as needed:
-            # what the run loaded stays readable for an exchange's choice (a rollback expires its rows)
-            session.expunge_all()
-            await uow.end_transaction(commit=False)  # nothing half done; the lock and connection go
-            state.payment = None
+            # nothing half done; the lock and connection go. What the run loaded stays readable for an
+            # exchange's choice (detached first: a rollback would expire its rows)
+            await _discard(uow, state)
             if len(answers) >= MAX_CALLS:  # a step whose calls differ at each run would never end
                 await _release_after(uow, state, keeps_effect=False)
                 raise RuntimeError(
@@ -380,6 +425,9 @@ async def _phased(
                 raise
             continue
         except MoneyrailError as error:
+            if state.locked_by_claim and error.keeps_effect:
+                await _discard(uow, state)  # its effect is written under the payment's lock: again
+                continue
             if state.claimed or state.inherited:
                 await _release_after(uow, state, keeps_effect=error.keeps_effect)
             raise
@@ -387,9 +435,19 @@ async def _phased(
             if state.claimed or state.inherited:
                 await _release_after(uow, state, keeps_effect=False)
             raise
+        if state.locked_by_claim:  # no call made: what the run wrote is written under the payment's lock
+            await _discard(uow, state)
+            continue
         if state.claimed or state.inherited:
             await _release_with(uow.session, state)
         return result
+
+
+async def _discard(uow: UnitOfWork, state: _Step) -> None:
+    """Undo a run: roll back what it wrote, give back its lock and connection, detach what it loaded."""
+    uow.session.expunge_all()
+    await uow.end_transaction(commit=False)
+    state.payment = None
 
 
 async def _claim(uow: UnitOfWork, tenant: Tenant, state: _Step) -> None:

@@ -22,6 +22,7 @@ from moneyrail.db.raw import (
     engine_of,
     loaded_row,
     lone_statement_connection,
+    read_connection,
     select_list,
     transaction_open,
 )
@@ -308,6 +309,78 @@ async def lock_payment_claiming(
     return row, loaded_row(session, PaymentIntent, row, prefix="payment.") if found else None
 
 
+# A phased step's first lock (payments/phases.py, `claim_for_call`): the payment claimed for the request's
+# processor call, in a statement that commits alone, instead of locked in a transaction that is then
+# rolled back. Behind the step's Idempotency-Key claim where one is sent ($1 to $5, as above; the claim's
+# lock lasts the statement, which is all a look at the key needs): the payment is claimed only where the
+# key is granted. The claim's own condition is on the row (`p`), so an UPDATE that waited for another's
+# re-checks it on the row that other left. `payment_exists`: the tenant's payment, claimed or not.
+_CLAIM_FOR_CALL = (
+    "{claim_cte}payment AS (UPDATE payment_intents AS p "  # noqa: S608 - names from the mapper, the claim's SQL
+    "SET processor_call = ${token}, processor_call_until = ${until} "
+    "WHERE p.installation_id = ${installation} AND p.livemode = ${livemode} AND p.id = ${payment_id} "
+    "{granted}AND (p.processor_call_until IS NULL OR p.processor_call = ${token} "
+    "OR p.processor_call_until <= ${now}) "
+    f"RETURNING {_PAYMENT_COLUMNS}) "
+    "SELECT {claim_columns}payment.*, EXISTS (SELECT FROM payment_intents AS q "
+    "WHERE q.installation_id = ${installation} AND q.livemode = ${livemode} AND q.id = ${payment_id}) "
+    "AS payment_exists FROM {claim_from} LEFT JOIN payment ON true"
+)
+
+
+@cache
+def _claim_for_call(claim_sql: str | None, claim_parameters: int) -> str:
+    first = claim_parameters + 1  # the payment's id, then the claim's token, its lease, now
+    numbers = {"payment_id": first, "token": first + 1, "until": first + 2, "now": first + 3}
+    if claim_sql is None:
+        return _CLAIM_FOR_CALL.format(
+            claim_cte="WITH ",
+            granted="",
+            claim_columns="",
+            claim_from="(SELECT 1) AS one",
+            installation=first + 4,
+            livemode=first + 5,
+            **numbers,
+        )
+    return _CLAIM_FOR_CALL.format(
+        claim_cte=f"WITH claim AS ({claim_sql}), ",
+        granted="AND (SELECT claim.locked AND claim.fingerprint IS NULL FROM claim) ",
+        claim_columns="claim.*, ",
+        claim_from="claim",
+        installation=2,
+        livemode=3,
+        **numbers,
+    )
+
+
+async def claim_payment_for_call(
+    session: AsyncSession,
+    tenant: Tenant,
+    payment_id: str,
+    claim: StatementClaim | None,
+    *,
+    token: str,
+    until: datetime,
+    now: datetime,
+) -> tuple[Mapping[str, Any], PaymentIntent | None]:
+    """The statement's row (the key's claim's columns where `claim` is given, `payment_exists`) and the
+    payment claimed for `token` until `until`, made the session's row (None: not claimed). Given no open
+    transaction: it commits alone."""
+    parameters: tuple[Any, ...] = claim.parameters if claim is not None else ()
+    claiming: tuple[Any, ...] = (payment_id, token, until, now)
+    if claim is None:
+        claiming += (tenant.installation_id, tenant.livemode)
+    async with lone_statement_connection(session) as connection:
+        row = await connection.fetchrow(
+            _claim_for_call(claim.sql if claim is not None else None, len(parameters)),
+            *parameters,
+            *claiming,
+        )
+    assert row is not None  # one row, claimed or not
+    claimed = row["payment.id"] is not None
+    return row, loaded_row(session, PaymentIntent, row, prefix="payment.") if claimed else None
+
+
 # Another domain's question about a payment: a condition on its id (the parameter), such as
 # `exists().where(Order.payment_intent_id == payment_id)`.
 PaymentCondition = Callable[[ColumnElement[str]], ColumnElement[bool]]
@@ -349,7 +422,9 @@ async def facts_and_more_of(
         sql, parameters = _with_more_columns(sql, columns), [*parameters, *more_parameters]
     if session.sync_session.autoflush and (session.new or session.dirty or session.deleted):
         await session.flush()  # what the ORM's execute would have autoflushed first
-    row = await (await driver_connection(session)).fetchrow(sql, *parameters)
+    # in the step's transaction; before it began (a phased step's first run), a read of its own
+    async with read_connection(session) as connection:
+        row = await connection.fetchrow(sql, *parameters)
     # the facts' columns first (with none asked, the one `true` that stands in for them), then `more`'s
     fact_columns = len(asked) or 1
     values = list(row.values())

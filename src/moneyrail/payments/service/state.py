@@ -93,7 +93,10 @@ async def get_payment_intent(session: AsyncSession, tenant: Tenant, payment_id: 
 
 
 async def _locked(session: AsyncSession, tenant: Tenant, payment_id: str) -> PaymentIntent:
-    payment = await repository.get_payment(session, tenant, payment_id, for_update=True)
+    if phases.claims_with_its_lock(session, payment_id):
+        payment = await phases.claim_for_call(session, tenant, payment_id, None)
+    else:
+        payment = await repository.get_payment(session, tenant, payment_id, for_update=True)
     if payment is None:
         raise ResourceMissing(f"No such payment_intent: {payment_id!r}", param="payment_intent")
     phases.check_claim(payment)
@@ -105,8 +108,11 @@ async def _locked_claiming(
 ) -> PaymentIntent:
     """`_locked` for a step that runs its Idempotency-Key's claim (the tenant's) in the same statement
     (`scoped(..., claim_in_statement=True)`): the claim settled first, so a replay or a key in flight
-    answers before anything else, as when the gate claimed it. No claim: no key was sent."""
-    if claim is None:
+    answers before anything else, as when the gate claimed it. No claim: no key was sent. A phased
+    step's first lock is its claim for the processor call instead (payments/phases.py)."""
+    if phases.claims_with_its_lock(session, payment_id):
+        payment = await phases.claim_for_call(session, tenant, payment_id, claim)
+    elif claim is None:
         payment = await repository.lock_payment_on_driver(session, tenant, payment_id)
     else:
         claim_row, payment = await repository.lock_payment_claiming(session, payment_id, claim)
