@@ -811,6 +811,11 @@ def latency_bench(args: argparse.Namespace, argv: list[str]) -> int:
             for name, server in servers.items()
         }
         smoke = {name: smoke_payment(target) for name, target in targets.items()}
+        if args.profile:  # each web process in turn, under the same load
+            for name, target in targets.items():
+                print(f"== {name}")
+                profile(args.profile, target, f"{run_id}-{name}", args)
+            return 0
         rounds = [
             {
                 name: load(target, "payments", secret, f"{run_id}-{name}-{number}", args)
