@@ -45,12 +45,6 @@ class PaymentIntent(TenantOwned, Base):
             "captured_at",
             postgresql_where=text("fee_status = 'pending' AND captured_at IS NOT NULL"),
         ),
-        # the orphan sweep's look for processor calls left behind (payments/phases.py)
-        Index(
-            "ix_payment_intents_processor_call",
-            "processor_call_until",
-            postgresql_where=text("processor_call_until IS NOT NULL"),
-        ),
     )
 
     id: Mapped[str] = mapped_column(primary_key=True)
@@ -96,7 +90,8 @@ class PaymentIntent(TenantOwned, Base):
     captured_at: Mapped[datetime | None]  # on the tenant's clock (the sandbox clock in the sandbox)
     fees_finalized_at: Mapped[datetime | None]
     # a processor call in flight on an outside processor (payments/phases.py): the request holding the
-    # claim, and the end of its lease; never shown by the API (the payment reads as before the call)
+    # claim, and the end of its lease; never shown by the API (the payment reads as before the call).
+    # Not indexed: a claim and its end then leave the row's indexes alone (a HOT update)
     processor_call: Mapped[str | None]
     processor_call_until: Mapped[datetime | None]
     updated_at: Mapped[datetime] = mapped_column(server_default=text("now()"))

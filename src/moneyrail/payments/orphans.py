@@ -74,7 +74,6 @@ async def sweep_orphans(
     network = processor or provider.sandbox_processor()
     async with UnitOfWork(sessionmaker) as uow:
         horizon = await repository.database_now(uow.session) - grace
-        await phases.release_expired_claims(uow.session)  # requests that died between their phases
         await uow.commit()
     released = 0
     for _ in range(BATCHES_PER_SWEEP):
@@ -140,6 +139,8 @@ async def _release_if_orphan(
         until = payment.processor_call_until if payment is not None else None
         if until is not None and until > utcnow():
             raise _CallInFlight(candidate.id)
+        if payment is not None and until is not None:  # the request that left this died between its phases
+            phases.clear_expired_claim(payment)
         first_found = await repository.record_orphan(
             session,
             tenant,

@@ -6,27 +6,30 @@ did: one transaction, the payment's row locked throughout. On an outside process
 simulator behind its network model) no transaction, row lock or pool connection is held while a call is
 on the network. `run_in_phases` runs the step's own function (service.py) in turns:
 
-1. a transaction runs the step against `Replaying`, a processor that answers the calls already made and
-   stops the step (`CallNeeded`) at the first one not made yet; that transaction is rolled back, so the
-   step's validation and refusals happen exactly as they do in one transaction, and nothing half done
-   stays. Before the first call the payment is claimed for this request (`processor_call`,
-   `processor_call_until`: a lease of `CLAIM_LEASE`), in a statement that commits alone and applies
-   only if the payment is as the rolled-back transaction saw it (its `updated_at`) and claimed by nobody
-   else; the connection is back in the pool.
+1. the step runs against `Replaying`, a processor that answers the calls already made and stops the
+   step (`CallNeeded`) at the first one not made yet. In its first run, its lock of the payment is the
+   claim for this request instead (`claim_for_call`: `processor_call`, `processor_call_until`, a lease
+   of `CLAIM_LEASE`): one statement, behind the request's Idempotency-Key claim, that commits alone and
+   applies only where nobody else holds a claim, so the run holds no row lock; what it reads next it
+   reads outside a transaction. The step's validation and refusals happen as they do in one
+   transaction (a refusal ends the claim). Whatever the run did is then undone: a run that made no call
+   (a cancel before any authorization) or kept a refusal's effect runs again, locking the payment
+   (where a step's first lock is not its first statement, the run locks it in a transaction that is
+   rolled back, and the claim is a lone statement after it, `_claim`).
 2. the call, with no connection held, under the very idempotency key the one-transaction path uses
    (derived from the payment and its step), its answer (or refusal, or outage) kept in memory. A new
    card's `tokenize_and_authorize` is one such call, as in one transaction: the processor's exchange,
    with the step's own choice of authorization (its risk screens, their `card_risk` call made and kept
-   too) run in between, on the rows the rolled-back run loaded (kept readable). What it reads of the
+   too) run in between, on the rows the first run loaded (kept readable). What it reads of the
    database there, it reads in a transaction of its own that ends before the choice returns and before
    any call it makes (`Replaying._exchange`), so nothing is held on the network there either. A choice
-   that fails there (say, it needed what the rolled-back transaction held) ends the exchange before
+   that fails there (say, it needed what the first run's transaction held) ends the exchange before
    anything is authorized, and the step goes on one call a phase (`tokenize_card`, `card_risk`,
    `authorize`).
-3. back to 1 with the answers, until the step runs through: that last transaction records what the
-   processor answered (status, postings, events, the request's stored answer) and ends the claim (its
-   columns ride in the step's own write of the payment where it makes one), committed by the request
-   as usual. A confirm with a new card thus runs twice, a capture twice.
+3. back to 1 with the answers, until the step runs through: that last run locks the payment in a
+   transaction, records what the processor answered (status, postings, events, the request's stored
+   answer) and ends the claim (its columns ride in the step's own write of the payment where it makes
+   one), committed by the request as usual. A confirm with a new card thus runs twice, a capture twice.
 
 Meanwhile the payment reads as it did before the step (`requires_confirmation`, `requires_capture`, ...):
 there is no public status for a call in flight, as at Stripe. Another step on the same payment (a second
@@ -37,10 +40,10 @@ the same way, so the two paths never meet on one payment.
 A crash between the phases leaves the claim. The same request retried with the same Idempotency-Key is
 the claim's owner (the claim names the key's digest): it runs again, makes the same calls under the same
 processor keys, gets the same answers, and finishes. A request without a key, or with another one, waits
-for the lease to end. Claims whose lease ended are cleared by the orphan sweep (orphans.py), which also
-releases an authorization that no payment recorded, as it does for a lost one-transaction confirmation;
-a capture the processor made whose request never came back is finished by any later capture of the
-payment (the same key answers the same capture).
+for the lease to end. A claim whose lease ended is nobody's wherever it is read; the orphan sweep
+(orphans.py) releases the authorization that no payment recorded, as it does for a lost one-transaction
+confirmation, and clears the claim it meets there; a capture the processor made whose request never
+came back is finished by any later capture of the payment (the same key answers the same capture).
 
 A transient fault of the processor (`ProcessorUnavailable`) reaches the step as it would in one
 transaction (the step answers 503 `processor_unavailable`, Retry-After), and the claim is released; a
@@ -508,17 +511,12 @@ async def _release_after(uow: UnitOfWork, state: _Step, *, keeps_effect: bool) -
     logger.info("payment_processor_call_released", payment_intent=state.payment_id)
 
 
-async def release_expired_claims(session: AsyncSession) -> int:
-    """The orphan sweep's: claims whose lease ended (their request died between the phases)."""
-    connection = await driver_connection(session)
-    cleared = await connection.fetch(
-        "UPDATE payment_intents SET processor_call = NULL, processor_call_until = NULL "
-        "WHERE processor_call_until IS NOT NULL AND processor_call_until <= $1 RETURNING id",
-        utcnow(),
-    )
-    for row in cleared:
-        logger.warning("payment_processor_call_expired", payment_intent=row["id"])
-    return len(cleared)
+def clear_expired_claim(payment: PaymentIntent) -> None:
+    """The orphan sweep's, on a locked payment whose claim's lease ended (its request died between the
+    phases): the claim was nobody's already; this clears it with the sweep's write."""
+    logger.warning("payment_processor_call_expired", payment_intent=payment.id)
+    payment.processor_call = None
+    payment.processor_call_until = None
 
 
 async def run_request_step(
