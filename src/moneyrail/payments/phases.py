@@ -307,7 +307,7 @@ class Replaying:
     async def _exchange(
         self, tenant: Tenant, card: CardInput, choose: AuthorizationChoice, processor: Processor
     ) -> None:
-        """`processor.tokenize_and_authorize`, the step's `choose` (from the rolled-back run) run in
+        """`processor.tokenize_and_authorize`, the step's `choose` (from the first run) run in
         between with this processor live; its answers kept as those of `tokenize_card`, the choice's
         calls and `authorize`, for the next run to replay. What the choice read of the database is
         given back before it returns; a choice that fails leaves the step to one call a phase."""
