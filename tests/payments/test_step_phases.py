@@ -611,3 +611,38 @@ def test_a_step_that_needs_no_call_or_is_refused_leaves_no_claim_and_a_replay_cl
     assert event_types(api, to_cancel["id"]).count("payment_intent.canceled") == 1
     assert event_types(api, to_capture["id"]).count("payment_intent.succeeded") == 1
     assert simulator_status(db, to_capture["id"]) == ("captured", 2000)
+
+
+def test_a_saved_card_blocked_by_a_risk_list_is_declined_once_under_the_lock_and_leaves_no_claim(
+    api, db, tenant, web_at_100ms
+):
+    """A saved card is screened before any call, in the run whose lock is the claim: a block keeps its
+    effect (the decline), so that run is written again under the payment's lock, once."""
+    token = secrets.token_hex(4)
+    email = f"blocked-{token}@example.com"
+    blocks = api.post(
+        "/v1/radar/value-lists",
+        json={"alias": f"blocked_{token}", "name": "blocked", "item_type": "email", "action": "block"},
+    )
+    assert blocks.status_code == 200, blocks.text
+    added = api.post(f"/v1/radar/value-lists/{blocks.json()['id']}/items", json={"value": email})
+    assert added.status_code == 200, added.text
+    buyer = customer(api)
+    first = confirm(api, create_payment(api, 1000, customer=buyer["id"]), save_payment_method=True)
+    assert first.status_code == 200, first.text
+    payment = create_payment(api, 2000, customer=buyer["id"], receipt_email=email)
+    url, _ = web_at_100ms
+    declined = httpx.post(
+        f"{url}/v1/payment-intents/{payment['id']}/confirm",
+        json={"client_secret": payment["client_secret"], "payment_method": first.json()["payment_method"]},
+        headers={"Authorization": f"Bearer {payment['publishable_key']}"},
+        timeout=30,
+        verify=TLS,
+    )
+    assert declined.status_code == 402, declined.text
+    assert declined.json()["error"]["decline_code"] == "fraudulent"
+    assert claim_of(db, payment["id"]) == (None, None)
+    read = api.get(f"/v1/payment-intents/{payment['id']}").json()
+    assert read["status"] == "requires_payment_method"
+    assert read["last_payment_error"]["decline_code"] == "fraudulent"
+    assert event_types(api, payment["id"]).count("payment_intent.payment_failed") == 1
