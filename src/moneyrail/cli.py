@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import io
 import os
 import sys
 from collections.abc import Sequence
-from functools import cache
 from pathlib import Path
-from typing import Annotated, Any, TextIO, TypeVar
+from typing import Annotated, Any, TextIO, TypeVar, cast
 
 import asyncpg
 import typer
@@ -428,10 +428,18 @@ def _describe_failure(error: BaseException) -> str:
     return f"the database at {where} refused the command: {detail}"
 
 
-@cache
+class _Nowhere(io.TextIOBase):
+    """A stream that keeps nothing: no file to leave open, however many commands a process runs."""
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, text: str) -> int:
+        return len(text)
+
+
 def _discarded() -> TextIO:
-    """One stream to nowhere per process, however many commands run in it (a test runs many)."""
-    return open(os.devnull, "w")  # open while the process lives
+    return cast(TextIO, _Nowhere())
 
 
 def main(argv: Sequence[str] | None = None) -> None:
