@@ -314,7 +314,8 @@ async def lock_payment_claiming(
 # rolled back. Behind the step's Idempotency-Key claim where one is sent ($1 to $5, as above; the claim's
 # lock lasts the statement, which is all a look at the key needs): the payment is claimed only where the
 # key is granted. The claim's own condition is on the row (`p`), so an UPDATE that waited for another's
-# re-checks it on the row that other left. `payment_exists`: the tenant's payment, claimed or not.
+# re-checks it on the row that other left. `payment_exists`: the tenant's payment, claimed or not (looked
+# up only where it was not claimed).
 _CLAIM_FOR_CALL = (
     "{claim_cte}payment AS (UPDATE payment_intents AS p "  # noqa: S608 - names from the mapper, the claim's SQL
     "SET processor_call = ${token}, processor_call_until = ${until} "
@@ -322,9 +323,10 @@ _CLAIM_FOR_CALL = (
     "{granted}AND (p.processor_call_until IS NULL OR p.processor_call = ${token} "
     "OR p.processor_call_until <= ${now}) "
     f"RETURNING {_PAYMENT_COLUMNS}) "
-    "SELECT {claim_columns}payment.*, EXISTS (SELECT FROM payment_intents AS q "
-    "WHERE q.installation_id = ${installation} AND q.livemode = ${livemode} AND q.id = ${payment_id}) "
-    "AS payment_exists FROM {claim_from} LEFT JOIN payment ON true"
+    'SELECT {claim_columns}payment.*, CASE WHEN payment."payment.id" IS NOT NULL THEN true ELSE EXISTS '
+    "(SELECT FROM payment_intents AS q WHERE q.installation_id = ${installation} "
+    "AND q.livemode = ${livemode} AND q.id = ${payment_id}) END AS payment_exists "
+    "FROM {claim_from} LEFT JOIN payment ON true"
 )
 
 
