@@ -646,3 +646,48 @@ def test_a_saved_card_blocked_by_a_risk_list_is_declined_once_under_the_lock_and
     assert read["status"] == "requires_payment_method"
     assert read["last_payment_error"]["decline_code"] == "fraudulent"
     assert event_types(api, payment["id"]).count("payment_intent.payment_failed") == 1
+
+
+def test_steps_racing_for_one_payment_claim_it_once_and_the_processor_acts_once(
+    servers: Servers, api, db, tenant, web_at_100ms
+):
+    """Captures and cancels sent at once, each with its own key: the claim is one UPDATE whose
+    condition is checked again on the row another claimer left, so one step calls the processor and
+    the others are refused (409) before any call of theirs."""
+    payment = authorized(api)
+    url, _ = web_at_100ms
+    steps = [("capture", index) for index in range(3)] + [("cancel", index) for index in range(3)]
+    start = threading.Barrier(len(steps))
+    answers: list[httpx.Response] = []
+
+    def send(step: str, index: int) -> None:
+        headers = {"Authorization": f"Bearer {tenant.secret}", "Idempotency-Key": f"race-{step}-{index}"}
+        start.wait(10)
+        answers.append(
+            httpx.post(
+                f"{url}/v1/payment-intents/{payment['id']}/{step}", headers=headers, timeout=30, verify=TLS
+            )
+        )
+
+    threads = [threading.Thread(target=send, args=step) for step in steps]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+    assert sorted(answer.status_code for answer in answers) == [200, 409, 409, 409, 409, 409], [
+        answer.text for answer in answers
+    ]
+    assert {answer.json()["error"]["code"] for answer in answers if answer.status_code == 409} == {
+        "resource_state_invalid"
+    }
+    (won,) = [answer.json() for answer in answers if answer.status_code == 200]
+    assert claim_of(db, payment["id"]) == (None, None)
+    events = event_types(api, payment["id"])
+    if won["status"] == "succeeded":
+        assert simulator_status(db, payment["id"]) == ("captured", 2000)
+        assert (events.count("payment_intent.succeeded"), events.count("payment_intent.canceled")) == (1, 0)
+    else:
+        assert won["status"] == "canceled"
+        assert simulator_status(db, payment["id"]) == ("canceled", 0)
+        assert (events.count("payment_intent.succeeded"), events.count("payment_intent.canceled")) == (0, 1)
+    verify_ledger_as_an_operator_does(servers)
