@@ -890,6 +890,15 @@ def latency_bench(args: argparse.Namespace, argv: list[str]) -> int:
                     for name in one
                 },
                 "cpu_other_percent": {name: one[name]["cpu_percent_of_one_core"]["other"] for name in one},
+                # a round's ratio moves with the CPU a step costs, or with the CPU the machine gave
+                "cpu_ms_per_step": {
+                    name: {
+                        "server": one[name]["server_cpu_ms_per_request"],
+                        "postgres": one[name]["postgres_cpu_ms_per_request"],
+                    }
+                    for name in one
+                },
+                "machine_cpu_busy_percent": {name: one[name]["machine_cpu_busy_percent"] for name in one},
             }
             for one in rounds
         ],
