@@ -308,6 +308,8 @@ def allocation_rate(
         **harness.server_env(services),
         # one connection per thread and a few spare, as bench/engine.py gives its fleet
         "MONEYRAIL_DB_POOL_SIZE": str(max(20, threads + 4)),
+        # the level a deployment runs at, and the one whose lines say each worker process is ready
+        "MONEYRAIL_LOG_LEVEL": "INFO",
         "MONEYRAIL_WORKER_METRICS_PORT": str(harness.free_port()),
         **(network or {}),
     }
