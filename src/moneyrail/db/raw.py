@@ -284,12 +284,18 @@ def lone_statement_connection(work: AsyncSession | SessionOnDemand) -> PooledCon
     return PooledConnection(work, yield_before_sending=True)
 
 
+def connection_begun(session: AsyncSession) -> bool:
+    """Whether the session's transaction holds a connection (the ORM's or the driver's): it has sent
+    something, a lock or a write, that a read should see."""
+    return orm_connection_begun(session) or driver_transaction_open(session)
+
+
 def read_connection(session: AsyncSession) -> PooledConnection:
     """The connection for a read: the session's transaction's once that holds one (the read sees what it
     wrote); before that, a pooled connection outside any transaction, even where the session has
     begun one that has sent nothing yet (it holds objects only): there is nothing written for the read
     to see, and no BEGIN is sent for it."""
-    if orm_connection_begun(session) or driver_transaction_open(session):
+    if connection_begun(session):
         return PooledConnection(session, yield_before_sending=False)
     return PooledConnection(engine_of(session), yield_before_sending=True)
 

@@ -18,6 +18,7 @@ from moneyrail.db.raw import (
     AnsweringClaim,
     SessionOnDemand,
     StatementClaim,
+    connection_begun,
     driver_connection,
     engine_of,
     loaded_row,
@@ -408,7 +409,15 @@ async def facts_and_more_of(
     conditions: Mapping[str, PaymentCondition],
     more: MoreColumns | None = None,
 ) -> tuple[frozenset[str], Mapping[str, Any]]:
-    """`facts_of`, and the columns `more` asks for in the same statement (by name; none without it)."""
+    """`facts_of`, and the columns `more` asks for in the same statement (by name; none without it).
+
+    `more` is another domain's question about what the step's transaction will write (a capture's ledger
+    outlook), so it is asked only in a transaction that holds a connection, the payment locked in it.
+    Before that (a phased step's first run, which stops at its processor call) none come back."""
+    if session.sync_session.autoflush and (session.new or session.dirty or session.deleted):
+        await session.flush()  # what the ORM's execute would have autoflushed first
+    if not connection_begun(session):
+        more = None
     asked = tuple(conditions.items())
     if not asked and more is None:
         return frozenset(), {}
@@ -422,8 +431,6 @@ async def facts_and_more_of(
     if more is not None:
         columns, more_parameters = more(len(parameters) + 1)
         sql, parameters = _with_more_columns(sql, columns), [*parameters, *more_parameters]
-    if session.sync_session.autoflush and (session.new or session.dirty or session.deleted):
-        await session.flush()  # what the ORM's execute would have autoflushed first
     # in the step's transaction; before it began (a phased step's first run), a read of its own
     async with read_connection(session) as connection:
         row = await connection.fetchrow(sql, *parameters)

@@ -176,7 +176,8 @@ async def capture_payment_intent(
             "This payment carries a fee reserve, so it is captured in full or cancelled.",
             param="amount_to_capture",
         )
-    outlook = fees.read_capture_outlook(ledger_columns)
+    # none before the step's transaction began (a phased step's first run): its postings are not written
+    outlook = fees.read_capture_outlook(ledger_columns) if ledger_columns else None
     await _capture(session, tenant, processor, payment, amount, facts, answer=answer, outlook=outlook)
     return payment
 
