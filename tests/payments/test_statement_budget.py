@@ -46,9 +46,9 @@ BUDGET = {"create": 1, "confirm": 5, "capture": 6, "customer": 1, "customer_with
 # - confirm: the payment claimed for the call behind the key's claim (one UPDATE that commits alone);
 #   the sandbox's tokenizing and authorization, in one exchange; the last run (BEGIN, the key's claim
 #   with the payment's lock, the one write that also ends the claim, COMMIT);
-# - capture: the same, with the facts read after the claim (alone) and in the last run, and the
-#   sandbox's capture between them.
-PHASED_BUDGET = {"confirm": 6, "capture": 8}
+# - capture: the same, with the payment's facts asked in the claim's statement and read again (with
+#   the ledger's outlook) in the last run, and the sandbox's capture between them.
+PHASED_BUDGET = {"confirm": 6, "capture": 7}
 
 
 @pytest.fixture(scope="module")

@@ -387,8 +387,9 @@ def authorizations(db: psycopg.Connection[Any], payment_id: str) -> list[str]:
 
 
 def test_a_review_approval_captures_in_phases(servers: Servers, api, db, tenant, web_at_100ms):
-    """A step that reaches its payment through another object (here a risk review) claims the first
-    payment it locks."""
+    """A capture of a payment held for review is refused before any call (the hold is a fact the
+    claim's statement reads); a step that reaches its payment through another object (here the
+    review's approval) claims the first payment it locks."""
     payment = create_payment(api, 2000)
     held = confirm(api, payment, RISK_REVIEW)
     assert held.json()["status"] == "requires_capture"
@@ -400,6 +401,14 @@ def test_a_review_approval_captures_in_phases(servers: Servers, api, db, tenant,
             base_url=url, headers={"Authorization": f"Bearer {tenant.secret}"}, timeout=30, verify=TLS
         ) as slow,
     ):
+        # the first step of a web process reads the environment's processor settings (then kept), in a
+        # transaction the step then runs in; the next ones start with the claim
+        assert slow.post("/v1/payment-intents/pi_missing0000000000000000/capture").status_code == 404
+        refused = slow.post(f"/v1/payment-intents/{payment['id']}/capture")
+        assert refused.status_code == 409, refused.text
+        assert "held for a risk review" in refused.json()["error"]["message"]
+        assert claim_of(db, payment["id"]) == (None, None)
+        assert simulator_status(db, payment["id"]) == ("authorized", 0)
         approved = slow.post(f"/v1/radar/reviews/{review['id']}/approve")
         assert approved.status_code == 200, approved.text
     after = api.get(f"/v1/payment-intents/{payment['id']}").json()

@@ -54,7 +54,7 @@ from __future__ import annotations
 
 import hashlib
 import secrets
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -135,6 +135,7 @@ class _Step:
     stepwise: bool = False  # an exchange's choice failed: one call a phase from then on
     phased: bool = False  # on an outside processor: run in phases
     locked_by_claim: bool = False  # this run's lock of the payment was its claim (`claim_for_call`)
+    facts: frozenset[str] | None = None  # the payment's facts, read with that claim
 
 
 _running: ContextVar[_Step | None] = ContextVar("moneyrail_payment_step", default=None)
@@ -172,17 +173,23 @@ def claims_with_its_lock(session: AsyncSession, payment_id: str) -> bool:
 
 
 async def claim_for_call(
-    session: AsyncSession, tenant: Tenant, payment_id: str, claim: StatementClaim | None
+    session: AsyncSession,
+    tenant: Tenant,
+    payment_id: str,
+    claim: StatementClaim | None,
+    facts: Mapping[str, repository.PaymentCondition] | None = None,
 ) -> PaymentIntent | None:
     """A phased step's first lock of its payment (`claims_with_its_lock`): the payment claimed for this
     request in a statement that commits alone, behind the request's Idempotency-Key claim where one
     is sent (settled here, before anything else). The run goes on with no transaction and no row lock;
-    the call it needs is made next, with no claim of its own to ask for. None: no such payment."""
+    the call it needs is made next, with no claim of its own to ask for. None: no such payment.
+    `facts`: the conditions the step asks about the payment, asked in the same statement
+    (`facts_read_with_claim`)."""
     step = _running.get()
     assert step is not None
     now = utcnow()
-    row, payment = await repository.claim_payment_for_call(
-        session, tenant, payment_id, claim, token=step.token, until=now + CLAIM_LEASE, now=now
+    row, payment, step.facts = await repository.claim_payment_for_call(
+        session, tenant, payment_id, claim, token=step.token, until=now + CLAIM_LEASE, now=now, facts=facts
     )
     if claim is not None:
         claim.settle(row)
@@ -193,6 +200,14 @@ async def claim_for_call(
     step.payment_id = payment.id
     step.claimed = step.locked_by_claim = True
     return payment
+
+
+def facts_read_with_claim(payment_id: str) -> frozenset[str] | None:
+    """The payment's facts where this run's lock was its claim and asked them (None: ask them)."""
+    step = _running.get()
+    if step is None or not step.locked_by_claim or step.payment_id != payment_id:
+        return None
+    return step.facts
 
 
 def ending_claim(payment: PaymentIntent) -> None:
@@ -406,6 +421,7 @@ async def _phased(
     while True:
         state.payment = None
         state.locked_by_claim = False
+        state.facts = None
         session = uow.session
         replaying = Replaying(answers, state, partial(uow.end_transaction, commit=False))
         try:

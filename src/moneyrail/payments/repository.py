@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from functools import cache
@@ -327,14 +328,23 @@ _CLAIM_FOR_CALL = (
     'SELECT {claim_columns}payment.*, CASE WHEN payment."payment.id" IS NOT NULL THEN true ELSE EXISTS '
     "(SELECT FROM payment_intents AS q WHERE q.installation_id = ${installation} "
     "AND q.livemode = ${livemode} AND q.id = ${payment_id}) END AS payment_exists "
-    "FROM {claim_from} LEFT JOIN payment ON true"
+    "{facts_columns}FROM {claim_from} LEFT JOIN payment ON true{facts_join}"
 )
 
 
 @cache
-def _claim_for_call(claim_sql: str | None, claim_parameters: int) -> str:
+def _claim_for_call(claim_sql: str | None, claim_parameters: int, facts_sql: str | None) -> str:
+    """`facts_sql`: the payment's facts asked in the same statement (`_labelled_facts`), their
+    parameters after the others."""
     first = claim_parameters + 1  # the payment's id, then the claim's token, its lease, now
     numbers = {"payment_id": first, "token": first + 1, "until": first + 2, "now": first + 3}
+    facts_first = first + (6 if claim_sql is None else 4)
+    facts = {
+        "facts_columns": ", facts.* " if facts_sql is not None else " ",
+        "facts_join": ""
+        if facts_sql is None
+        else f" LEFT JOIN LATERAL ({_numbered_from(facts_sql, facts_first)}) AS facts ON true",
+    }
     if claim_sql is None:
         return _CLAIM_FOR_CALL.format(
             claim_cte="WITH ",
@@ -344,6 +354,7 @@ def _claim_for_call(claim_sql: str | None, claim_parameters: int) -> str:
             installation=first + 4,
             livemode=first + 5,
             **numbers,
+            **facts,
         )
     return _CLAIM_FOR_CALL.format(
         claim_cte=f"WITH claim AS ({claim_sql}), ",
@@ -353,7 +364,15 @@ def _claim_for_call(claim_sql: str | None, claim_parameters: int) -> str:
         installation=2,
         livemode=3,
         **numbers,
+        **facts,
     )
+
+
+def _numbered_from(sql: str, first: int) -> str:
+    """A statement's parameters $1, $2, ... numbered from `first` instead, for a statement carried in
+    another's. Only for SQL compiled from constructs with every value bound: no literal to hold a `$`."""
+    assert "'" not in sql, sql
+    return re.sub(r"\$(\d+)", lambda found: f"${int(found.group(1)) + first - 1}", sql)
 
 
 async def claim_payment_for_call(
@@ -365,23 +384,36 @@ async def claim_payment_for_call(
     token: str,
     until: datetime,
     now: datetime,
-) -> tuple[Mapping[str, Any], PaymentIntent | None]:
-    """The statement's row (the key's claim's columns where `claim` is given, `payment_exists`) and the
-    payment claimed for `token` until `until`, made the session's row (None: not claimed). Given no open
-    transaction: it commits alone."""
+    facts: Mapping[str, PaymentCondition] | None = None,
+) -> tuple[Mapping[str, Any], PaymentIntent | None, frozenset[str] | None]:
+    """The statement's row (the key's claim's columns where `claim` is given, `payment_exists`), the
+    payment claimed for `token` until `until`, made the session's row (None: not claimed), and the names
+    of the `facts` that hold for it, asked in the same statement (None: none asked, or not claimed).
+    Given no open transaction: it commits alone."""
     parameters: tuple[Any, ...] = claim.parameters if claim is not None else ()
     claiming: tuple[Any, ...] = (payment_id, token, until, now)
     if claim is None:
         claiming += (tenant.installation_id, tenant.livemode)
+    asked = tuple(facts.items()) if facts else ()
+    labelled = _labelled_facts(asked, engine_of(session).dialect) if asked else None
     async with lone_statement_connection(session) as connection:
         row = await connection.fetchrow(
-            _claim_for_call(claim.sql if claim is not None else None, len(parameters)),
+            _claim_for_call(
+                claim.sql if claim is not None else None,
+                len(parameters),
+                labelled.sql if labelled is not None else None,
+            ),
             *parameters,
             *claiming,
+            *(labelled.parameters(payment_id) if labelled is not None else ()),
         )
     assert row is not None  # one row, claimed or not
-    claimed = row["payment.id"] is not None
-    return row, loaded_row(session, PaymentIntent, row, prefix="payment.") if claimed else None
+    if row["payment.id"] is None:
+        return row, None, None
+    payment = loaded_row(session, PaymentIntent, row, prefix="payment.")
+    if labelled is None:
+        return row, payment, None
+    return row, payment, frozenset(name for index, (name, _) in enumerate(asked) if row[f"fact_{index}"])
 
 
 # Another domain's question about a payment: a condition on its id (the parameter), such as
@@ -468,6 +500,24 @@ class _FactsStatement(NamedTuple):
 
 
 _facts_statements: dict[tuple[tuple[str, PaymentCondition], ...], _FactsStatement] = {}
+_labelled_facts_statements: dict[tuple[tuple[str, PaymentCondition], ...], _FactsStatement] = {}
+
+
+def _labelled_facts(asked: tuple[tuple[str, PaymentCondition], ...], dialect: Any) -> _FactsStatement:
+    """The facts' SELECT with its columns named `fact_0`, `fact_1`, ... in `asked`'s order, for a
+    statement that carries it among columns of its own (`claim_payment_for_call`)."""
+    statement = _labelled_facts_statements.get(asked)
+    if statement is None:  # built once: the domains register their conditions at import
+        statement = _labelled_facts_statements[asked] = _FactsStatement.of(
+            select(
+                *(
+                    condition(_FACT_PAYMENT).label(f"fact_{index}")
+                    for index, (_, condition) in enumerate(asked)
+                )
+            ),
+            dialect,
+        )
+    return statement
 
 
 async def get_payment_by_authentication_token(session: AsyncSession, token_hash: str) -> PaymentIntent | None:

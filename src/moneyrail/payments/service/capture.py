@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
+from typing import Any
 
 import structlog
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -20,7 +21,7 @@ from moneyrail.kit.tenant import Tenant
 from moneyrail.ledger.service import AccountsOutlook
 from moneyrail.models import PaymentIntent
 from moneyrail.payments import distribution as distributions
-from moneyrail.payments import fees, repository
+from moneyrail.payments import fees, phases, repository
 from moneyrail.payments.schemas import render_payment_intent
 from moneyrail.processor.interface import Processor
 
@@ -155,12 +156,15 @@ async def capture_payment_intent(
 ) -> PaymentIntent:
     """`claim`: the request's Idempotency-Key claim, run with the payment's lock (`_locked_claiming`);
     `answer`: the request's answer, written with the capture's last statement."""
-    payment = await _locked_claiming(session, tenant, payment_id, claim)
+    payment = await _locked_claiming(session, tenant, payment_id, claim, facts=_payment_facts)
     if payment.status != "requires_capture":
         raise Conflict(f"Capture applies to an authorized payment; this one is {payment.status}.")
-    facts, ledger_columns = await repository.facts_and_more_of(
-        session, payment.id, _payment_facts, fees.capture_outlook(tenant, payment.currency)
-    )
+    facts = phases.facts_read_with_claim(payment.id)
+    ledger_columns: Mapping[str, Any] = {}
+    if facts is None:
+        facts, ledger_columns = await repository.facts_and_more_of(
+            session, payment.id, _payment_facts, fees.capture_outlook(tenant, payment.currency)
+        )
     if not by_owner:
         await _refuse_if_owned(session, tenant, payment, "capture", facts)
     if HELD_FOR_REVIEW in facts:

@@ -3,7 +3,7 @@ payments."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -104,14 +104,19 @@ async def _locked(session: AsyncSession, tenant: Tenant, payment_id: str) -> Pay
 
 
 async def _locked_claiming(
-    session: AsyncSession, tenant: Tenant, payment_id: str, claim: AnsweringClaim | None
+    session: AsyncSession,
+    tenant: Tenant,
+    payment_id: str,
+    claim: AnsweringClaim | None,
+    facts: Mapping[str, repository.PaymentCondition] | None = None,
 ) -> PaymentIntent:
     """`_locked` for a step that runs its Idempotency-Key's claim (the tenant's) in the same statement
     (`scoped(..., claim_in_statement=True)`): the claim settled first, so a replay or a key in flight
     answers before anything else, as when the gate claimed it. No claim: no key was sent. A phased
-    step's first lock is its claim for the processor call instead (payments/phases.py)."""
+    step's first lock is its claim for the processor call instead (payments/phases.py), which also asks
+    `facts` of the payment in its statement where given (`phases.facts_read_with_claim`)."""
     if phases.claims_with_its_lock(session, payment_id):
-        payment = await phases.claim_for_call(session, tenant, payment_id, claim)
+        payment = await phases.claim_for_call(session, tenant, payment_id, claim, facts)
     elif claim is None:
         payment = await repository.lock_payment_on_driver(session, tenant, payment_id)
     else:
