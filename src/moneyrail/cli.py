@@ -438,10 +438,6 @@ class _Nowhere(io.TextIOBase):
         return len(text)
 
 
-def _discarded() -> TextIO:
-    return cast(TextIO, _Nowhere())
-
-
 def main(argv: Sequence[str] | None = None) -> None:
     arguments = list(argv) if argv is not None else sys.argv[1:]
     command = next((argument for argument in arguments if not argument.startswith("-")), None)
@@ -453,7 +449,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     get_settings.cache_clear()  # read again, with the instance's URLs if it gave them
     settings = get_settings()
     # They print results, never log lines; what an operator decided is in the audit log (a table).
-    configure_logging(settings.log_level, json=settings.log_json, stream=_discarded())
+    configure_logging(settings.log_level, json=settings.log_json, stream=cast(TextIO, _Nowhere()))
     try:
         app(args=arguments)
     except (OSError, SQLAlchemyError, asyncpg.PostgresError, RedisError, DatabaseNotConfigured) as error:

@@ -334,37 +334,30 @@ _CLAIM_FOR_CALL = (
 
 @cache
 def _claim_for_call(claim_sql: str | None, claim_parameters: int, facts_sql: str | None) -> str:
-    """`facts_sql`: the payment's facts asked in the same statement (`_labelled_facts`), their
+    """`facts_sql`: the payment's facts asked in the same statement (`_facts_statement`), their
     parameters after the others."""
     first = claim_parameters + 1  # the payment's id, then the claim's token, its lease, now
-    numbers = {"payment_id": first, "token": first + 1, "until": first + 2, "now": first + 3}
-    facts_first = first + (6 if claim_sql is None else 4)
-    facts = {
-        "facts_columns": ", facts.* " if facts_sql is not None else " ",
-        "facts_join": ""
+    if claim_sql is None:  # the tenant after them
+        key = {"claim_cte": "WITH ", "granted": "", "claim_columns": "", "claim_from": "(SELECT 1) AS one"}
+        tenant, facts_first = {"installation": first + 4, "livemode": first + 5}, first + 6
+    else:  # the tenant is the claim's $2 and $3
+        key = {
+            "claim_cte": f"WITH claim AS ({claim_sql}), ",
+            "granted": "AND (SELECT claim.locked AND claim.fingerprint IS NULL FROM claim) ",
+            "claim_columns": "claim.*, ",
+            "claim_from": "claim",
+        }
+        tenant, facts_first = {"installation": 2, "livemode": 3}, first + 4
+    facts = (
+        {"facts_columns": " ", "facts_join": ""}
         if facts_sql is None
-        else f" LEFT JOIN LATERAL ({_numbered_from(facts_sql, facts_first)}) AS facts ON true",
-    }
-    if claim_sql is None:
-        return _CLAIM_FOR_CALL.format(
-            claim_cte="WITH ",
-            granted="",
-            claim_columns="",
-            claim_from="(SELECT 1) AS one",
-            installation=first + 4,
-            livemode=first + 5,
-            **numbers,
-            **facts,
-        )
+        else {
+            "facts_columns": ", facts.* ",
+            "facts_join": f" LEFT JOIN LATERAL ({_numbered_from(facts_sql, facts_first)}) AS facts ON true",
+        }
+    )
     return _CLAIM_FOR_CALL.format(
-        claim_cte=f"WITH claim AS ({claim_sql}), ",
-        granted="AND (SELECT claim.locked AND claim.fingerprint IS NULL FROM claim) ",
-        claim_columns="claim.*, ",
-        claim_from="claim",
-        installation=2,
-        livemode=3,
-        **numbers,
-        **facts,
+        payment_id=first, token=first + 1, until=first + 2, now=first + 3, **key, **tenant, **facts
     )
 
 
@@ -395,7 +388,7 @@ async def claim_payment_for_call(
     if claim is None:
         claiming += (tenant.installation_id, tenant.livemode)
     asked = tuple(facts.items()) if facts else ()
-    labelled = _labelled_facts(asked, engine_of(session).dialect) if asked else None
+    labelled = _facts_statement(asked, engine_of(session).dialect) if asked else None
     async with lone_statement_connection(session) as connection:
         row = await connection.fetchrow(
             _claim_for_call(
@@ -453,12 +446,7 @@ async def facts_and_more_of(
     asked = tuple(conditions.items())
     if not asked and more is None:
         return frozenset(), {}
-    statement = _facts_statements.get(asked)
-    if statement is None:  # built once: the domains register their conditions at import
-        statement = _facts_statements[asked] = _FactsStatement.of(
-            select(*(condition(_FACT_PAYMENT) for _, condition in asked)) if asked else select(true()),
-            engine_of(session).dialect,
-        )
+    statement = _facts_statement(asked, engine_of(session).dialect)
     sql, parameters = statement.sql, statement.parameters(payment_id)
     if more is not None:
         columns, more_parameters = more(len(parameters) + 1)
@@ -500,22 +488,16 @@ class _FactsStatement(NamedTuple):
 
 
 _facts_statements: dict[tuple[tuple[str, PaymentCondition], ...], _FactsStatement] = {}
-_labelled_facts_statements: dict[tuple[tuple[str, PaymentCondition], ...], _FactsStatement] = {}
 
 
-def _labelled_facts(asked: tuple[tuple[str, PaymentCondition], ...], dialect: Any) -> _FactsStatement:
-    """The facts' SELECT with its columns named `fact_0`, `fact_1`, ... in `asked`'s order, for a
-    statement that carries it among columns of its own (`claim_payment_for_call`)."""
-    statement = _labelled_facts_statements.get(asked)
+def _facts_statement(asked: tuple[tuple[str, PaymentCondition], ...], dialect: Any) -> _FactsStatement:
+    """The facts' SELECT, its columns named `fact_0`, `fact_1`, ... in `asked`'s order (so a statement
+    may carry it among columns of its own, `claim_payment_for_call`); with none asked, one `true`."""
+    statement = _facts_statements.get(asked)
     if statement is None:  # built once: the domains register their conditions at import
-        statement = _labelled_facts_statements[asked] = _FactsStatement.of(
-            select(
-                *(
-                    condition(_FACT_PAYMENT).label(f"fact_{index}")
-                    for index, (_, condition) in enumerate(asked)
-                )
-            ),
-            dialect,
+        columns = [condition(_FACT_PAYMENT).label(f"fact_{at}") for at, (_, condition) in enumerate(asked)]
+        statement = _facts_statements[asked] = _FactsStatement.of(
+            select(*columns) if columns else select(true()), dialect
         )
     return statement
 
