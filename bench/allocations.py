@@ -323,7 +323,7 @@ def allocation_rate(
         )
         time.sleep(4)  # the fleet boots, as in bench/engine.py: steady work is measured, not start-up
         wait_until_ready("allocations-workers", PROCESSES)
-        asyncio.run(harness.checkpoint(database_url))
+        asyncio.run(harness.checkpoint(database_url, vacuum=True))  # the seeding's dead rows too
         requested_s, committed_at = asyncio.run(request_commits(database_url, seeded))
         # the requests' own work (writing 4 pending transfers, an operation, events per group) happens
         # before the commit; the workers see nothing of it until then: that is when the clock starts

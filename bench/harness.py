@@ -225,8 +225,12 @@ async def recreate_database(server_url: str, database: str) -> tuple[str, dict[s
     return database_url_for(server_url, database), postgres
 
 
-async def checkpoint(database_url: str, wait_seconds: float = 60.0) -> None:
+async def checkpoint(database_url: str, wait_seconds: float = 60.0, *, vacuum: bool = False) -> None:
     """Flush PostgreSQL's dirty pages before a run, so no run pays for the previous one's writes.
+
+    `vacuum`: a `VACUUM (ANALYZE)` of the database first, the stand-in for the autovacuum a service
+    runs. The machine's server runs with autovacuum off (CI's configuration): without it, each load of a
+    run meets the dead rows of all the loads before it, and the later ones measure that.
 
     On a shared server out of connections (others' test suites), wait for a free one rather than end
     the run: the previous target's pool has just been let go.
@@ -241,9 +245,11 @@ async def checkpoint(database_url: str, wait_seconds: float = 60.0) -> None:
                 raise
             await asyncio.sleep(1.0)
     try:
+        if vacuum:
+            await connection.execute("VACUUM (ANALYZE)")
         await connection.execute("CHECKPOINT")
     except asyncpg.PostgresError as error:  # not a superuser: run without it
-        print(f"CHECKPOINT skipped: {error}", file=sys.stderr)
+        print(f"VACUUM or CHECKPOINT skipped: {error}", file=sys.stderr)
     finally:
         await connection.close()
 
@@ -319,10 +325,12 @@ def wait_until_up(name: str, process: subprocess.Popen[bytes], probe: str) -> No
     raise BenchError(f"{name} did not answer {probe} within {STARTUP_TIMEOUT_S:.0f} s:\n{log_tail(name)}")
 
 
-def machine_cpu_ticks() -> tuple[int, int, int]:
-    """(busy, interrupts, total) jiffies of all CPUs, from /proc/stat.
+def machine_cpu_ticks() -> tuple[int, int, int, int]:
+    """(busy, interrupts, total, steal) jiffies of all CPUs, from /proc/stat.
 
-    Interrupt time (mostly the loopback network's softirq) is in no process's CPU time.
+    Interrupt time (mostly the loopback network's softirq) is in no process's CPU time. Steal is the
+    time the hypervisor gave a CPU of this machine to another: on a shared host it makes a window
+    slower with nothing here busier.
     """
     user, nice, system, idle, iowait, irq, softirq, steal = (
         int(value) for value in Path("/proc/stat").read_text().splitlines()[0].split()[1:9]
@@ -332,6 +340,7 @@ def machine_cpu_ticks() -> tuple[int, int, int]:
         user + nice + system + irq + softirq,
         irq + softirq,
         user + nice + system + idle + iowait + irq + softirq + steal,
+        steal,
     )
 
 
@@ -419,7 +428,7 @@ class CpuWindow:
 
     started: float
     table: dict[int, Proc]
-    machine: tuple[int, int, int]
+    machine: tuple[int, int, int, int]
 
     @classmethod
     def now(cls) -> CpuWindow:
@@ -437,7 +446,7 @@ class CpuWindow:
         groups["redis"] = {pid for pid, proc in later.table.items() if proc.name.startswith("redis-server")}
         ticks = {name: sum(used[pid] for pid in pids) for name, pids in groups.items()}
         ticks["postgres"] += postmasters_reaped(self.table, later.table)
-        busy, interrupts, total = (b - a for a, b in zip(self.machine, later.machine, strict=True))
+        busy, interrupts, total, steal = (b - a for a, b in zip(self.machine, later.machine, strict=True))
         ticks["interrupts"] = interrupts
         ticks["other"] = max(0, busy - sum(ticks.values()))
         ours = set().union(*groups.values(), {os.getpid()})
@@ -446,6 +455,7 @@ class CpuWindow:
             "seconds": round(seconds, 3),
             "cpu_percent_of_one_core": {k: round(100.0 * v / hz / seconds, 1) for k, v in ticks.items()},
             "machine_cpu_busy_percent": round(100.0 * busy / total, 1) if total else 0.0,
+            "machine_cpu_stolen_percent": round(100.0 * steal / total, 1) if total else 0.0,
             "other_processes": {
                 f"{later.table[pid].name}[{pid}]": round(100.0 * t / hz / seconds, 1)
                 for t, pid in outside

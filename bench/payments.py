@@ -376,7 +376,8 @@ def load(target: Target, flow: str, secret: str, run_id: str, args: argparse.Nam
     """One target under the generator; CPU measured over the generator's window."""
     assert target.database_url is not None
     quiet = harness.wait_until_quiet(args.quiet_wait)
-    asyncio.run(harness.checkpoint(target.database_url))  # before the warm-up: the load never pauses
+    # before the warm-up: the load never pauses, nor meets the dead rows of the loads before it
+    asyncio.run(harness.checkpoint(target.database_url, vacuum=True))
     sessions_before: int | None = None
     argv = [
         sys.executable,
@@ -899,6 +900,7 @@ def latency_bench(args: argparse.Namespace, argv: list[str]) -> int:
                     for name in one
                 },
                 "machine_cpu_busy_percent": {name: one[name]["machine_cpu_busy_percent"] for name in one},
+                "machine_cpu_stolen_percent": {name: one[name]["machine_cpu_stolen_percent"] for name in one},
             }
             for one in rounds
         ],
@@ -920,6 +922,12 @@ def latency_bench(args: argparse.Namespace, argv: list[str]) -> int:
         f"steps/s at {latency:g} ms ÷ at 0 ms: {ratio} (target {LATENCY_TARGET}):"
         f" {'met' if document['met'] else 'MISSED'}; by round {[one['ratio'] for one in document['rounds']]}"
     )
+    for number, one in enumerate(document["rounds"], start=1):
+        cpu, stolen = one["cpu_ms_per_step"], one["machine_cpu_stolen_percent"]
+        print(
+            f"round {number}: steps/s {one['steps_per_s']}; CPU ms a step (server, postgres)"
+            f" {[(cpu[name]['server'], cpu[name]['postgres']) for name in cpu]}; stolen % {stolen}"
+        )
     for problem in problems:
         print(f"INVALID RUN: {problem}")
     for warning in warnings:
