@@ -521,13 +521,9 @@ def loaded_row(session: AsyncSession, model: type[Model], row: Mapping[str, Any]
     An instance of the same row the session already holds is answered as it is, as the ORM's own
     query would (no `populate_existing`).
     """
-    if not model.__mapper__.configured:
-        configure_mappers()
-    values = {attribute.key: row[prefix + attribute.key] for attribute in model.__mapper__.column_attrs}
-    mapper = model.__mapper__
-    identity = mapper.identity_key_from_primary_key(
-        tuple(values[mapper.get_property_by_column(column).key] for column in mapper.primary_key)
-    )
+    columns, key_columns = _row_shape(model, prefix)
+    values = {key: row[name] for key, name in columns}
+    identity = model.__mapper__.identity_key_from_primary_key(tuple(values[key] for key in key_columns))
     sync_session = session.sync_session
     identity_map = sync_session.identity_map
     held = identity_map.get(identity)
@@ -537,6 +533,17 @@ def loaded_row(session: AsyncSession, model: type[Model], row: Mapping[str, Any]
     make_transient_to_detached(instance)  # its identity from the primary key, every column as committed
     session.add(instance)  # detached to persistent: no SQL (the models have no cascades to walk)
     return instance
+
+
+@cache
+def _row_shape(model: type[Base], prefix: str) -> tuple[tuple[tuple[str, str], ...], tuple[str, ...]]:
+    """A model's attributes with the names `select_list` gave their columns, and its primary key's
+    attributes: worked out once, not on every row."""
+    if not model.__mapper__.configured:
+        configure_mappers()  # what the first query would do: the attributes need their mapper
+    mapper = model.__mapper__
+    columns = tuple((attribute.key, prefix + attribute.key) for attribute in mapper.column_attrs)
+    return columns, tuple(mapper.get_property_by_column(column).key for column in mapper.primary_key)
 
 
 def inserted_row(session: AsyncSession, instance: Base, **stamped: Any) -> None:

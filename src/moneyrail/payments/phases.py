@@ -54,7 +54,7 @@ from __future__ import annotations
 
 import hashlib
 import secrets
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Hashable, Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -223,15 +223,27 @@ def ending_claim(payment: PaymentIntent) -> None:
     step.payment = payment
 
 
-def _identity(name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> str:
-    return f"{name}{args!r}{sorted(kwargs.items())!r}"
+# A processor call as the answers know it: its name and arguments, compared by value
+CallIdentity = Hashable
+
+
+def _identity(name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> CallIdentity:
+    """The call's values themselves (the processor's arguments are frozen dataclasses, strings, numbers
+    and instants, compared by value), without rendering them: asked at every call of every run. A call
+    with a value that cannot be hashed (a dict of metadata) is known by its repr instead."""
+    identity = (name, args, tuple(sorted(kwargs.items())))
+    try:
+        hash(identity)
+    except TypeError:
+        return repr(identity)
+    return identity
 
 
 class CallNeeded(BaseException):
     """The step asked `Replaying` for a call not made yet (a BaseException: no step's `except Exception`
     may take it for a fault). `make` makes it, with no transaction open, and keeps its answers."""
 
-    def __init__(self, identity: str, make: Callable[[Processor], Awaitable[None]]) -> None:
+    def __init__(self, identity: CallIdentity, make: Callable[[Processor], Awaitable[None]]) -> None:
         super().__init__(identity)
         self.identity = identity
         self.make = make
@@ -244,7 +256,7 @@ Outcome = Any
 class _Asked:
     """Stands in for the processor to learn the call `authorize_as_asked` makes (its identity)."""
 
-    identity = ""
+    identity: CallIdentity = ""
 
     async def authorize(self, *args: Any, **kwargs: Any) -> Any:
         self.identity = _identity("authorize", args, kwargs)
@@ -258,7 +270,7 @@ class Replaying:
     batches_calls = False
 
     def __init__(
-        self, answers: dict[str, Outcome], state: _Step, give_back: Callable[[], Awaitable[None]]
+        self, answers: dict[CallIdentity, Outcome], state: _Step, give_back: Callable[[], Awaitable[None]]
     ) -> None:
         self._answers = answers
         self._state = state
@@ -288,7 +300,12 @@ class Replaying:
         return outcome
 
     async def _make(
-        self, identity: str, name: str, args: tuple[Any, ...], kwargs: dict[str, Any], processor: Processor
+        self,
+        identity: CallIdentity,
+        name: str,
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+        processor: Processor,
     ) -> None:
         try:
             self._answers[identity] = await getattr(processor, name)(*args, **kwargs)
@@ -416,7 +433,7 @@ async def _phased(
     state: _Step,
     step: Callable[[AsyncSession, Processor], Awaitable[T]],
 ) -> T:
-    answers: dict[str, Outcome] = {}
+    answers: dict[CallIdentity, Outcome] = {}
     state.phased = True
     while True:
         state.payment = None
