@@ -13,8 +13,8 @@ from moneyrail.config import Settings
 from moneyrail.db.engine import create_engine, create_sessionmaker
 from moneyrail.kit.tenant import Tenant
 from moneyrail.ledger import service as ledger
+from moneyrail.ledger.repository import JournalRecord
 from moneyrail.ledger.service import Posting
-from moneyrail.models import JournalTransaction
 from tests.harness import AsyncBridge
 
 
@@ -25,8 +25,8 @@ def post(
     kind: str = "test",
     reference: str | None = None,
     idempotency_key: str | None = None,
-) -> JournalTransaction:
-    async def work(session: AsyncSession) -> JournalTransaction:
+) -> JournalRecord:
+    async def work(session: AsyncSession) -> JournalRecord:
         return await ledger.post(
             session,
             tenant,
@@ -36,7 +36,7 @@ def post(
             idempotency_key=idempotency_key,
         )
 
-    journal: JournalTransaction = bridge.in_unit_of_work(work)
+    journal: JournalRecord = bridge.in_unit_of_work(work)
     return journal
 
 

@@ -50,7 +50,7 @@ def test_concurrent_postings_share_a_commit_and_each_caller_gets_its_own_transac
     ensure_accounts(bridge, tenant.tenant, MERCHANT, FEES)
     results = _post_at_once(bridge, tenant.tenant, [{"postings": _fee(n)} for n in range(1, 25)])
 
-    assert [type(result).__name__ for result in results] == ["JournalTransaction"] * 24
+    assert [type(result).__name__ for result in results] == ["JournalRecord"] * 24
     assert len({result.id for result in results}) == 24
     assert count_rows(db, "journal_transactions", tenant.installation_id) == 24
     assert _commits(db, tenant.installation_id) <= 2  # one statement took what was queued

@@ -6,8 +6,8 @@ from __future__ import annotations
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from moneyrail.ledger import service as ledger
+from moneyrail.ledger.repository import JournalRecord
 from moneyrail.ledger.service import Entry, Posting
-from moneyrail.models import JournalTransaction
 from tests.helpers import count_rows
 from tests.ledger.support import balance, ensure_accounts, post, verify
 
@@ -21,11 +21,11 @@ def transfer(recipient: str, amount: int, key: str) -> Entry:
     )
 
 
-def post_many(bridge, tenant, *entries: Entry) -> list[JournalTransaction]:
-    async def work(session: AsyncSession) -> list[JournalTransaction]:
+def post_many(bridge, tenant, *entries: Entry) -> list[JournalRecord]:
+    async def work(session: AsyncSession) -> list[JournalRecord]:
         return await ledger.post_many(session, tenant, entries)
 
-    written: list[JournalTransaction] = bridge.in_unit_of_work(work)
+    written: list[JournalRecord] = bridge.in_unit_of_work(work)
     return written
 
 

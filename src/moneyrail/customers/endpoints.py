@@ -10,7 +10,6 @@ from moneyrail.api.idempotency import awaiting_created, pending_claim, with_crea
 from moneyrail.api.pagination import ListEnvelope, PageRequest, list_envelope, page_request
 from moneyrail.api.routing import MoneyrailRoute, scoped
 from moneyrail.kit.clock import to_unix
-from moneyrail.models import Customer
 
 from . import service
 from .repository import NewCustomer
@@ -19,7 +18,7 @@ from .schemas import CustomerCreate, CustomerOut
 router = APIRouter(route_class=MoneyrailRoute, tags=["customers"])
 
 
-def render(customer: Customer) -> CustomerOut:
+def render(customer: service.CustomerRecord) -> CustomerOut:
     return CustomerOut(
         id=customer.id,
         livemode=customer.livemode,
@@ -31,7 +30,7 @@ def render(customer: Customer) -> CustomerOut:
     )
 
 
-def _answer(customer: Customer | NewCustomer, created: int) -> bytes:
+def _answer(customer: NewCustomer, created: int) -> bytes:
     """`CustomerOut`'s JSON, byte for byte, without the model: the create's answer, whose values were
     validated on the way in (tests/customers/test_answer_bytes.py holds the two together)."""
     return orjson.dumps(

@@ -10,26 +10,24 @@ from typing import Any
 
 import asyncpg
 import orjson
-from sqlalchemy import and_, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from moneyrail.db.pagination import newest_first_page
 from moneyrail.db.raw import (
     StatementClaim,
     driver_connection,
     lone_statement_connection,
+    read_connection,
     transaction_open,
 )
 from moneyrail.db.uow import UnitOfWork
 from moneyrail.kit.pagination import Position
 from moneyrail.kit.tenant import Tenant
-from moneyrail.models import Customer
 
 
 @dataclass(frozen=True, slots=True)
 class NewCustomer:
     """A customer's row as the intake writes it: plain values, no ORM object (its statements are the
-    driver's own, so an identity map or change tracking would only cost). Attribute names as `Customer`'s."""
+    driver's own, so an identity map or change tracking would only cost)."""
 
     id: str
     installation_id: str
@@ -39,8 +37,8 @@ class NewCustomer:
     name: str | None
     metadata_: dict[str, str]
 
-    def inserted(self, created_at: datetime) -> InsertedCustomer:
-        return InsertedCustomer(
+    def inserted(self, created_at: datetime) -> CustomerRecord:
+        return CustomerRecord(
             self.id,
             self.installation_id,
             self.livemode,
@@ -53,14 +51,19 @@ class NewCustomer:
 
 
 @dataclass(frozen=True, slots=True)
-class InsertedCustomer(NewCustomer):
-    """The row once written, with the `created_at` the database stamped (the sandbox clock's)."""
+class CustomerRecord(NewCustomer):
+    """A customer as stored (its row in `customers`, models/customer.py), with the `created_at` the
+    database stamped (the sandbox clock's): what the intake's insert answers and every read returns."""
 
     created_at: datetime
 
 
-def _owned_by(tenant: Tenant) -> Any:
-    return and_(Customer.installation_id == tenant.installation_id, Customer.livemode == tenant.livemode)
+# Its columns, in its fields' order
+_COLUMNS = "id, installation_id, livemode, external_reference, email, name, metadata, created_at"
+
+
+def _record(row: Any) -> CustomerRecord:
+    return CustomerRecord(*row.values())
 
 
 _INSERT = """
@@ -127,7 +130,7 @@ def _values(customer: NewCustomer) -> tuple[Any, ...]:
 
 async def insert_answered(
     uow: UnitOfWork, customer: NewCustomer, claim: StatementClaim, answer: bytes
-) -> InsertedCustomer | None:
+) -> CustomerRecord | None:
     """Insert the customer and store the key's answer, in one statement that commits by itself.
 
     `answer` is the request's answer with its `created` still to come (api/idempotency.py,
@@ -158,7 +161,7 @@ async def insert_answered(
 
 async def insert_unless_referenced(
     uow: UnitOfWork, customer: NewCustomer, claim: StatementClaim | None
-) -> InsertedCustomer | None:
+) -> CustomerRecord | None:
     """Insert; if a customer with the same external_reference exists already, insert nothing.
 
     The intake's hottest statement, so straight on the driver (db/raw.py). With an Idempotency-Key,
@@ -180,31 +183,59 @@ async def insert_unless_referenced(
     return customer.inserted(created_at)
 
 
-async def get(session: AsyncSession, tenant: Tenant, customer_id: str) -> Customer | None:
-    return await session.scalar(select(Customer).where(_owned_by(tenant), Customer.id == customer_id))
+async def get(session: AsyncSession, tenant: Tenant, customer_id: str) -> CustomerRecord | None:
+    async with read_connection(session) as connection:
+        row = await connection.fetchrow(
+            f"SELECT {_COLUMNS} FROM customers "  # noqa: S608 - the columns are ours
+            "WHERE installation_id = $1 AND livemode = $2 AND id = $3",
+            tenant.installation_id,
+            tenant.livemode,
+            customer_id,
+        )
+    return _record(row) if row is not None else None
 
 
 async def emails_of(session: AsyncSession, tenant: Tenant, customer_ids: Sequence[str]) -> dict[str, str]:
     if not customer_ids:
         return {}
-    rows = await session.execute(
-        select(Customer.id, Customer.email).where(
-            _owned_by(tenant), Customer.id.in_(set(customer_ids)), Customer.email.is_not(None)
+    async with read_connection(session) as connection:
+        rows = await connection.fetch(
+            "SELECT id, email FROM customers WHERE installation_id = $1 AND livemode = $2 "
+            "AND id = ANY($3::text[]) AND email IS NOT NULL",
+            tenant.installation_id,
+            tenant.livemode,
+            sorted(set(customer_ids)),
         )
-    )
-    return {customer_id: email for customer_id, email in rows.tuples() if email is not None}
+    return {row[0]: row[1] for row in rows}
 
 
-async def get_by_reference(session: AsyncSession, tenant: Tenant, reference: str) -> Customer | None:
-    return await session.scalar(
-        select(Customer).where(_owned_by(tenant), Customer.external_reference == reference)
-    )
+async def get_by_reference(session: AsyncSession, tenant: Tenant, reference: str) -> CustomerRecord | None:
+    async with read_connection(session) as connection:
+        row = await connection.fetchrow(
+            f"SELECT {_COLUMNS} FROM customers "  # noqa: S608 - the columns are ours
+            "WHERE installation_id = $1 AND livemode = $2 AND external_reference = $3",
+            tenant.installation_id,
+            tenant.livemode,
+            reference,
+        )
+    return _record(row) if row is not None else None
 
 
 async def list_page(
     session: AsyncSession, tenant: Tenant, *, limit: int, after: Position | None
-) -> Sequence[Customer]:
-    statement = newest_first_page(
-        select(Customer).where(_owned_by(tenant)), Customer, limit=limit, after=after
-    )
-    return (await session.scalars(statement)).all()
+) -> list[CustomerRecord]:
+    """Newest first, after `after` (CONVENTIONS.md §5), one more than `limit` to tell has_more: the
+    order of `ix_customers_list`, which the row comparison walks."""
+    async with read_connection(session) as connection:
+        rows = await connection.fetch(
+            f"SELECT {_COLUMNS} FROM customers "  # noqa: S608 - the columns are ours
+            "WHERE installation_id = $1 AND livemode = $2 "
+            "AND ($3::timestamptz IS NULL OR (created_at, id) < ($3, $4::text)) "
+            "ORDER BY created_at DESC, id DESC LIMIT $5",
+            tenant.installation_id,
+            tenant.livemode,
+            after.created_at if after is not None else None,
+            after.id if after is not None else None,
+            limit + 1,
+        )
+    return [_record(row) for row in rows]

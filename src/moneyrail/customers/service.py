@@ -12,10 +12,10 @@ from moneyrail.errors import ResourceMissing
 from moneyrail.kit.ids import new_id
 from moneyrail.kit.pagination import Position
 from moneyrail.kit.tenant import Tenant
-from moneyrail.models import Customer
 
 from . import repository
-from .repository import InsertedCustomer, NewCustomer
+from .repository import CustomerRecord as CustomerRecord  # the record its callers get
+from .repository import NewCustomer
 from .schemas import CustomerCreate
 
 
@@ -25,7 +25,7 @@ async def create_or_reuse_customer(
     command: CustomerCreate,
     claim: StatementClaim | None = None,
     answer: Callable[[NewCustomer], bytes] | None = None,
-) -> InsertedCustomer | Customer:
+) -> CustomerRecord:
     """A second create with the same external_reference returns the first customer unchanged.
 
     Safe under concurrent identical requests: the unique index decides, so one customer, never two.
@@ -60,7 +60,7 @@ async def create_or_reuse_customer(
     return existing
 
 
-async def get_customer(session: AsyncSession, tenant: Tenant, customer_id: str) -> Customer:
+async def get_customer(session: AsyncSession, tenant: Tenant, customer_id: str) -> CustomerRecord:
     customer = await repository.get(session, tenant, customer_id)
     if customer is None:
         raise ResourceMissing(f"No such customer: {customer_id!r}", param="customer")
@@ -74,5 +74,5 @@ async def emails_of(session: AsyncSession, tenant: Tenant, customer_ids: Sequenc
 
 async def list_customers(
     session: AsyncSession, tenant: Tenant, *, limit: int, after: Position | None
-) -> Sequence[Customer]:
+) -> list[CustomerRecord]:
     return await repository.list_page(session, tenant, limit=limit, after=after)

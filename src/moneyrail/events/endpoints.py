@@ -8,7 +8,7 @@ from moneyrail.api.context import Principal, request_session
 from moneyrail.api.pagination import ListEnvelope, PageRequest, list_envelope, page_request
 from moneyrail.api.routing import MoneyrailRoute, scoped
 from moneyrail.kit.clock import to_unix, utcnow
-from moneyrail.models import Event, WebhookEndpoint
+from moneyrail.models import WebhookEndpoint
 
 from . import service
 from .schemas import (
@@ -25,7 +25,7 @@ from .schemas import (
 router = APIRouter(route_class=MoneyrailRoute, tags=["events and webhooks"])
 
 
-def render_event(event: Event) -> EventOut:
+def render_event(event: service.EventRecord) -> EventOut:
     return EventOut.model_validate(service.event_object(event))
 
 

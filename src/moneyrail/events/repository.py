@@ -11,16 +11,29 @@ from sqlalchemy import and_, select
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
 
 from moneyrail.db.pagination import newest_first_page
-from moneyrail.db.raw import Write, WriteAt, driver_connection, pending_update
+from moneyrail.db.raw import Write, WriteAt, driver_connection, pending_update, read_connection
 from moneyrail.engine.repository import NewOperations, operations_from, relay_wakeups
 from moneyrail.kit.pagination import Position
 from moneyrail.kit.tenant import Tenant
-from moneyrail.models import Event, Operation, WebhookDelivery, WebhookDeliveryAttempt, WebhookEndpoint
+from moneyrail.models import Operation, WebhookDelivery, WebhookDeliveryAttempt, WebhookEndpoint
 from moneyrail.models.base import Base
 
 
-def _event_owned_by(tenant: Tenant) -> Any:
-    return and_(Event.installation_id == tenant.installation_id, Event.livemode == tenant.livemode)
+@dataclass(frozen=True, slots=True)
+class EventRecord:
+    """An event (its row in `events`, models/event.py): written once by a driver statement, never
+    changed, read back as it was written."""
+
+    id: str
+    installation_id: str
+    livemode: bool
+    created_at: datetime
+    type: str
+    api_version: str
+    data: dict[str, Any]
+
+
+_EVENT_COLUMNS = "id, installation_id, livemode, created_at, type, api_version, data"
 
 
 def _endpoint_owned_by(tenant: Tenant) -> Any:
@@ -61,7 +74,7 @@ def _event_also(statement: str, write: str, position: int) -> str:
 
 async def insert_event(
     session: AsyncSession,
-    event: Event,
+    event: EventRecord,
     changed: Base | None = None,
     also: Sequence[WriteAt] = (),
 ) -> list[str]:
@@ -238,17 +251,37 @@ async def insert_events(
     return [(row["event_id"], row["endpoint_id"]) for row in rows]
 
 
-async def get_event(session: AsyncSession, tenant: Tenant, event_id: str) -> Event | None:
-    return await session.scalar(select(Event).where(_event_owned_by(tenant), Event.id == event_id))
+async def get_event(session: AsyncSession, tenant: Tenant, event_id: str) -> EventRecord | None:
+    async with read_connection(session) as connection:
+        row = await connection.fetchrow(
+            f"SELECT {_EVENT_COLUMNS} FROM events "  # noqa: S608 - the columns are ours
+            "WHERE installation_id = $1 AND livemode = $2 AND id = $3",
+            tenant.installation_id,
+            tenant.livemode,
+            event_id,
+        )
+    return EventRecord(*row.values()) if row is not None else None
 
 
 async def list_events(
     session: AsyncSession, tenant: Tenant, *, event_type: str | None, limit: int, after: Position | None
-) -> Sequence[Event]:
-    statement = select(Event).where(_event_owned_by(tenant))
-    if event_type:
-        statement = statement.where(Event.type == event_type)
-    return (await session.scalars(newest_first_page(statement, Event, limit=limit, after=after))).all()
+) -> list[EventRecord]:
+    """Newest first, after `after` (CONVENTIONS.md §5), one more than `limit` to tell has_more: the
+    order of `ix_events_list`, which the row comparison walks."""
+    async with read_connection(session) as connection:
+        rows = await connection.fetch(
+            f"SELECT {_EVENT_COLUMNS} FROM events "  # noqa: S608 - the columns are ours
+            "WHERE installation_id = $1 AND livemode = $2 AND ($3::text IS NULL OR type = $3) "
+            "AND ($4::timestamptz IS NULL OR (created_at, id) < ($4, $5::text)) "
+            "ORDER BY created_at DESC, id DESC LIMIT $6",
+            tenant.installation_id,
+            tenant.livemode,
+            event_type or None,
+            after.created_at if after is not None else None,
+            after.id if after is not None else None,
+            limit + 1,
+        )
+    return [EventRecord(*row.values()) for row in rows]
 
 
 async def get_endpoint(session: AsyncSession, tenant: Tenant, endpoint_id: str) -> WebhookEndpoint | None:

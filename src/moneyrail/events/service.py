@@ -19,7 +19,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from standardwebhooks import Webhook
 
 from moneyrail.config import API_VERSIONS, get_settings
-from moneyrail.db.raw import WriteAt, engine_of, from_row
+from moneyrail.db.raw import WriteAt, engine_of
 from moneyrail.engine.clock import clock_offset
 from moneyrail.engine.outcomes import AttemptError, PermanentFailure, TransientFailure
 from moneyrail.engine.policy import RetryPolicy, policy_for, register_policy
@@ -38,7 +38,7 @@ from moneyrail.kit.clock import to_unix, utcnow
 from moneyrail.kit.ids import new_id
 from moneyrail.kit.pagination import Position
 from moneyrail.kit.tenant import Tenant
-from moneyrail.models import Event, Operation, WebhookDelivery, WebhookDeliveryAttempt, WebhookEndpoint
+from moneyrail.models import Operation, WebhookDelivery, WebhookDeliveryAttempt, WebhookEndpoint
 from moneyrail.models.base import Base
 
 from . import repository
@@ -50,6 +50,7 @@ from .addresses import (
     post_pinned,
     system_resolver,
 )
+from .repository import EventRecord as EventRecord  # the record its callers get
 from .types import is_known
 
 logger = structlog.get_logger("moneyrail.webhooks")
@@ -69,7 +70,7 @@ register_policy(
 )
 
 
-def event_object(event: Event) -> dict[str, Any]:
+def event_object(event: EventRecord) -> dict[str, Any]:
     return {
         "id": event.id,
         "object": "event",
@@ -89,7 +90,7 @@ async def record_event(
     *,
     changed: Base | None = None,
     also: Sequence[WriteAt] = (),
-) -> Event:
+) -> EventRecord:
     """Write the event and one delivery per listening endpoint, in the caller's transaction.
 
     `changed`: the row the event describes, if its changes are not flushed yet: they are written in
@@ -127,26 +128,21 @@ async def record_events(
     return written
 
 
-def _new_event(tenant: Tenant, event_type: str, data_object: dict[str, Any]) -> Event:
+def _new_event(tenant: Tenant, event_type: str, data_object: dict[str, Any]) -> EventRecord:
     if not is_known(event_type):
         raise ValueError(f"event type {event_type!r} is not in events/types.py's registry")
-    # written by its driver statement (repository.insert_event), never through the ORM: built without
-    # the instrumented constructor, whose attribute events and instance state serve no session here
-    return from_row(
-        Event,
-        {
-            "id": new_id("evt"),
-            "installation_id": tenant.installation_id,
-            "livemode": tenant.livemode,
-            "type": event_type,
-            "api_version": API_VERSIONS["payments"][0],
-            "data": {"object": data_object},
-            "created_at": utcnow(),
-        },
+    return EventRecord(
+        id=new_id("evt"),
+        installation_id=tenant.installation_id,
+        livemode=tenant.livemode,
+        created_at=utcnow(),
+        type=event_type,
+        api_version=API_VERSIONS["payments"][0],
+        data={"object": data_object},
     )
 
 
-async def get_event(session: AsyncSession, tenant: Tenant, event_id: str) -> Event:
+async def get_event(session: AsyncSession, tenant: Tenant, event_id: str) -> EventRecord:
     event = await repository.get_event(session, tenant, event_id)
     if event is None:
         raise ResourceMissing(f"No such event: {event_id!r}", param="event")
@@ -155,7 +151,7 @@ async def get_event(session: AsyncSession, tenant: Tenant, event_id: str) -> Eve
 
 async def list_events(
     session: AsyncSession, tenant: Tenant, *, event_type: str | None, limit: int, after: Position | None
-) -> Sequence[Event]:
+) -> list[EventRecord]:
     return await repository.list_events(session, tenant, event_type=event_type, limit=limit, after=after)
 
 
@@ -332,7 +328,7 @@ async def _schedule_delivery(
     session: AsyncSession,
     tenant: Tenant,
     endpoint_id: str,
-    event: Event | repository.NewEvent,
+    event: EventRecord | repository.NewEvent,
     resend_of: str | None = None,
 ) -> WebhookDelivery:
     operation = await create_operation(

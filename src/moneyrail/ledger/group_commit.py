@@ -27,7 +27,6 @@ import structlog
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from moneyrail.db.raw import autocommit_connection
-from moneyrail.models.ledger import JournalTransaction
 
 from . import repository
 
@@ -37,14 +36,15 @@ MAX_BATCH = 64
 MAX_IN_FLIGHT = 2  # statements at once: enough to keep the database's cores busy while one returns
 
 PostAlone = Callable[
-    [async_sessionmaker[AsyncSession], repository.NewJournalTransaction], Awaitable[JournalTransaction]
+    [async_sessionmaker[AsyncSession], repository.NewJournalTransaction],
+    Awaitable[repository.JournalRecord],
 ]
 
 
 @dataclass(slots=True)
 class _Queued:
     entry: repository.NewJournalTransaction
-    written: asyncio.Future[JournalTransaction] = field(
+    written: asyncio.Future[repository.JournalRecord] = field(
         default_factory=lambda: asyncio.get_running_loop().create_future()
     )
 
@@ -66,7 +66,7 @@ class JournalWriter:
         self,
         sessionmaker: async_sessionmaker[AsyncSession],
         entry: repository.NewJournalTransaction,
-    ) -> JournalTransaction:
+    ) -> repository.JournalRecord:
         queued = _Queued(entry)
         self._queue.append(queued)
         if self._in_flight < self._max_in_flight:
@@ -108,7 +108,7 @@ class JournalWriter:
 
 async def _write(
     sessionmaker: async_sessionmaker[AsyncSession], batch: list[_Queued]
-) -> dict[str, JournalTransaction]:
+) -> dict[str, repository.JournalRecord]:
     async with autocommit_connection(sessionmaker) as connection:
         try:
             return await repository.insert_transactions(connection, [queued.entry for queued in batch])
@@ -119,7 +119,7 @@ async def _write(
             return {}
 
 
-def _settle(queued: _Queued, outcome: JournalTransaction | BaseException) -> None:
+def _settle(queued: _Queued, outcome: repository.JournalRecord | BaseException) -> None:
     if queued.written.done():  # the caller was cancelled
         return
     if isinstance(outcome, asyncio.CancelledError):

@@ -28,7 +28,7 @@ from moneyrail.engine.schedule import register_periodic
 from moneyrail.kit.ids import new_id
 from moneyrail.kit.money import is_valid_currency
 from moneyrail.kit.tenant import Tenant
-from moneyrail.models.ledger import GENESIS_HASH, JournalTransaction, LedgerAccount, LedgerBlock
+from moneyrail.models.ledger import GENESIS_HASH, LedgerAccount, LedgerBlock
 
 from . import group_commit, repository
 from .chain import block_hash
@@ -143,7 +143,7 @@ async def post(
     postings: Sequence[Posting],
     reference: str | None = None,
     idempotency_key: str | None = None,
-) -> JournalTransaction:
+) -> repository.JournalRecord:
     """Write one balanced journal transaction; with an idempotency key, at most once.
 
     Posting the same key again returns the first transaction (a retried actor never posts twice);
@@ -162,7 +162,7 @@ async def post_if_not_negative(
     postings: Sequence[Posting],
     reference: str | None = None,
     idempotency_key: str | None = None,
-) -> JournalTransaction | None:
+) -> repository.JournalRecord | None:
     """`post`, provided the tenant's account `guard` (code, currency) has a balance of 0 or more.
 
     For a caller whose postings depend on that balance only when it is negative (a capture recovering
@@ -227,7 +227,7 @@ class Entry:
 
 async def post_many(
     session: AsyncSession, tenant: Tenant, entries: Sequence[Entry]
-) -> list[JournalTransaction]:
+) -> list[repository.JournalRecord]:
     """`post` for several journal transactions at once, in `entries`' order: one statement (one round
     trip) however many there are, each still balanced and idempotent on its own. One the statement
     could not write (an account used for the first time, a key posted before) takes `post`'s path."""
@@ -248,7 +248,9 @@ async def post_many(
     return [written.get(entry.id) or await _post_entry(session, entry) for entry in new]
 
 
-async def _post_entry(session: AsyncSession, entry: repository.NewJournalTransaction) -> JournalTransaction:
+async def _post_entry(
+    session: AsyncSession, entry: repository.NewJournalTransaction
+) -> repository.JournalRecord:
     for attempt in range(2):
         journal = await repository.insert_transaction(await driver_connection(session), entry)
         if journal is not None:
@@ -272,7 +274,7 @@ async def post_standalone(
     postings: Sequence[Posting],
     reference: str | None = None,
     idempotency_key: str | None = None,
-) -> JournalTransaction:
+) -> repository.JournalRecord:
     """`post` for a journal transaction that is a whole unit of work: it commits on its own.
 
     For movements with nothing else to commit beside them (an adjustment, an import, a transfer
@@ -287,7 +289,7 @@ async def post_standalone(
 
 async def _post_alone(
     sessionmaker: async_sessionmaker[AsyncSession], entry: repository.NewJournalTransaction
-) -> JournalTransaction:
+) -> repository.JournalRecord:
     """One standalone posting in its own statement; the first use of an account and a repeated
     idempotency key take `post`'s general path in a unit of work instead."""
     async with autocommit_connection(sessionmaker) as connection:
@@ -301,8 +303,8 @@ async def _post_alone(
 
 
 async def _replay(
-    session: AsyncSession, first: JournalTransaction, entry: repository.NewJournalTransaction
-) -> JournalTransaction:
+    session: AsyncSession, first: repository.JournalRecord, entry: repository.NewJournalTransaction
+) -> repository.JournalRecord:
     if (first.kind, first.reference) != (entry.kind, entry.reference) or sorted(
         await repository.legs_of(session, first.id)
     ) != sorted(entry.legs):

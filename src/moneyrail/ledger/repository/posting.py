@@ -5,16 +5,17 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from sqlalchemy import func, select, text, tuple_
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from moneyrail.db.raw import Write, WriteAt, from_row
+from moneyrail.db.raw import Write, WriteAt, driver_connection
 from moneyrail.kit.ids import new_id
 from moneyrail.kit.tenant import Tenant
-from moneyrail.models.ledger import JournalTransaction, LedgerAccount, LedgerPosting
+from moneyrail.models.ledger import LedgerAccount, LedgerPosting
 
 AccountKey = tuple[str, str]  # (code, currency)
 
@@ -65,6 +66,30 @@ class NewJournalTransaction:
     legs: Sequence[tuple[str, int, str]]
 
 
+@dataclass(frozen=True, slots=True)
+class JournalRecord:
+    """A journal transaction as written (its row in `journal_transactions`): what posting hands back."""
+
+    id: str
+    installation_id: str
+    livemode: bool
+    created_at: datetime
+    kind: str
+    reference: str | None
+    idempotency_key: str | None
+    seq: int
+    txid: int
+
+
+# Its columns, in its fields' order, as the statements below return them
+JOURNAL_COLUMNS = "id, installation_id, livemode, created_at, kind, reference, idempotency_key, seq, txid"
+
+
+def journal_record(row: Any) -> JournalRecord:
+    """A record from a row holding `JOURNAL_COLUMNS` first (an asyncpg Record, by position)."""
+    return JournalRecord(row[0], row[1], row[2], row[3], row[4], row[5], row[6], row[7], row[8])
+
+
 # Whole postings in one statement, one round trip, however many journal transactions it carries: each
 # one's legs are matched to its tenant's accounts, and its journal row and postings are inserted only
 # when every leg has one. No row comes back for a transaction with a missing account or whose
@@ -74,7 +99,7 @@ class NewJournalTransaction:
 # other. Parameters, one array element per transaction: $1 id, $2 installation_id, $3 livemode,
 # $4 kind, $5 reference, $6 idempotency_key; one element per leg: $7 its transaction's position
 # (1-based), $8 account code, $9 amount, $10 currency.
-POST_SQL = """
+POST_SQL = f"""
 WITH entry AS (
     SELECT *
     FROM unnest($1::text[], $2::text[], $3::boolean[], $4::text[], $5::text[], $6::text[])
@@ -97,7 +122,7 @@ journal AS (
     WHERE NOT EXISTS (SELECT 1 FROM legs WHERE legs.entry = entry.position AND legs.account_id IS NULL)
     ORDER BY entry.installation_id, entry.livemode, entry.idempotency_key, entry.position
     ON CONFLICT (installation_id, livemode, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
-    RETURNING *
+    RETURNING {JOURNAL_COLUMNS}
 ),
 posted AS (
     INSERT INTO postings (transaction_id, account_id, currency, amount)
@@ -106,12 +131,12 @@ posted AS (
     ORDER BY legs.ordinality
 )
 SELECT * FROM journal
-"""
+"""  # noqa: S608 - the columns are ours
 
 
 async def insert_transactions(
     connection: Any, entries: Sequence[NewJournalTransaction]
-) -> dict[str, JournalTransaction]:
+) -> dict[str, JournalRecord]:
     """The journal transactions written, by id (see POST_SQL for those that were not).
 
     Every payment, fee and transfer posts here, straight on the driver (db/raw.py): on a session's
@@ -131,17 +156,17 @@ async def insert_transactions(
         [amount for entry in entries for _, amount, _ in entry.legs],
         [currency for entry in entries for _, _, currency in entry.legs],
     )
-    return {row["id"]: from_row(JournalTransaction, row) for row in rows}
+    return {row[0]: journal_record(row) for row in rows}
 
 
-async def insert_transaction(connection: Any, entry: NewJournalTransaction) -> JournalTransaction | None:
+async def insert_transaction(connection: Any, entry: NewJournalTransaction) -> JournalRecord | None:
     """The one journal transaction, or None (see POST_SQL)."""
     return (await insert_transactions(connection, [entry])).get(entry.id)
 
 
 async def insert_transaction_if_not_negative(
     connection: Any, entry: NewJournalTransaction, code: str, currency: str
-) -> tuple[int, JournalTransaction | None]:
+) -> tuple[int, JournalRecord | None]:
     """The balance of the tenant's account (code, currency) and, if it is 0 or more, the journal
     transaction written in the same statement (None when it is negative, or see POST_SQL)."""
     row = await connection.fetchrow(
@@ -159,21 +184,22 @@ async def insert_transaction_if_not_negative(
         code,
         currency,
     )
-    found = dict(row)
-    balance = int(found.pop("guard_balance"))
-    return balance, from_row(JournalTransaction, found) if found["id"] is not None else None
+    # the guard's balance first, then the journal's columns (null where nothing was written)
+    return int(row[0]), journal_record(row[1:]) if row[1] is not None else None
 
 
 async def find_by_idempotency_key(
     session: AsyncSession, tenant: Tenant, idempotency_key: str
-) -> JournalTransaction | None:
-    return await session.scalar(
-        select(JournalTransaction).where(
-            JournalTransaction.installation_id == tenant.installation_id,
-            JournalTransaction.livemode == tenant.livemode,
-            JournalTransaction.idempotency_key == idempotency_key,
-        )
+) -> JournalRecord | None:
+    connection = await driver_connection(session)
+    row = await connection.fetchrow(
+        f"SELECT {JOURNAL_COLUMNS} FROM journal_transactions "  # noqa: S608 - the columns are ours
+        "WHERE installation_id = $1 AND livemode = $2 AND idempotency_key = $3",
+        tenant.installation_id,
+        tenant.livemode,
+        idempotency_key,
     )
+    return journal_record(row) if row is not None else None
 
 
 async def legs_of(session: AsyncSession, transaction_id: str) -> list[tuple[str, int, str]]:
