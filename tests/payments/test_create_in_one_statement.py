@@ -353,7 +353,7 @@ def test_a_create_with_listening_endpoints_schedules_in_one_statement_what_the_t
 ):
     """Beside the listening endpoints, a disabled one and one for another type get nothing. Twins: a plain
     create (one statement: its answer's moment is stored beside the template) and one for a customer
-    (the transactional path: `announce`, then `_schedule_delivery` per endpoint) write the same
+    (the transactional path: `announce`, then `_schedule_deliveries`) write the same
     deliveries and operations, each endpoint one."""
     _warmed(api)
     listeners = _listen(api, listening)

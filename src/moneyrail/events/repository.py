@@ -15,7 +15,7 @@ from moneyrail.db.raw import Write, WriteAt, driver_connection, pending_update, 
 from moneyrail.engine.repository import NewOperations, operations_from, relay_wakeups
 from moneyrail.kit.pagination import Position
 from moneyrail.kit.tenant import Tenant
-from moneyrail.models import Operation, WebhookDelivery, WebhookDeliveryAttempt, WebhookEndpoint
+from moneyrail.models import Operation, WebhookDeliveryAttempt, WebhookEndpoint
 from moneyrail.models.base import Base
 
 
@@ -140,7 +140,7 @@ class NewEvent:
 
 # An event, its listeners and their deliveries as CTEs of a statement whose CTE `effect` inserts the row
 # the event describes (with that row's `created_at` in its RETURNING): the same INSERT, endpoint question
-# and deliveries `insert_event` and the service's `_schedule_delivery` write, for a route whose effect,
+# and deliveries `insert_event` and the service's `_schedule_deliveries` write, for a route whose effect,
 # event, deliveries and stored answer are one statement.
 def listening_endpoints(tenant: Tenant, event_type: str, first_parameter: int) -> Write:
     """The tenant's endpoints listening for `event_type` as a CTE: their ids and their `position`, 1 up
@@ -181,7 +181,7 @@ def deliveries_of_effect(
 ) -> DeliveriesOfEffect:
     """One delivery of `event` per `listening` endpoint, written only where `effect` inserted its row:
     the operation (engine/repository.py, `operations_from`), the `webhook_deliveries` row (its id the
-    operation's, its `created_at` the operation's) and the relay's wake-up, as `_schedule_delivery`
+    operation's, its `created_at` the operation's) and the relay's wake-up, as `_schedule_deliveries`
     writes them. `effect` must write nothing unless `fit` holds, or an endpoint would go unserved."""
     n = first_parameter
     operations = operations_from("planned_deliveries", tenant, planned.operations, n + 3)
@@ -304,21 +304,73 @@ async def list_endpoints(
 
 
 # --- deliveries --------------------------------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class DeliveryRecord:
+    """A webhook delivery (its row in `webhook_deliveries`, models/event.py): written once when its
+    event is, never changed (its `webhook_delivery` operation carries its status and retries)."""
+
+    id: str
+    installation_id: str
+    livemode: bool
+    created_at: datetime
+    endpoint_id: str
+    event_id: str
+    event_type: str
+    resend_of: str | None
+
+
+_DELIVERY_COLUMNS = "id, installation_id, livemode, created_at, endpoint_id, event_id, event_type, resend_of"
+
+
+async def insert_deliveries(session: AsyncSession, deliveries: Sequence[DeliveryRecord]) -> None:
+    """In the transaction of their events (and of their operations): one statement for them all (a
+    batch of renewals announces thousands of events, each to every endpoint listening)."""
+    if not deliveries:
+        return
+    connection = await driver_connection(session)
+    await connection.execute(
+        f"INSERT INTO webhook_deliveries ({_DELIVERY_COLUMNS}) "  # noqa: S608 - the columns are ours
+        "SELECT * FROM unnest($1::text[], $2::text[], $3::boolean[], $4::timestamptz[], $5::text[], "
+        "$6::text[], $7::text[], $8::text[])",
+        [delivery.id for delivery in deliveries],
+        [delivery.installation_id for delivery in deliveries],
+        [delivery.livemode for delivery in deliveries],
+        [delivery.created_at for delivery in deliveries],
+        [delivery.endpoint_id for delivery in deliveries],
+        [delivery.event_id for delivery in deliveries],
+        [delivery.event_type for delivery in deliveries],
+        [delivery.resend_of for delivery in deliveries],
+    )
+
+
 async def list_deliveries(
     session: AsyncSession, endpoint_id: str, *, limit: int, after: Position | None
-) -> Sequence[WebhookDelivery]:
-    statement = select(WebhookDelivery).where(WebhookDelivery.endpoint_id == endpoint_id)
-    return (
-        await session.scalars(newest_first_page(statement, WebhookDelivery, limit=limit, after=after))
-    ).all()
-
-
-async def get_delivery(session: AsyncSession, endpoint_id: str, delivery_id: str) -> WebhookDelivery | None:
-    return await session.scalar(
-        select(WebhookDelivery).where(
-            WebhookDelivery.endpoint_id == endpoint_id, WebhookDelivery.id == delivery_id
+) -> list[DeliveryRecord]:
+    """Newest first, after `after` (CONVENTIONS.md §5), one more than `limit` to tell has_more: the
+    order of `ix_webhook_deliveries_endpoint`, which the row comparison walks."""
+    async with read_connection(session) as connection:
+        rows = await connection.fetch(
+            f"SELECT {_DELIVERY_COLUMNS} FROM webhook_deliveries "  # noqa: S608 - the columns are ours
+            "WHERE endpoint_id = $1 "
+            "AND ($2::timestamptz IS NULL OR (created_at, id) < ($2, $3::text)) "
+            "ORDER BY created_at DESC, id DESC LIMIT $4",
+            endpoint_id,
+            after.created_at if after is not None else None,
+            after.id if after is not None else None,
+            limit + 1,
         )
-    )
+    return [DeliveryRecord(*row.values()) for row in rows]
+
+
+async def get_delivery(session: AsyncSession, endpoint_id: str, delivery_id: str) -> DeliveryRecord | None:
+    async with read_connection(session) as connection:
+        row = await connection.fetchrow(
+            f"SELECT {_DELIVERY_COLUMNS} FROM webhook_deliveries "  # noqa: S608 - the columns are ours
+            "WHERE endpoint_id = $1 AND id = $2",
+            endpoint_id,
+            delivery_id,
+        )
+    return DeliveryRecord(*row.values()) if row is not None else None
 
 
 async def delivery_states(

@@ -38,7 +38,7 @@ from moneyrail.kit.clock import to_unix, utcnow
 from moneyrail.kit.ids import new_id
 from moneyrail.kit.pagination import Position
 from moneyrail.kit.tenant import Tenant
-from moneyrail.models import Operation, WebhookDelivery, WebhookDeliveryAttempt, WebhookEndpoint
+from moneyrail.models import Operation, WebhookDeliveryAttempt, WebhookEndpoint
 from moneyrail.models.base import Base
 
 from . import repository
@@ -50,7 +50,8 @@ from .addresses import (
     post_pinned,
     system_resolver,
 )
-from .repository import EventRecord as EventRecord  # the record its callers get
+from .repository import DeliveryRecord as DeliveryRecord  # the records its callers get
+from .repository import EventRecord as EventRecord
 from .types import is_known
 
 logger = structlog.get_logger("moneyrail.webhooks")
@@ -98,8 +99,8 @@ async def record_event(
     for the same round trip (repository.insert_event).
     """
     event = _new_event(tenant, event_type, data_object)
-    for endpoint_id in await repository.insert_event(session, event, changed, also):
-        await _schedule_delivery(session, tenant, endpoint_id, event)
+    listening = await repository.insert_event(session, event, changed, also)
+    await _schedule_deliveries(session, tenant, [(endpoint_id, event) for endpoint_id in listening])
     return event
 
 
@@ -123,8 +124,10 @@ async def record_events(
     if not written:
         return []
     by_id = {event.id: event for event in written}
-    for event_id, endpoint_id in await repository.insert_events(session, tenant, written):
-        await _schedule_delivery(session, tenant, endpoint_id, by_id[event_id])
+    listening = await repository.insert_events(session, tenant, written)
+    await _schedule_deliveries(
+        session, tenant, [(endpoint_id, by_id[event_id]) for event_id, endpoint_id in listening]
+    )
     return written
 
 
@@ -273,7 +276,7 @@ async def delete_endpoint(session: AsyncSession, tenant: Tenant, endpoint_id: st
 # --- deliveries (what an integrator sees) ---------------------------------------------------------
 @dataclass(frozen=True)
 class DeliveryView:
-    delivery: WebhookDelivery
+    delivery: DeliveryRecord
     status: str
     attempts: list[WebhookDeliveryAttempt]
     next_attempt_at: datetime | None = None  # while pending: when it is tried (again)
@@ -287,7 +290,7 @@ class DeliveryView:
         return self.delivery.created_at
 
 
-async def _views(session: AsyncSession, deliveries: Sequence[WebhookDelivery]) -> list[DeliveryView]:
+async def _views(session: AsyncSession, deliveries: Sequence[DeliveryRecord]) -> list[DeliveryView]:
     """One tenant's deliveries as it sees them: `created` and the attempts are stored on its clock;
     the next attempt, due on the wall clock the engine runs on, is shown on its clock as it is now."""
     if not deliveries:
@@ -324,37 +327,42 @@ async def get_delivery(
     return (await _views(session, [delivery]))[0]
 
 
-async def _schedule_delivery(
+async def _schedule_deliveries(
     session: AsyncSession,
     tenant: Tenant,
-    endpoint_id: str,
-    event: EventRecord | repository.NewEvent,
+    sends: Sequence[tuple[str, EventRecord | repository.NewEvent]],
     resend_of: str | None = None,
-) -> WebhookDelivery:
-    operation = await create_operation(
-        session,
-        tenant,
-        operation_type=DELIVERY_TYPE,
-        actor_name=DELIVERY_ACTOR,
-        resource=event.id,
-        payload={"event": event.id, "endpoint": endpoint_id},
-    )
-    delivery = WebhookDelivery(
-        id=operation.id,
-        installation_id=tenant.installation_id,
-        livemode=tenant.livemode,
-        endpoint_id=endpoint_id,
-        event_id=event.id,
-        event_type=event.type,
-        resend_of=resend_of,
-        created_at=operation.created_at,
-    )
-    session.add(delivery)
-    return delivery
+) -> list[DeliveryRecord]:
+    """Each (endpoint, event): a `webhook_delivery` operation, and the delivery an integrator lists
+    (its id the operation's), all of them in one statement."""
+    deliveries = []
+    for endpoint_id, event in sends:
+        operation = await create_operation(
+            session,
+            tenant,
+            operation_type=DELIVERY_TYPE,
+            actor_name=DELIVERY_ACTOR,
+            resource=event.id,
+            payload={"event": event.id, "endpoint": endpoint_id},
+        )
+        deliveries.append(
+            DeliveryRecord(
+                id=operation.id,
+                installation_id=tenant.installation_id,
+                livemode=tenant.livemode,
+                created_at=operation.created_at,
+                endpoint_id=endpoint_id,
+                event_id=event.id,
+                event_type=event.type,
+                resend_of=resend_of,
+            )
+        )
+    await repository.insert_deliveries(session, deliveries)
+    return deliveries
 
 
 def planned_deliveries(endpoints: int) -> repository.PlannedDeliveries:
-    """What `_schedule_delivery` writes for each of up to `endpoints` listening endpoints, for a statement
+    """What `_schedule_deliveries` writes for each of up to `endpoints` listening endpoints, for a statement
     that schedules its event's deliveries itself (repository.deliveries_of_effect): fresh operation ids
     and the delivery type's columns from its policy, as `create_operation` takes them."""
     policy = policy_for(DELIVERY_TYPE)
@@ -379,7 +387,9 @@ async def resend_delivery(
     if endpoint.disabled_at is not None:
         raise Conflict("The webhook endpoint is disabled; enable it before resending.", param="delivery")
     event = await get_event(session, tenant, original.delivery.event_id)
-    delivery = await _schedule_delivery(session, tenant, endpoint.id, event, resend_of=original.delivery.id)
+    (delivery,) = await _schedule_deliveries(
+        session, tenant, [(endpoint.id, event)], resend_of=original.delivery.id
+    )
     await session.flush()
     return (await _views(session, [delivery]))[0]
 
