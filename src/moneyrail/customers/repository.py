@@ -6,12 +6,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from functools import cache
-from typing import Any
+from typing import Any, Literal
 
 import asyncpg
 import orjson
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from moneyrail.db.pagination import newest_first_sql
 from moneyrail.db.raw import (
     StatementClaim,
     driver_connection,
@@ -184,13 +185,24 @@ async def insert_unless_referenced(
 
 
 async def get(session: AsyncSession, tenant: Tenant, customer_id: str) -> CustomerRecord | None:
+    return await _find(session, tenant, "id", customer_id)
+
+
+async def get_by_reference(session: AsyncSession, tenant: Tenant, reference: str) -> CustomerRecord | None:
+    return await _find(session, tenant, "external_reference", reference)
+
+
+async def _find(
+    session: AsyncSession, tenant: Tenant, column: Literal["id", "external_reference"], value: str
+) -> CustomerRecord | None:
+    """The tenant's customer whose `column` (a unique one: id, external_reference) holds `value`."""
     async with read_connection(session) as connection:
         row = await connection.fetchrow(
             f"SELECT {_COLUMNS} FROM customers "  # noqa: S608 - the columns are ours
-            "WHERE installation_id = $1 AND livemode = $2 AND id = $3",
+            f"WHERE installation_id = $1 AND livemode = $2 AND {column} = $3",
             tenant.installation_id,
             tenant.livemode,
-            customer_id,
+            value,
         )
     return _record(row) if row is not None else None
 
@@ -209,33 +221,16 @@ async def emails_of(session: AsyncSession, tenant: Tenant, customer_ids: Sequenc
     return {row[0]: row[1] for row in rows}
 
 
-async def get_by_reference(session: AsyncSession, tenant: Tenant, reference: str) -> CustomerRecord | None:
-    async with read_connection(session) as connection:
-        row = await connection.fetchrow(
-            f"SELECT {_COLUMNS} FROM customers "  # noqa: S608 - the columns are ours
-            "WHERE installation_id = $1 AND livemode = $2 AND external_reference = $3",
-            tenant.installation_id,
-            tenant.livemode,
-            reference,
-        )
-    return _record(row) if row is not None else None
-
-
 async def list_page(
     session: AsyncSession, tenant: Tenant, *, limit: int, after: Position | None
 ) -> list[CustomerRecord]:
-    """Newest first, after `after` (CONVENTIONS.md §5), one more than `limit` to tell has_more: the
-    order of `ix_customers_list`, which the row comparison walks."""
+    """Newest first (CONVENTIONS.md §5), on `ix_customers_list`."""
+    page, page_parameters = newest_first_sql(3, limit=limit, after=after)
     async with read_connection(session) as connection:
         rows = await connection.fetch(
-            f"SELECT {_COLUMNS} FROM customers "  # noqa: S608 - the columns are ours
-            "WHERE installation_id = $1 AND livemode = $2 "
-            "AND ($3::timestamptz IS NULL OR (created_at, id) < ($3, $4::text)) "
-            "ORDER BY created_at DESC, id DESC LIMIT $5",
+            f"SELECT {_COLUMNS} FROM customers WHERE installation_id = $1 AND livemode = $2 {page}",  # noqa: S608
             tenant.installation_id,
             tenant.livemode,
-            after.created_at if after is not None else None,
-            after.id if after is not None else None,
-            limit + 1,
+            *page_parameters,
         )
     return [_record(row) for row in rows]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from functools import cache
 from typing import Any, TypeVar
 
 from sqlalchemy import Select, and_, or_
@@ -23,3 +24,25 @@ def newest_first_page(
             )
         )
     return statement.order_by(model.created_at.desc(), model.id.desc()).limit(limit + 1)
+
+
+@cache
+def _newest_first_tail(first_parameter: int) -> str:
+    after_at, after_id, limit = first_parameter, first_parameter + 1, first_parameter + 2
+    return (
+        f"AND (${after_at}::timestamptz IS NULL OR (created_at, id) < (${after_at}, ${after_id}::text)) "
+        f"ORDER BY created_at DESC, id DESC LIMIT ${limit}"
+    )
+
+
+def newest_first_sql(
+    first_parameter: int, *, limit: int, after: Position | None
+) -> tuple[str, tuple[Any, ...]]:
+    """`newest_first_page` for a driver statement: the tail to put after its WHERE conditions and that
+    tail's parameters, numbered from `first_parameter`. One text whether or not `after` is given (one
+    prepared statement); the row comparison walks an index on (..., created_at, id)."""
+    return _newest_first_tail(first_parameter), (
+        after.created_at if after is not None else None,
+        after.id if after is not None else None,
+        limit + 1,
+    )

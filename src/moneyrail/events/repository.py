@@ -10,7 +10,7 @@ import orjson
 from sqlalchemy import and_, select
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
 
-from moneyrail.db.pagination import newest_first_page
+from moneyrail.db.pagination import newest_first_page, newest_first_sql
 from moneyrail.db.raw import Write, WriteAt, driver_connection, pending_update, read_connection
 from moneyrail.engine.repository import NewOperations, operations_from, relay_wakeups
 from moneyrail.kit.pagination import Position
@@ -266,20 +266,16 @@ async def get_event(session: AsyncSession, tenant: Tenant, event_id: str) -> Eve
 async def list_events(
     session: AsyncSession, tenant: Tenant, *, event_type: str | None, limit: int, after: Position | None
 ) -> list[EventRecord]:
-    """Newest first, after `after` (CONVENTIONS.md §5), one more than `limit` to tell has_more: the
-    order of `ix_events_list`, which the row comparison walks."""
+    """Newest first (CONVENTIONS.md §5), on `ix_events_list`."""
+    page, page_parameters = newest_first_sql(4, limit=limit, after=after)
     async with read_connection(session) as connection:
         rows = await connection.fetch(
             f"SELECT {_EVENT_COLUMNS} FROM events "  # noqa: S608 - the columns are ours
-            "WHERE installation_id = $1 AND livemode = $2 AND ($3::text IS NULL OR type = $3) "
-            "AND ($4::timestamptz IS NULL OR (created_at, id) < ($4, $5::text)) "
-            "ORDER BY created_at DESC, id DESC LIMIT $6",
+            f"WHERE installation_id = $1 AND livemode = $2 AND ($3::text IS NULL OR type = $3) {page}",
             tenant.installation_id,
             tenant.livemode,
             event_type or None,
-            after.created_at if after is not None else None,
-            after.id if after is not None else None,
-            limit + 1,
+            *page_parameters,
         )
     return [EventRecord(*row.values()) for row in rows]
 
@@ -346,18 +342,13 @@ async def insert_deliveries(session: AsyncSession, deliveries: Sequence[Delivery
 async def list_deliveries(
     session: AsyncSession, endpoint_id: str, *, limit: int, after: Position | None
 ) -> list[DeliveryRecord]:
-    """Newest first, after `after` (CONVENTIONS.md §5), one more than `limit` to tell has_more: the
-    order of `ix_webhook_deliveries_endpoint`, which the row comparison walks."""
+    """Newest first (CONVENTIONS.md §5), on `ix_webhook_deliveries_endpoint`."""
+    page, page_parameters = newest_first_sql(2, limit=limit, after=after)
     async with read_connection(session) as connection:
         rows = await connection.fetch(
-            f"SELECT {_DELIVERY_COLUMNS} FROM webhook_deliveries "  # noqa: S608 - the columns are ours
-            "WHERE endpoint_id = $1 "
-            "AND ($2::timestamptz IS NULL OR (created_at, id) < ($2, $3::text)) "
-            "ORDER BY created_at DESC, id DESC LIMIT $4",
+            f"SELECT {_DELIVERY_COLUMNS} FROM webhook_deliveries WHERE endpoint_id = $1 {page}",  # noqa: S608
             endpoint_id,
-            after.created_at if after is not None else None,
-            after.id if after is not None else None,
-            limit + 1,
+            *page_parameters,
         )
     return [DeliveryRecord(*row.values()) for row in rows]
 
